@@ -1,0 +1,6 @@
+"""The oracles: runtime of a job on a VM configuration. Importing this package registers the built-in predictors."""
+
+from predictors.base import Predictor, build, register, registry
+from predictors import table  # noqa: F401
+
+__all__ = ["Predictor", "build", "register", "registry"]

@@ -1,0 +1,73 @@
+"""The predictor contract: runtime of a job on a VM configuration, plus a registry mapping YAML names to classes."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, ClassVar, Sequence
+
+import numpy as np
+
+from sim.model import INFEASIBLE, CapsimError, Config, JobSpec, VMType
+
+__all__ = ["Predictor", "register", "registry", "build"]
+
+
+class Predictor:
+    """Answers how long a whole job takes on ``gpus`` GPUs of a VM type, in seconds.
+
+    ``runtime`` returns ``INFEASIBLE`` (inf) where the predictor cannot support the configuration, and ``support``
+    says why. Parameters go in ``__init__``; no heavy work there (fitting happens lazily or in ``fit``).
+    """
+
+    name: ClassVar[str] = "predictor"
+
+    def runtime(self, spec: JobSpec, vm: VMType, gpus: int) -> float:
+        raise NotImplementedError
+
+    def support(self, spec: JobSpec, vm: VMType, gpus: int) -> str | None:
+        """``None`` if the configuration is supported, else a one-line reason."""
+        return None if math.isfinite(self.runtime(spec, vm, gpus)) else "no prediction for this configuration"
+
+    def runtimes(self, specs: Sequence[JobSpec], configs: Sequence[Config]) -> np.ndarray:
+        """Runtimes of every spec on every configuration, shape ``(len(specs), len(configs))``, inf where unsupported.
+
+        Subclasses override this with a vectorised path; this default loops over ``runtime``.
+        """
+        out = np.empty((len(specs), len(configs)), dtype=float)
+        for i, s in enumerate(specs):
+            for k, c in enumerate(configs):
+                out[i, k] = self.runtime(s, c.vm, c.gpus)
+        return out
+
+
+_REGISTRY: dict[str, Callable[..., Predictor]] = {}
+
+
+def register(name: str) -> Callable[[type[Predictor]], type[Predictor]]:
+    """Class decorator adding a predictor to the registry under ``name`` (the YAML ``predictor.kind``)."""
+
+    def deco(cls: type[Predictor]) -> type[Predictor]:
+        cls.name = name
+        _REGISTRY[name] = cls
+        return cls
+
+    return deco
+
+
+def registry() -> dict[str, Callable[..., Predictor]]:
+    import predictors  # noqa: F401  (importing the package registers the built-in predictors)
+
+    return dict(_REGISTRY)
+
+
+def build(kind: str, **params: Any) -> Predictor:
+    """Build the registered predictor ``kind`` with ``params``; a clear error names the known kinds otherwise."""
+    reg = registry()
+    if kind not in reg:
+        raise CapsimError(f"unknown predictor {kind!r}: known predictors are {', '.join(sorted(reg))}")
+    try:
+        return reg[kind](**params)
+    except TypeError as e:
+        raise CapsimError(f"predictor {kind!r}: bad parameters {sorted(params)}: {e}") from None
+
+

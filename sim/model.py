@@ -1,0 +1,258 @@
+"""The shared vocabulary of capsim: GPUs, VM types, jobs, configurations, snapshots and plans.
+
+Every room (sim, optim, predictors, experiments) speaks in these frozen types. This module imports nothing else
+of the project, so any room may import it without creating a cycle. Units inside: seconds and dollars.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping
+
+import numpy as np
+
+__all__ = [
+    "CapsimError",
+    "GPUModel",
+    "VMType",
+    "JobSpec",
+    "Job",
+    "Config",
+    "JobView",
+    "NodeView",
+    "Snapshot",
+    "Assignment",
+    "DecisionInfo",
+    "Plan",
+    "INFEASIBLE",
+]
+
+INFEASIBLE = math.inf
+"""Runtime a predictor returns for a configuration it cannot support (see ``Predictor.support`` for why)."""
+
+
+class CapsimError(Exception):
+    """An error the user can cause and fix: the message names the file or object, the field and the fix."""
+
+
+@dataclass(frozen=True, slots=True)
+class GPUModel:
+    """One GPU model with its dense per-board specifications (REFERENCE §6).
+
+    ``measured_gflops`` is the ``GFlops(7)`` value that identifies this GPU in the shipped measurements, if any.
+    """
+
+    name: str
+    sms: int
+    boost_mhz: float
+    fp32_tflops: float
+    memory_gb: float
+    bandwidth_gbs: float
+    fp16_tensor_tflops: float | None = None
+    dies_per_board: int = 1
+    measured_gflops: float | None = None
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+
+@dataclass(frozen=True, slots=True)
+class VMType:
+    """A rentable VM: ``gpus`` GPUs of one model for ``price_per_hour`` dollars, ready ``boot_time`` s after start."""
+
+    name: str
+    gpu: GPUModel
+    gpus: int
+    price_per_hour: float
+    boot_time: float = 0.0
+    provider: str = "cloud"
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    @property
+    def price_per_second(self) -> float:
+        return self.price_per_hour / 3600.0
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """What a training job is: an application (network + framework), its iterations and batch size.
+
+    ``application`` is the network key (``alexnet``, ``vgg19``, ``resnet50``, ``deepspeech``) and ``framework`` is
+    ``pytorch`` or ``tensorflow``; ``name`` is a label such as ``J5``. ``depth`` is the network depth for families
+    measured at several depths (ResNet inner modules), ``None`` for the standard network.
+    """
+
+    application: str
+    framework: str
+    iterations: int
+    batch_size: int
+    name: str = ""
+    depth: int | None = None
+
+    @property
+    def app_key(self) -> str:
+        """Short key of the measured application, e.g. ``resnet50_pt``."""
+        return f"{self.application}_{'pt' if self.framework == 'pytorch' else 'tf'}"
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One submitted job: its spec, submission time, deadline (s) and tardiness weight ($ per second late)."""
+
+    id: int
+    spec: JobSpec
+    submit_time: float
+    deadline: float
+    weight: float
+
+    def __hash__(self) -> int:
+        return self.id
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """A configuration a job can run in: ``gpus`` GPUs of a VM of type ``vm``."""
+
+    vm: VMType
+    gpus: int
+
+    def __hash__(self) -> int:
+        return hash((self.vm.name, self.gpus))
+
+    @property
+    def label(self) -> str:
+        return f"{self.vm.name}x{self.gpus}"
+
+
+@dataclass(frozen=True, slots=True)
+class JobView:
+    """A job as a policy sees it at a decision.
+
+    ``estimates[c]`` is the estimator's runtime (s) of the *whole* job on ``Snapshot.configs[c]`` (inf where
+    unsupported); the array is shared between jobs of the same spec and must not be written. ``done`` is the fraction
+    of work already completed (observable progress, 0 for a job that never ran). For a running job ``node`` and
+    ``config`` (an index into ``Snapshot.configs``) say where it runs and ``since`` when its current run began.
+    """
+
+    job: Job
+    estimates: np.ndarray
+    done: float = 0.0
+    node: int | None = None
+    config: int | None = None
+    since: float | None = None
+
+    @property
+    def id(self) -> int:
+        return self.job.id
+
+    @property
+    def running(self) -> bool:
+        return self.node is not None
+
+    def remaining(self, config: int) -> float:
+        """Estimated seconds still needed on configuration index ``config`` (no restart overhead included)."""
+        return (1.0 - self.done) * float(self.estimates[config])
+
+
+@dataclass(frozen=True, slots=True)
+class NodeView:
+    """A node slot at a decision: which VM types it may host, the VM on it now, when that VM is ready, GPUs in use."""
+
+    index: int
+    allowed: frozenset[str] | None = None
+    vm: VMType | None = None
+    ready_at: float = 0.0
+    used_gpus: int = 0
+
+    @property
+    def free_gpus(self) -> int:
+        return 0 if self.vm is None else self.vm.gpus - self.used_gpus
+
+    def accepts(self, vm_name: str) -> bool:
+        return self.allowed is None or vm_name in self.allowed
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Everything a policy may know at a decision point; it never contains true runtimes or future arrivals.
+
+    ``trigger`` names what caused the decision (``arrival``, ``completion``, ``periodic``, or several joined by
+    ``+`` when they fell at the same instant). ``configs`` is the fixed, ordered list of configurations that
+    ``JobView.estimates`` is indexed by. ``empty_nodes`` lists node indices with no VM, in index order.
+    """
+
+    time: float
+    trigger: str
+    configs: tuple[Config, ...]
+    vm_types: tuple[VMType, ...]
+    nodes: tuple[NodeView, ...]
+    waiting: tuple[JobView, ...]
+    running: tuple[JobView, ...]
+    empty_nodes: tuple[int, ...] = ()
+    restart_overhead: float = 0.0
+    billing_quantum: float = 0.0
+
+    def vm_type(self, name: str) -> VMType:
+        for v in self.vm_types:
+            if v.name == name:
+                return v
+        raise KeyError(name)
+
+
+@dataclass(frozen=True, slots=True)
+class Assignment:
+    """Run job ``job_id`` on node ``node`` with ``gpus`` GPUs of the VM that node hosts once the plan is applied."""
+
+    job_id: int
+    node: int
+    gpus: int
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionInfo:
+    """What a policy reports about how it decided: solver, status, objective, gap, model size, any fallback."""
+
+    status: str = "ok"
+    solver: str | None = None
+    objective: float | None = None
+    gap: float | None = None
+    variables: int | None = None
+    constraints: int | None = None
+    fallback: str | None = None
+    reason: str | None = None
+
+
+def _frozen(m: Mapping[int, str | None] | None) -> Mapping[int, str | None]:
+    return MappingProxyType(dict(m or {}))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A policy's answer to a snapshot.
+
+    - ``vms``: node index → VM type name the node must host after the plan, or ``None`` to stop its VM. Nodes not
+      named keep what they have. Changing the type of a node restarts its VM (the old one stops, the new one boots).
+    - ``start``: waiting jobs to start now. Jobs not named keep waiting.
+    - ``move``: running jobs to restart elsewhere or with another GPU count (policies with ``may_preempt``), keeping
+      the work already done, plus the engine's restart overhead.
+    - ``preempt``: running jobs sent back to the queue (policies with ``may_preempt``), keeping the work done.
+    - ``keep_idle``: nodes whose VM stays on although no job runs there; every other idle VM is stopped.
+    """
+
+    vms: Mapping[int, str | None] = field(default_factory=dict)
+    start: tuple[Assignment, ...] = ()
+    move: tuple[Assignment, ...] = ()
+    preempt: tuple[int, ...] = ()
+    keep_idle: frozenset[int] = frozenset()
+    info: DecisionInfo = DecisionInfo()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "vms", _frozen(self.vms))
+        object.__setattr__(self, "start", tuple(self.start))
+        object.__setattr__(self, "move", tuple(self.move))
+        object.__setattr__(self, "preempt", tuple(self.preempt))
+        object.__setattr__(self, "keep_idle", frozenset(self.keep_idle))
