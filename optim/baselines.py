@@ -1,0 +1,148 @@
+"""FIFO, EDF and Priority scheduling: one list-scheduling core, three queue orders (REFERENCE §3).
+
+The head of the queue gets its D* configuration on an empty node of its own and keeps that VM until it completes:
+no sharing, no preemption, strict head-of-line blocking when the head cannot be placed.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, ClassVar
+
+import numpy as np
+
+from optim.base import Policy, register
+from sim.model import Assignment, Config, JobView, Plan, Snapshot
+
+__all__ = ["ListScheduler", "FIFO", "EDF", "Priority", "d_star", "ConfigTable"]
+
+
+class ConfigTable:
+    """Per-configuration arrays of one ``Snapshot.configs`` tuple, built once and reused across decisions."""
+
+    def __init__(self, configs: tuple[Config, ...]):
+        self.configs = configs
+        self.price = np.array([c.vm.price_per_second for c in configs], dtype=float)
+        self.boot = np.array([c.vm.boot_time for c in configs], dtype=float)
+        self.gpus = np.array([c.gpus for c in configs], dtype=int)
+        self.vm_names = tuple(dict.fromkeys(c.vm.name for c in configs))
+        vm_pos = {name: i for i, name in enumerate(self.vm_names)}
+        self.vm_index = np.array([vm_pos[c.vm.name] for c in configs], dtype=int)
+        self._class_masks: dict[frozenset[str] | None, np.ndarray] = {}
+
+    def accepted_by(self, allowed: frozenset[str] | None) -> np.ndarray:
+        """Boolean mask of the configurations a node slot with this ``allowed`` set may host."""
+        mask = self._class_masks.get(allowed)
+        if mask is None:
+            if allowed is None:
+                mask = np.ones(len(self.configs), dtype=bool)
+            else:
+                mask = np.isin(self.vm_index, [i for i, n in enumerate(self.vm_names) if n in allowed])
+            self._class_masks[allowed] = mask
+        return mask
+
+
+_TABLES: dict[int, tuple[tuple[Config, ...], ConfigTable]] = {}
+
+
+def config_table(configs: tuple[Config, ...]) -> ConfigTable:
+    """The cached ConfigTable of this configs tuple (the engine passes the same tuple at every decision)."""
+    hit = _TABLES.get(id(configs))
+    if hit is not None and hit[0] is configs:
+        return hit[1]
+    table = ConfigTable(configs)
+    if len(_TABLES) > 64:
+        _TABLES.clear()
+    _TABLES[id(configs)] = (configs, table)
+    return table
+
+
+def d_star(job: JobView, now: float, table: ConfigTable, mask: np.ndarray | None = None) -> int | None:
+    """Index of job's D* configuration among ``mask``: cheapest that meets the deadline, else the fastest.
+
+    A VM on an empty node must boot first, so the finish time is now + boot + remaining. Cost is c_v · remaining
+    (the job rents the whole VM). Ties: faster, then catalogue order (for the fastest: cheaper, then order).
+    Returns None when no allowed configuration is supported.
+    """
+    remaining = (1.0 - job.done) * job.estimates
+    finish = now + table.boot + remaining
+    ok = np.isfinite(remaining)
+    if mask is not None:
+        ok &= mask
+    if not ok.any():
+        return None
+    cost = table.price * remaining
+    meets = ok & (finish <= job.job.deadline)
+    if meets.any():
+        idx = np.flatnonzero(meets)
+        primary, secondary = cost[idx], finish[idx]
+    else:
+        idx = np.flatnonzero(ok)
+        primary, secondary = finish[idx], cost[idx]
+    best = np.lexsort((idx, secondary, primary))[0]
+    return int(idx[best])
+
+
+class ListScheduler(Policy):
+    """The shared core: walk the queue in ``order`` and give each head its D* setup on an empty node of its own."""
+
+    may_preempt: ClassVar[bool] = False
+    may_share: ClassVar[bool] = False
+    order: ClassVar[Callable[[JobView], tuple]]
+
+    def decide(self, snapshot: Snapshot) -> Plan:
+        if not snapshot.waiting or not snapshot.empty_nodes:
+            return Plan()
+        table = config_table(snapshot.configs)
+        free: dict[frozenset[str] | None, list[int]] = {}
+        for n in reversed(snapshot.empty_nodes):
+            free.setdefault(snapshot.nodes[n].allowed, []).append(n)
+        queue = sorted(snapshot.waiting, key=type(self).order)
+        vms: dict[int, str] = {}
+        start: list[Assignment] = []
+        for jv in queue:
+            if not free:
+                break
+            mask = None
+            if None not in free:
+                mask = np.logical_or.reduce([table.accepted_by(cls) for cls in free])
+            c = d_star(jv, snapshot.time, table, mask)
+            if c is None:
+                break
+            vm = table.configs[c].vm.name
+            cls = min((k for k in free if k is None or vm in k), key=lambda k: free[k][-1])
+            node = free[cls].pop()
+            if not free[cls]:
+                del free[cls]
+            vms[node] = vm
+            start.append(Assignment(jv.id, node, int(table.gpus[c])))
+        return Plan(vms=vms, start=tuple(start))
+
+
+@register("fifo")
+class FIFO(ListScheduler):
+    """First in, first out: queue by submission time, then job id."""
+
+    @staticmethod
+    def order(jv: JobView) -> tuple:
+        return (jv.job.submit_time, jv.job.id)
+
+
+@register("edf")
+class EDF(ListScheduler):
+    """Earliest deadline first: queue by deadline, then submission time, then job id."""
+
+    @staticmethod
+    def order(jv: JobView) -> tuple:
+        return (jv.job.deadline, jv.job.submit_time, jv.job.id)
+
+
+@register("priority")
+class Priority(ListScheduler):
+    """Priority scheduling: queue by tardiness weight (highest first), then submission time, then job id."""
+
+    @staticmethod
+    def order(jv: JobView) -> tuple:
+        return (-jv.job.weight, jv.job.submit_time, jv.job.id)
+
+
+register("ps")(type("PS", (Priority,), {"__doc__": Priority.__doc__}))

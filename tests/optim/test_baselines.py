@@ -1,0 +1,131 @@
+"""FIFO, EDF and Priority: queue orders, the D* configuration, head-of-line blocking, restricted slots."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import optim
+from optim.baselines import config_table, d_star
+from sim.model import Assignment, NodeView, VMType
+from sim.catalogue import configurations, gpu
+from tests.optim.helpers import BIG, CONFIGS, SMALL, job, snapshot
+
+INF = math.inf
+# configs: small x1 ($0.001/s), big x1 ($0.002/s), big x2 ($0.002/s); runtimes 100, 100, 60 s
+# whole-VM costs: 0.10, 0.20, 0.12
+RT = (100.0, 100.0, 60.0)
+
+
+def dstar_label(jv, now=0.0, configs=CONFIGS, mask=None) -> str | None:
+    c = d_star(jv, now, config_table(configs), mask)
+    return None if c is None else configs[c].label
+
+
+@pytest.mark.parametrize(
+    "deadline, expected",
+    [
+        (1000.0, "smallx1"),  # all meet: cheapest
+        (100.0, "smallx1"),  # finishing exactly at the deadline meets it
+        (80.0, "bigx2"),  # only the 2-GPU config meets it
+        (50.0, "bigx2"),  # none meets: fastest
+    ],
+)
+def test_d_star_cheapest_meeting_else_fastest(deadline, expected):
+    assert dstar_label(job(1, RT, deadline=deadline)) == expected
+
+
+def test_d_star_uses_remaining_work_and_now():
+    # half done: remaining 50, 50, 30; now=40, deadline 80 -> small finishes at 90 (late), big x2 at 70
+    assert dstar_label(job(1, RT, deadline=80.0, done=0.5), now=40.0) == "bigx2"
+    assert dstar_label(job(1, RT, deadline=95.0, done=0.5), now=40.0) == "smallx1"
+
+
+def test_d_star_counts_boot_time():
+    slow_boot = VMType("small", gpu("K80"), 1, 3.6, boot_time=30.0)
+    configs = configurations((slow_boot, BIG))
+    assert dstar_label(job(1, RT, deadline=120.0), configs=configs) == "bigx2"
+    assert dstar_label(job(1, RT, deadline=130.0), configs=configs) == "smallx1"
+
+
+def test_d_star_skips_unsupported_and_breaks_ties():
+    assert dstar_label(job(1, (INF, 100.0, 60.0), deadline=1e9)) == "bigx2"
+    assert dstar_label(job(1, (INF, INF, INF))) is None
+    # small x1 (200 s) and big x1 (100 s) both cost 0.2, big x2 costs 0.3: the faster of the tie wins
+    assert dstar_label(job(1, (200.0, 100.0, 150.0), deadline=1e9)) == "bigx1"
+    # none meets, equal speed: cheaper wins
+    assert dstar_label(job(1, (100.0, 100.0, 100.0), deadline=10.0)) == "smallx1"
+
+
+def three_jobs():
+    # submit order 1,2,3; deadline order 3,1,2; weight order 2,3,1
+    return [
+        job(1, RT, submit=0.0, deadline=500.0, weight=0.003),
+        job(2, RT, submit=1.0, deadline=900.0, weight=0.015),
+        job(3, RT, submit=2.0, deadline=300.0, weight=0.010),
+    ]
+
+
+@pytest.mark.parametrize(
+    "kind, order",
+    [("fifo", [1, 2, 3]), ("edf", [3, 1, 2]), ("priority", [2, 3, 1]), ("ps", [2, 3, 1])],
+)
+def test_queue_orders(kind, order):
+    policy = optim.build(kind)
+    assert not policy.may_share and not policy.may_preempt
+    jobs = three_jobs()
+    plan = policy.decide(snapshot(waiting=reversed(jobs), nodes=3))
+    assert [a.job_id for a in plan.start] == order
+    assert [a.node for a in plan.start] == [0, 1, 2]
+    assert dict(plan.vms) == {0: "small", 1: "small", 2: "small"}
+    one = policy.decide(snapshot(waiting=jobs, nodes=1))
+    assert [a.job_id for a in one.start] == order[:1]
+
+
+def test_ties_broken_by_submission_then_id():
+    a = job(5, RT, submit=3.0, deadline=100.0, weight=0.01)
+    b = job(4, RT, submit=3.0, deadline=100.0, weight=0.01)
+    c = job(9, RT, submit=1.0, deadline=100.0, weight=0.01)
+    for kind in ("fifo", "edf", "priority"):
+        plan = optim.build(kind).decide(snapshot(waiting=[a, b, c], nodes=3))
+        assert [x.job_id for x in plan.start] == [9, 4, 5], kind
+
+
+def test_assignment_uses_d_star_gpus_on_empty_nodes_only():
+    busy = NodeView(0, vm=BIG, used_gpus=1)
+    jobs = [job(1, RT, deadline=70.0), job(2, RT, deadline=1e9)]
+    plan = optim.build("fifo").decide(snapshot(waiting=jobs, nodes=[busy, NodeView(1), NodeView(2)]))
+    assert plan.start == (Assignment(1, 1, 2), Assignment(2, 2, 1))
+    assert dict(plan.vms) == {1: "big", 2: "small"}
+    assert not plan.keep_idle and not plan.move and not plan.preempt
+
+
+def test_no_empty_node_waits():
+    busy = NodeView(0, vm=SMALL, used_gpus=1)
+    plan = optim.build("edf").decide(snapshot(waiting=[job(1, RT)], nodes=[busy]))
+    assert not plan.start and not plan.vms
+
+
+def test_head_of_line_blocking():
+    # the head runs only on "big", the only empty node accepts only "small": nobody starts, not even job 2
+    nodes = [NodeView(0, allowed=frozenset({"small"})), NodeView(1, allowed=frozenset({"big"}), vm=BIG, used_gpus=2)]
+    head = job(1, (INF, 100.0, 60.0), submit=0.0)
+    other = job(2, RT, submit=1.0)
+    plan = optim.build("fifo").decide(snapshot(waiting=[head, other], nodes=nodes))
+    assert not plan.start and not plan.vms
+
+
+def test_restricted_slots_steer_d_star():
+    nodes = [NodeView(0, allowed=frozenset({"big"})), NodeView(1, allowed=frozenset({"small"}))]
+    # loose deadline: cheapest overall is small x1, and node 1 accepts it
+    plan = optim.build("fifo").decide(snapshot(waiting=[job(1, RT)], nodes=nodes))
+    assert plan.start == (Assignment(1, 1, 1),) and dict(plan.vms) == {1: "small"}
+    # only the big-only slot is empty: D* is chosen among big configs -> big x2 (0.12 < 0.20)
+    nodes = [NodeView(0, allowed=frozenset({"big"})), NodeView(1, allowed=frozenset({"small"}), vm=SMALL, used_gpus=1)]
+    plan = optim.build("fifo").decide(snapshot(waiting=[job(1, RT)], nodes=nodes))
+    assert plan.start == (Assignment(1, 0, 2),) and dict(plan.vms) == {0: "big"}
+    # two jobs, both slots empty: the second gets the remaining (big-only) slot with its best big config
+    nodes = [NodeView(0, allowed=frozenset({"big"})), NodeView(1, allowed=frozenset({"small"}))]
+    plan = optim.build("fifo").decide(snapshot(waiting=[job(1, RT), job(2, RT, submit=1.0)], nodes=nodes))
+    assert plan.start == (Assignment(1, 1, 1), Assignment(2, 0, 2))
