@@ -1,0 +1,1 @@
+"""Embedded scenario files shipped as package data."""

@@ -1,0 +1,1 @@
+"""Tests of the lab: scenarios, sweeps, results, reports, plots and the command line."""
