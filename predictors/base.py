@@ -9,7 +9,7 @@ import numpy as np
 
 from sim.model import INFEASIBLE, CapsimError, Config, JobSpec, VMType
 
-__all__ = ["Predictor", "register", "registry", "build"]
+__all__ = ["Predictor", "register", "registry", "build", "from_dict"]
 
 
 class Predictor:
@@ -61,7 +61,11 @@ def registry() -> dict[str, Callable[..., Predictor]]:
 
 
 def build(kind: str, **params: Any) -> Predictor:
-    """Build the registered predictor ``kind`` with ``params``; a clear error names the known kinds otherwise."""
+    """Build the registered predictor ``kind`` with ``params``; a clear error names the known kinds otherwise.
+
+    A parameter given as a dict with a ``kind`` key (e.g. ``base: {kind: measured}``) is built recursively first.
+    """
+    params = {k: build(**v) if isinstance(v, dict) and "kind" in v else v for k, v in params.items()}
     reg = registry()
     if kind not in reg:
         raise CapsimError(f"unknown predictor {kind!r}: known predictors are {', '.join(sorted(reg))}")
@@ -71,3 +75,8 @@ def build(kind: str, **params: Any) -> Predictor:
         raise CapsimError(f"predictor {kind!r}: bad parameters {sorted(params)}: {e}") from None
 
 
+def from_dict(config: dict[str, Any]) -> Predictor:
+    """Build a predictor from a YAML-style dict ``{kind: ..., <params>}``, nested ``base`` dicts included."""
+    if not isinstance(config, dict) or "kind" not in config:
+        raise CapsimError(f"predictor settings {config!r}: need a mapping with a 'kind' key, e.g. {{kind: measured}}")
+    return build(**config)

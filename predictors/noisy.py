@@ -1,0 +1,107 @@
+"""A predictor that wraps another and multiplies its answers by a seeded log-normal error.
+
+The factor for a (job spec, configuration) is ``exp(mu + sigma · z)`` with ``z`` a standard normal drawn from a hash
+of (seed, spec, VM type name, GPU count): a predictor is a function of its inputs, so two jobs with the same spec get
+the same estimate on the same configuration, and asking twice gives the same answer. ``sigma`` and ``mu`` are solved
+so that the factor's mean absolute percentage error ``E|f − 1|`` equals ``mape`` and its mean ``E[f] − 1`` equals
+``bias``. Keys come from ``numpy.random.SeedSequence``; a SplitMix64 finaliser mixes spec and configuration keys so
+the vectorised path stays fast.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import Sequence
+
+import numpy as np
+from scipy.special import ndtr, ndtri
+
+from predictors.base import Predictor, register
+from sim.model import CapsimError, Config, JobSpec, VMType
+
+__all__ = ["NoisyPredictor", "lognormal_params", "expected_mape"]
+
+_M64 = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+def expected_mape(mu: float, sigma: float) -> float:
+    """``E|X − 1|`` for ``X = exp(mu + sigma Z)``."""
+    if sigma == 0:
+        return abs(math.exp(mu) - 1)
+    mean = math.exp(mu + sigma * sigma / 2)
+    below = ndtr(-mu / sigma) - mean * ndtr(-mu / sigma - sigma)
+    return float(mean - 1 + 2 * below)
+
+
+@lru_cache(maxsize=None)
+def lognormal_params(mape: float, bias: float) -> tuple[float, float]:
+    """(mu, sigma) of the log-normal factor with ``E|f − 1| = mape`` and ``E[f] = 1 + bias``."""
+    if mape < abs(bias):
+        raise CapsimError(f"predictor 'noisy': mape={mape} must be at least |bias|={abs(bias)} (E|f-1| >= |E[f]-1|)")
+    m = math.log1p(bias)
+    lo, hi = 0.0, 10.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if expected_mape(m - mid * mid / 2, mid) < mape:
+            lo = mid
+        else:
+            hi = mid
+    sigma = (lo + hi) / 2
+    return m - sigma * sigma / 2, sigma
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """SplitMix64 finaliser on uint64 arrays."""
+    with np.errstate(over="ignore"):
+        x = (x + np.uint64(0x9E3779B97F4A7C15)) & _M64
+        x = ((x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)) & _M64
+        x = ((x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)) & _M64
+        return x ^ (x >> np.uint64(31))
+
+
+def _words(text: str) -> list[int]:
+    data = text.encode("utf-8")
+    return [int.from_bytes(data[i:i + 4].ljust(4, b"\0"), "little") for i in range(0, len(data), 4)] or [0]
+
+
+@register("noisy")
+class NoisyPredictor(Predictor):
+    """``base``'s answer × a log-normal error with the requested MAPE and bias, deterministic per (seed, spec, config)."""
+
+    def __init__(self, base: Predictor, mape: float = 0.2, bias: float = 0.0, seed: int = 0):
+        if not isinstance(base, Predictor):
+            raise CapsimError(f"predictor 'noisy': base must be a predictor or a mapping with 'kind', got {base!r}")
+        if not 0 <= mape or not bias > -1:
+            raise CapsimError(f"predictor 'noisy': need mape >= 0 and bias > -1, got mape={mape}, bias={bias}")
+        self.base, self.mape, self.bias, self.seed = base, float(mape), float(bias), int(seed)
+        self.mu, self.sigma = lognormal_params(self.mape, self.bias)
+        self._keys: dict[object, int] = {}
+
+    def _key(self, label: str) -> int:
+        k = self._keys.get(label)
+        if k is None:
+            ss = np.random.SeedSequence([self.seed, *_words(label)])
+            k = self._keys[label] = int(ss.generate_state(1, np.uint64)[0])
+        return k
+
+    @staticmethod
+    def _spec_label(s: JobSpec) -> str:
+        return f"spec|{s.application}|{s.framework}|{s.iterations}|{s.batch_size}|{s.depth}"
+
+    def factors(self, specs: Sequence[JobSpec], configs: Sequence[Config]) -> np.ndarray:
+        """The error factors, shape ``(len(specs), len(configs))``."""
+        sk = np.array([self._key(self._spec_label(s)) for s in specs], dtype=np.uint64)
+        ck = np.array([self._key(f"cfg|{c.vm.name}|{c.gpus}") for c in configs], dtype=np.uint64)
+        h = _mix(_mix(sk)[:, None] ^ ck[None, :])
+        u = ((h >> np.uint64(11)).astype(np.float64) + 0.5) / float(1 << 53)
+        return np.exp(self.mu + self.sigma * ndtri(u))
+
+    def runtime(self, spec: JobSpec, vm: VMType, gpus: int) -> float:
+        return float(self.runtimes([spec], [Config(vm, gpus)])[0, 0])
+
+    def support(self, spec: JobSpec, vm: VMType, gpus: int) -> str | None:
+        return self.base.support(spec, vm, gpus)
+
+    def runtimes(self, specs: Sequence[JobSpec], configs: Sequence[Config]) -> np.ndarray:
+        return self.base.runtimes(specs, configs) * self.factors(specs, configs)

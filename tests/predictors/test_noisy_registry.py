@@ -1,0 +1,77 @@
+"""The noisy wrapper's error statistics and determinism; building predictors from YAML-style dicts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from predictors import build, registry
+from predictors.base import from_dict
+from predictors.noisy import NoisyPredictor, expected_mape, lognormal_params
+from predictors.table import TablePredictor
+from sim.catalogue import vm_types
+from sim.model import CapsimError, Config, JobSpec
+
+
+def _unit_table(n: int) -> tuple[TablePredictor, list[JobSpec], list[Config]]:
+    vms = list(vm_types().values())[:4]
+    specs = [JobSpec("alexnet", "pytorch", 100 + i, 32, name=f"S{i}") for i in range(n)]
+    configs = [Config(v, 1) for v in vms]
+    table = {f"{s.name}/{c.vm.name}/1": 1000.0 for s in specs for c in configs}
+    return TablePredictor(table), specs, configs
+
+
+@pytest.mark.parametrize("mape, bias", [(0.2, 0.0), (0.05, 0.0), (0.3, 0.1), (0.25, -0.2)])
+def test_error_statistics_match_request(mape: float, bias: float) -> None:
+    base, specs, configs = _unit_table(5000)
+    p = NoisyPredictor(base, mape=mape, bias=bias, seed=7)
+    f = p.runtimes(specs, configs) / 1000.0
+    assert np.abs(f - 1).mean() == pytest.approx(mape, rel=0.03, abs=0.002)
+    assert f.mean() - 1 == pytest.approx(bias, abs=0.01)
+
+
+def test_lognormal_params_closed_form() -> None:
+    mu, sigma = lognormal_params(0.2, 0.0)
+    assert expected_mape(mu, sigma) == pytest.approx(0.2, abs=1e-9)
+    assert np.exp(mu + sigma**2 / 2) == pytest.approx(1.0)
+    assert lognormal_params(0.0, 0.0) == pytest.approx((0.0, 0.0), abs=1e-6)
+
+
+def test_deterministic_per_spec_and_config() -> None:
+    base, specs, configs = _unit_table(3)
+    twin = JobSpec("alexnet", "pytorch", 100, 32, name="S0")
+    p = NoisyPredictor(base, mape=0.2, seed=3)
+    a = p.runtimes(specs, configs)
+    assert np.array_equal(a, NoisyPredictor(base, mape=0.2, seed=3).runtimes(specs, configs))
+    assert p.runtime(twin, configs[1].vm, 1) == a[0, 1]
+    assert not np.array_equal(a, NoisyPredictor(base, mape=0.2, seed=4).runtimes(specs, configs))
+    assert p.runtimes(specs[::-1], configs)[-1, 1] == a[0, 1]
+
+
+def test_noisy_keeps_infeasible_and_reasons() -> None:
+    p = build("noisy", base={"kind": "measured"}, mape=0.2, seed=0)
+    v = vm_types()["inhouse1"]
+    spec = JobSpec("vgg19", "pytorch", 1000, 32)
+    assert p.runtime(spec, v, 1) == np.inf
+    assert "never measured" in p.support(spec, v, 1)
+
+
+def test_registry_builds_each_from_dicts() -> None:
+    assert {"measured", "noisy", "table"} <= set(registry())
+    p = from_dict({"kind": "noisy", "base": {"kind": "noisy", "base": {"kind": "measured"}, "mape": 0.1}, "mape": 0.2})
+    assert isinstance(p, NoisyPredictor) and isinstance(p.base, NoisyPredictor)
+    assert p.base.base.name == "measured"
+
+
+@pytest.mark.parametrize(
+    "config, words",
+    [
+        ({"kind": "oracle"}, "unknown predictor 'oracle'"),
+        ({"kind": "noisy", "base": {"kind": "measured"}, "mape": 0.1, "bias": 0.3}, "must be at least |bias|"),
+        ({"kind": "measured", "colour": "red"}, "bad parameters"),
+        ({"mape": 0.1}, "'kind'"),
+    ],
+)
+def test_clear_registry_errors(config: dict, words: str) -> None:
+    with pytest.raises(CapsimError, match=words.replace("|", r"\|").replace("(", r"\(")):
+        from_dict(config)
