@@ -1,0 +1,91 @@
+"""``capsim run`` end to end: the console script, its outputs, determinism, and a failing policy."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import optim
+from optim.base import Policy
+from sim.model import Plan, Snapshot
+
+from experiments.cli import main
+
+from .conftest import small_scenario, write_yaml
+
+
+def capsim() -> list[str]:
+    exe = Path(sys.executable).with_name("capsim")
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "experiments.cli"]
+
+
+def test_capsim_run_through_the_console_script(tiny: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = subprocess.run(capsim() + ["run", str(tiny), "--out", str(out), "--quiet"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "fifo" in proc.stdout and "edf" in proc.stdout and "total $" in proc.stdout
+    summary = pd.read_csv(out / "summary.csv")
+    assert list(summary.columns[:8]) == ["policy", "seed", "vm_cost", "tardiness_cost", "total_cost", "late_jobs",
+                                         "mean_jct", "makespan"]
+    assert list(zip(summary.policy, summary.seed)) == [("fifo", 0), ("fifo", 1), ("edf", 0), ("edf", 1)]
+    assert (summary.total_cost - summary.vm_cost - summary.tardiness_cost).abs().max() < 1e-9
+    jobs = pd.read_parquet(out / "jobs.parquet")
+    assert len(jobs) == 4 * 6 and {"policy", "seed", "run_id"} <= set(jobs.columns)
+    nodes = pd.read_parquet(out / "nodes.parquet")
+    for (p, s), cost in nodes.groupby(["policy", "seed"])["cost"].sum().items():
+        assert cost == pytest.approx(summary.set_index(["policy", "seed"]).loc[(p, s), "vm_cost"])
+    assert len(pd.read_parquet(out / "decisions.parquet")) > 0
+
+
+def test_bad_scenario_exits_2_with_the_message(tmp_path: Path) -> None:
+    p = write_yaml(tmp_path / "bad.yaml", small_scenario(seeds="x"))
+    proc = subprocess.run(capsim() + ["run", str(p)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert "bad.yaml" in proc.stderr and "seeds" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def _without_wall(df: pd.DataFrame) -> pd.DataFrame:
+    return df[[c for c in df.columns if "wall" not in c]]
+
+
+def test_same_scenario_and_seed_give_identical_files(tiny: Path, tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert main(["run", str(tiny), "--out", str(a), "--quiet"]) == 0
+    assert main(["run", str(tiny), "--out", str(b), "--quiet", "--workers", "2"]) == 0
+    for name in ("jobs.parquet", "nodes.parquet"):
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
+    for name in ("decisions.parquet",):
+        pd.testing.assert_frame_equal(_without_wall(pd.read_parquet(a / name)), _without_wall(pd.read_parquet(b / name)))
+    pd.testing.assert_frame_equal(_without_wall(pd.read_csv(a / "summary.csv")),
+                                  _without_wall(pd.read_csv(b / "summary.csv")))
+
+
+class _Breaks(Policy):
+    """A policy that raises at its first decision."""
+
+    def decide(self, snapshot: Snapshot) -> Plan:
+        raise RuntimeError("this policy always fails")
+
+
+def test_failing_policy_keeps_finished_results(tiny: Path, tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.setitem(optim.base._REGISTRY, "breaks", _Breaks)
+    p = write_yaml(tmp_path / "s.yaml", small_scenario(policies=[{"kind": "fifo"}, {"kind": "breaks"}]))
+    out = tmp_path / "out"
+    assert main(["run", str(p), "--out", str(out), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "2 of 4 runs failed" in err and "this policy always fails" in err
+    summary = pd.read_csv(out / "summary.csv")
+    assert set(summary.policy) == {"fifo"} and len(summary) == 2
+    assert "RuntimeError" in (out / "failures.txt").read_text()
+
+
+def test_policies_and_seeds_options(tiny: Path, tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    assert main(["run", str(tiny), "--out", str(out), "--quiet", "--policies", "edf,priority", "--seeds", "3"]) == 0
+    summary = pd.read_csv(out / "summary.csv")
+    assert list(zip(summary.policy, summary.seed)) == [("edf", 3), ("priority", 3)]
