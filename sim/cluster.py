@@ -1,0 +1,84 @@
+"""The cluster a simulation runs on: node slots, the VM types they may host, billing and decision cadence."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+
+from sim.catalogue import configurations
+from sim.model import CapsimError, Config, VMType
+
+__all__ = ["NodeSlot", "Cluster"]
+
+
+@dataclass(frozen=True)
+class NodeSlot:
+    """One node slot hosting at most one VM at a time.
+
+    ``allowed=None`` takes any VM type of the cluster (a cloud quota slot); an in-house server is a slot limited to
+    its own type, e.g. ``frozenset({"inhouse2"})``.
+    """
+
+    allowed: frozenset[str] | None = None
+
+    def accepts(self, vm_name: str) -> bool:
+        return self.allowed is None or vm_name in self.allowed
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """Node slots, the VM types they can host, and the rules of money and time.
+
+    ``billing_quantum`` 0 bills per second; otherwise each VM interval is billed ``ceil(on / q) * q`` seconds.
+    ``restart_overhead`` seconds are added to a preempted or moved job when it restarts. ``decision_interval`` H
+    adds a periodic decision every H seconds (inf: decide only on arrivals and completions).
+    """
+
+    vm_types: tuple[VMType, ...]
+    slots: tuple[NodeSlot, ...]
+    billing_quantum: float = 0.0
+    restart_overhead: float = 0.0
+    decision_interval: float = math.inf
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "vm_types", tuple(self.vm_types))
+        object.__setattr__(self, "slots", tuple(self.slots))
+        names = [v.name for v in self.vm_types]
+        if not names:
+            raise CapsimError("cluster: vm_types is empty; give at least one VM type")
+        if len(set(names)) != len(names):
+            raise CapsimError(f"cluster: vm_types lists a VM type twice ({names}); list each once")
+        if not self.slots:
+            raise CapsimError("cluster: slots is empty; give at least one node slot")
+        known = set(names)
+        for i, s in enumerate(self.slots):
+            if s.allowed is not None:
+                bad = sorted(set(s.allowed) - known)
+                if bad or not s.allowed:
+                    raise CapsimError(
+                        f"cluster: slot {i} allows {sorted(s.allowed)}, but {bad or 'nothing'} is not among the "
+                        f"cluster's VM types {names}; restrict slots to listed VM types"
+                    )
+        if not (self.billing_quantum >= 0 and math.isfinite(self.billing_quantum)):
+            raise CapsimError(f"cluster: billing_quantum must be a finite number >= 0, got {self.billing_quantum}")
+        if not (self.restart_overhead >= 0 and math.isfinite(self.restart_overhead)):
+            raise CapsimError(f"cluster: restart_overhead must be a finite number >= 0, got {self.restart_overhead}")
+        if not self.decision_interval > 0:
+            raise CapsimError(f"cluster: decision_interval must be > 0 (inf for none), got {self.decision_interval}")
+
+    @cached_property
+    def configs(self) -> tuple[Config, ...]:
+        """Every (VM type, GPU count) of the cluster, in the order ``Snapshot.configs`` and estimates use."""
+        return configurations(self.vm_types)
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.slots)
+
+    def billed_seconds(self, on: float) -> float:
+        """Seconds billed for a VM that was on for ``on`` seconds."""
+        q = self.billing_quantum
+        if q <= 0 or on <= 0:
+            return max(on, 0.0)
+        return math.ceil(on / q - 1e-9) * q

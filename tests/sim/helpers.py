@@ -1,0 +1,70 @@
+"""Small hand-built worlds for the engine tests: two VM types, two job specs, explicit runtimes."""
+
+from __future__ import annotations
+
+from typing import Callable, ClassVar
+
+from optim.base import Policy
+from predictors.table import TablePredictor
+from sim.catalogue import gpu
+from sim.cluster import Cluster, NodeSlot
+from sim.model import Assignment, Job, JobSpec, Plan, Snapshot, VMType
+
+K80 = gpu("K80")
+SMALL = VMType("small", K80, 1, 3.6)          # $0.001 per second
+BIG = VMType("big", K80, 2, 7.2)              # $0.002 per second
+SLOW = VMType("slow", K80, 1, 3.6, boot_time=20.0)
+A = JobSpec("alexnet", "pytorch", 100, 32, name="A")
+B = JobSpec("alexnet", "pytorch", 50, 32, name="B")
+
+RUNTIMES = {
+    "A/small/1": 100.0, "A/big/1": 100.0, "A/big/2": 50.0, "A/slow/1": 100.0,
+    "B/small/1": 50.0, "B/big/1": 50.0, "B/big/2": 30.0, "B/slow/1": 50.0,
+}
+
+
+def table(**overrides: float) -> TablePredictor:
+    return TablePredictor({**RUNTIMES, **{k.replace("_", "/"): v for k, v in overrides.items()}})
+
+
+def cluster(n: int = 1, types: tuple[VMType, ...] = (SMALL, BIG), **kw) -> Cluster:
+    return Cluster(types, tuple(NodeSlot() for _ in range(n)), **kw)
+
+
+def job(i: int, spec: JobSpec, submit: float, deadline: float = 1e9, weight: float = 0.01) -> Job:
+    return Job(i, spec, submit, deadline, weight)
+
+
+class FirstFit(Policy):
+    """Queue order; each waiting job takes a free node (no VM, or an idle VM) with ``vm`` x ``gpus``."""
+
+    name = "firstfit"
+
+    def __init__(self, vm: str = "small", gpus: int = 1):
+        self.vm, self.gpus = vm, gpus
+
+    def decide(self, s: Snapshot) -> Plan:
+        free = [n.index for n in s.nodes if (n.vm is None or n.used_gpus == 0) and n.accepts(self.vm)]
+        vms, start = {}, []
+        for jv, n in zip(s.waiting, free):
+            vms[n] = self.vm
+            start.append(Assignment(jv.id, n, self.gpus))
+        return Plan(vms=vms, start=tuple(start))
+
+
+class Scripted(Policy):
+    """Answers each decision with ``script(snapshot)``; records every snapshot it saw."""
+
+    name = "scripted"
+    may_preempt: ClassVar[bool] = False
+    may_share: ClassVar[bool] = False
+
+    def __init__(self, script: Callable[[Snapshot], Plan], *, preempt: bool = False, share: bool = False):
+        self.script = script
+        self.may_preempt = preempt
+        self.may_share = share
+        self.seen: list[Snapshot] = []
+
+    def decide(self, s: Snapshot) -> Plan:
+        self.seen.append(s)
+        return self.script(s)

@@ -1,0 +1,201 @@
+"""Hand-computed runs of the engine: times, money, boots, preemption, folding, periodic decisions, stalls."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from sim.engine import Simulation
+from sim.model import Assignment, CapsimError, Plan
+from tests.sim.helpers import A, B, BIG, SLOW, SMALL, FirstFit, Scripted, cluster, job, table
+
+
+def run(jobs, policy=None, n=1, types=(SMALL, BIG), pred=None, **kw):
+    return Simulation(cluster(n, types, **kw), jobs, policy or FirstFit(), pred or table()).run()
+
+
+def row(df: pd.DataFrame, job_id: int) -> pd.Series:
+    return df.set_index("job_id").loc[job_id]
+
+
+def test_two_jobs_one_node_exact_times_cost_and_tardiness():
+    r = run([job(0, A, 0.0, deadline=150.0, weight=0.01), job(1, B, 10.0, deadline=120.0, weight=0.02)])
+    a, b = row(r.jobs, 0), row(r.jobs, 1)
+    assert (a.start_time, a.end_time, a.lateness) == (0.0, 100.0, 0.0)
+    assert (b.start_time, b.end_time, b.wait_time, b.jct) == (100.0, 150.0, 90.0, 140.0)
+    assert b.lateness == 30.0 and b.tardiness_cost == pytest.approx(0.6)
+    assert len(r.nodes) == 1 and r.nodes.stop_time[0] == 150.0
+    assert r.summary["vm_cost"] == pytest.approx(0.15)
+    assert (a.cost_share, b.cost_share) == (pytest.approx(0.1), pytest.approx(0.05))
+    assert r.summary["total_cost"] == pytest.approx(0.75)
+    assert r.summary["late_jobs"] == 1 and r.summary["makespan"] == 150.0
+    assert r.summary["gpu_utilisation"] == pytest.approx(1.0)
+    assert list(r.decisions.trigger) == ["arrival", "arrival", "completion", "completion"]
+
+
+def test_billing_quantum_rounds_each_interval_up():
+    r = run([job(0, A, 0.0)], billing_quantum=60.0)
+    assert r.nodes.billed_seconds[0] == 120.0
+    assert r.summary["vm_cost"] == pytest.approx(0.12)
+    assert r.jobs.cost_share[0] == pytest.approx(0.12)
+    assert r.summary["gpu_utilisation"] == pytest.approx(100 / 120)
+
+
+def test_boot_time_delays_start_and_is_billed():
+    r = run([job(0, A, 0.0), job(1, B, 5.0)], FirstFit("slow"), n=2, types=(SMALL, SLOW))
+    a, b = row(r.jobs, 0), row(r.jobs, 1)
+    assert (a.start_time, a.end_time) == (20.0, 120.0)
+    assert (b.start_time, b.end_time) == (25.0, 75.0)
+    nodes = r.nodes.sort_values("node")
+    assert list(nodes.ready_time) == [20.0, 25.0]
+    assert r.summary["vm_cost"] == pytest.approx(0.001 * (120 + 70))
+
+
+def test_ready_trigger_when_jobs_wait():
+    def script(s):
+        if s.trigger == "arrival" and s.time == 0:
+            return Plan(vms={0: "slow"}, start=(Assignment(0, 0, 1),))
+        if s.trigger == "arrival":
+            return Plan()
+        free = [n.index for n in s.nodes if n.vm is None]
+        return Plan(vms={free[0]: "small"}, start=(Assignment(s.waiting[0].id, free[0], 1),)) if s.waiting else Plan()
+    pol = Scripted(script)
+    r = run([job(0, A, 0.0), job(1, B, 5.0)], pol, n=2, types=(SMALL, SLOW))
+    assert [(s.time, s.trigger) for s in pol.seen][:3] == [(0.0, "arrival"), (5.0, "arrival"), (20.0, "ready")]
+    assert row(r.jobs, 1).start_time == 20.0
+
+
+def test_preempt_keeps_work_done_and_adds_restart_overhead():
+    def script(s):
+        if s.time == 10.0 and s.trigger == "arrival":
+            return Plan(preempt=(0,), start=(Assignment(1, 0, 1),))
+        if s.waiting and s.nodes[0].used_gpus == 0:
+            return Plan(vms={0: "small"}, start=(Assignment(s.waiting[0].id, 0, 1),))
+        return Plan()
+    pol = Scripted(script, preempt=True)
+    r = run([job(0, A, 0.0), job(1, B, 10.0)], pol, restart_overhead=5.0)
+    a, b = row(r.jobs, 0), row(r.jobs, 1)
+    assert (b.start_time, b.end_time) == (10.0, 60.0)
+    assert (a.start_time, a.end_time, a.runs) == (0.0, 60.0 + 0.9 * 100 + 5.0, 2)
+    back = [s for s in pol.seen if s.time == 60.0][0]
+    assert back.waiting[0].done == pytest.approx(0.1)
+
+
+def test_move_to_bigger_vm_rescales_remaining_work():
+    def script(s):
+        if s.time == 0.0:
+            return Plan(vms={0: "small"}, start=(Assignment(0, 0, 1),))
+        if s.time == 10.0:
+            return Plan(vms={1: "big"}, move=(Assignment(0, 1, 2),))
+        return Plan()
+    pol = Scripted(script, preempt=True)
+    r = Simulation(cluster(2, restart_overhead=5.0, decision_interval=10.0), [job(0, A, 0.0)], pol, table()).run()
+    a = row(r.jobs, 0)
+    assert (a.end_time, a.vm_type, a.gpus, a.node, a.runs) == (10.0 + 0.9 * 50 + 5.0, "big", 2, 1, 2)
+    nodes = r.nodes.sort_values("node").reset_index(drop=True)
+    assert list(nodes.stop_time) == [10.0, 60.0]
+    assert a.cost_share == pytest.approx(0.001 * 10 + 0.002 * 50)
+
+
+def test_preempt_during_restart_overhead_makes_no_progress():
+    def script(s):
+        if s.time in (0.0, 20.0, 40.0):
+            return Plan(vms={0: "small"}, start=(Assignment(0, 0, 1),))
+        if s.time in (10.0, 30.0):
+            return Plan(preempt=(0,), keep_idle=frozenset({0}))
+        return Plan()
+    pol = Scripted(script, preempt=True)
+    r = Simulation(cluster(1, restart_overhead=15.0, decision_interval=10.0), [job(0, A, 0.0)], pol, table()).run()
+    done = {s.time: s.waiting[0].done for s in pol.seen if s.waiting}
+    assert done[20.0] == pytest.approx(0.1) and done[40.0] == pytest.approx(0.1)
+    a = row(r.jobs, 0)
+    assert (a.start_time, a.end_time, a.runs) == (0.0, 40.0 + 0.9 * 100 + 15.0, 3)
+    assert r.summary["vm_cost"] == pytest.approx(0.001 * a.end_time)
+
+
+def test_simultaneous_triggers_fold_into_one_decision():
+    pol = Scripted(lambda s: FirstFit().decide(s))
+    run([job(0, B, 0.0), job(1, A, 50.0), job(2, A, 50.0)], pol, n=3)
+    assert [(s.time, s.trigger) for s in pol.seen][:2] == [(0.0, "arrival"), (50.0, "arrival+completion")]
+    assert len(pol.seen[1].waiting) == 2
+
+
+def test_periodic_decisions_every_h_until_all_done():
+    pol = Scripted(lambda s: FirstFit().decide(s))
+    run([job(0, A, 0.0)], pol, decision_interval=25.0)
+    assert [(s.time, s.trigger) for s in pol.seen] == [
+        (0.0, "arrival"), (25.0, "periodic"), (50.0, "periodic"), (75.0, "periodic"), (100.0, "completion+periodic")
+    ]
+
+
+def test_stall_guard_names_the_policy():
+    pol = Scripted(lambda s: Plan())
+    with pytest.raises(CapsimError, match=r"'scripted' left 1 jobs waiting forever"):
+        run([job(0, A, 0.0)], pol)
+    assert [s.trigger for s in pol.seen] == ["arrival", "stall"]
+
+
+def test_stall_decision_lets_a_policy_recover():
+    pol = Scripted(lambda s: FirstFit().decide(s) if s.trigger == "stall" else Plan())
+    r = run([job(0, A, 0.0)], pol)
+    assert row(r.jobs, 0).start_time == 0.0
+    assert list(r.decisions.trigger) == ["arrival", "stall", "completion"]
+
+
+def test_keep_idle_vm_costs_idle_and_adds_up():
+    def script(s):
+        if s.waiting and s.nodes[0].used_gpus == 0:
+            return Plan(vms={0: "small"}, start=(Assignment(s.waiting[0].id, 0, 1),), keep_idle=frozenset({0}))
+        return Plan(keep_idle=frozenset({0}))
+    r = run([job(0, B, 0.0), job(1, B, 80.0)], Scripted(script))
+    assert len(r.nodes) == 1 and r.nodes.stop_time[0] == 130.0
+    assert r.summary["vm_cost"] == pytest.approx(0.13)
+    assert r.jobs.cost_share.sum() == pytest.approx(0.13)
+
+
+def test_idle_interval_without_jobs_goes_to_idle_cost():
+    def script(s):
+        if s.time == 0.0:
+            return Plan(vms={0: "small", 1: "big"}, start=(Assignment(0, 0, 1),), keep_idle=frozenset({1}))
+        return Plan()
+    r = run([job(0, A, 0.0)], Scripted(script), n=2)
+    assert r.summary["idle_cost"] == pytest.approx(0.2)
+    assert r.summary["vm_cost"] == pytest.approx(0.3)
+    assert r.jobs.cost_share.sum() + r.summary["idle_cost"] == pytest.approx(r.summary["vm_cost"])
+
+
+def test_determinism_two_runs_equal_frames():
+    from predictors.table import TablePredictor
+    from sim.catalogue import vm_types
+    from sim.cluster import Cluster, NodeSlot
+    from sim.workload import WorkloadSpec, poisson_jobs
+
+    vts = tuple(vm_types().values())
+    pred = TablePredictor({f"J{i}/{v.name}/{g}": 300.0 * i / g for i in range(1, 7) for v in vts
+                           for g in range(1, v.gpus + 1)})
+    cl = Cluster(vts, (NodeSlot(),) * 3 + (NodeSlot(frozenset({"inhouse2"})),))
+    out = []
+    for _ in range(2):
+        jobs = poisson_jobs(WorkloadSpec(30, 60.0), pred, cl.configs, seed=7)
+        out.append(Simulation(cl, jobs, FirstFit("NC6"), pred).run())
+    pd.testing.assert_frame_equal(out[0].jobs, out[1].jobs)
+    pd.testing.assert_frame_equal(out[0].nodes, out[1].nodes)
+    pd.testing.assert_frame_equal(out[0].decisions.drop(columns="wall_time"), out[1].decisions.drop(columns="wall_time"))
+    assert {k: v for k, v in out[0].summary.items() if "wall" not in k} == \
+        {k: v for k, v in out[1].summary.items() if "wall" not in k}
+
+
+def test_infeasible_spec_for_estimator_is_rejected_up_front():
+    with pytest.raises(CapsimError, match="job spec 'A'.*no feasible configuration"):
+        Simulation(cluster(1), [job(0, A, 0.0)], FirstFit(), table(A_small_1=math.inf, A_big_1=math.inf,
+                                                                      A_big_2=math.inf))
+
+
+def test_stall_guard_with_periodic_ticks_allows_one_idle_tick():
+    pol = Scripted(lambda s: Plan())
+    with pytest.raises(CapsimError, match="waiting forever"):
+        run([job(0, A, 0.0)], pol, decision_interval=10.0)
+    assert [(s.time, s.trigger) for s in pol.seen] == [(0.0, "arrival"), (10.0, "periodic"), (20.0, "periodic"),
+                                                       (20.0, "stall")]

@@ -1,0 +1,78 @@
+"""Every plan-rejection rule raises a CapsimError naming the policy and the broken rule; nothing is half-applied."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from sim.cluster import Cluster, NodeSlot
+from sim.engine import Simulation
+from sim.model import Assignment, CapsimError, Plan
+from tests.sim.helpers import A, B, BIG, SMALL, Scripted, job, table
+
+START_A = Plan(vms={0: "small"}, start=(Assignment(0, 0, 1),))
+
+
+def first_then(second, at: float = 5.0):
+    """Start job 0 on node 0 at t=0, then answer ``second`` at t=``at`` (job 1 arrives then)."""
+    return lambda s: START_A if s.time == 0.0 else (second if s.time == at else Plan())
+
+
+CASES = {
+    "unknown VM type": (lambda s: Plan(vms={0: "huge"}), "unknown VM type 'huge'"),
+    "slot restriction": (lambda s: Plan(vms={1: "small"}, start=(Assignment(0, 1, 1),)), "only allows \\['big'\\]"),
+    "node out of range": (lambda s: Plan(vms={9: "small"}), "nodes 0..1"),
+    "no VM after plan": (lambda s: Plan(start=(Assignment(0, 0, 1),)), "no VM after the plan"),
+    "stopped VM": (lambda s: Plan(vms={0: None}, start=(Assignment(0, 0, 1),)), "no VM after the plan"),
+    "too many GPUs for VM": (lambda s: Plan(vms={0: "small"}, start=(Assignment(0, 0, 2),)), "asks for 2 GPUs"),
+    "zero GPUs": (lambda s: Plan(vms={0: "small"}, start=(Assignment(0, 0, 0),)), "asks for 0 GPUs"),
+    "unknown job": (lambda s: Plan(vms={0: "small"}, start=(Assignment(42, 0, 1),)), "job 42, which is unknown"),
+    "not yet arrived": (lambda s: Plan(vms={0: "big"}, start=(Assignment(1, 0, 1),)), "job 1, which is not waiting"),
+    "job twice": (lambda s: Plan(vms={0: "big"}, start=(Assignment(0, 0, 1), Assignment(0, 0, 1))),
+                  "job 0 appears in two assignments"),
+    "infeasible config": (lambda s: Plan(vms={0: "big"}, start=(Assignment(0, 0, 2),)), "estimator marks infeasible"),
+    "start a running job": (first_then(Plan(vms={1: "big"}, start=(Assignment(0, 1, 1),))), "job 0, which is not waiting"),
+    "over-subscribed GPUs": (first_then(Plan(start=(Assignment(1, 0, 1),))), "would use 2 GPUs"),
+    "change a busy VM": (first_then(Plan(vms={0: "big"})), "changes the VM of node 0 to big while job 0 runs"),
+    "preempt without may_preempt": (first_then(Plan(preempt=(0,))), "does not declare may_preempt"),
+    "stop a busy VM": (first_then(Plan(vms={0: None})), "stops the VM of node 0 while job 0 runs"),
+}
+
+
+def world(**kw):
+    return Cluster((SMALL, BIG), (NodeSlot(), NodeSlot(frozenset({"big"}))), **kw)
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_rejected_plan_names_policy_and_rule(case):
+    script, rule = CASES[case]
+    pred = table(A_big_2=math.inf)
+    sim = Simulation(world(), [job(0, A, 0.0), job(1, B, 5.0)], Scripted(script), pred)
+    with pytest.raises(CapsimError, match=rf"policy 'scripted': plan rejected at t=\d+: .*{rule}"):
+        sim.run()
+
+
+def test_several_jobs_on_one_vm_need_may_share():
+    plan = Plan(vms={0: "big"}, start=(Assignment(0, 0, 1), Assignment(1, 0, 1)))
+    jobs = [job(0, A, 0.0), job(1, B, 0.0)]
+    with pytest.raises(CapsimError, match="would host 2 jobs, but the policy does not declare may_share"):
+        Simulation(world(), jobs, Scripted(lambda s: plan), table()).run()
+    r = Simulation(world(), jobs, Scripted(lambda s: plan if s.waiting else Plan(), share=True), table()).run()
+    assert list(r.jobs.end_time) == [100.0, 50.0]
+    assert r.summary["vm_cost"] == pytest.approx(0.2)
+    assert list(r.jobs.cost_share) == [pytest.approx(0.2 * 100 / 150), pytest.approx(0.2 * 50 / 150)]
+
+
+def test_changing_a_vm_type_needs_its_jobs_moved_first():
+    def script(s):
+        if s.time == 0.0:
+            return START_A
+        if s.time == 5.0:
+            return Plan(vms={0: "big", 1: "big"}, move=(Assignment(0, 0, 2),), start=(Assignment(1, 1, 2),))
+        return Plan()
+    pol = Scripted(script, preempt=True)
+    r = Simulation(world(restart_overhead=1.0), [job(0, A, 0.0), job(1, B, 5.0)], pol, table()).run()
+    a = r.jobs.set_index("job_id").loc[0]
+    assert a.end_time == 5.0 + 0.95 * 50 + 1.0
+    assert sorted(r.nodes.vm_type) == ["big", "big", "small"]
