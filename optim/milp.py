@@ -1,0 +1,655 @@
+"""The MILP policy: joint capacity planning and scheduling at each decision, solved by HiGHS, CBC or Gurobi via PuLP.
+
+The formulation, its reductions and its assumptions are documented in ``docs/milp.md``; the symbols used below
+(x, y, h, p_j, Δ, wait) follow that document. ``build_model`` turns a Snapshot into a reduced ``Model`` (plain data
+plus the PuLP problem); ``solve`` runs one solver on it; ``MILP.decide`` turns the answer into a Plan or falls back.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar
+
+import numpy as np
+import pulp
+
+from optim.base import Policy, build, register
+from sim.model import Assignment, CapsimError, DecisionInfo, JobView, Plan, Snapshot
+
+__all__ = ["MILP", "Model", "Placement", "build_model", "solve", "waiting_penalty", "SolveOutcome"]
+
+log = logging.getLogger(__name__)
+
+SOLVERS = ("highs", "cbc", "gurobi")
+_licence_reported = False
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """One candidate for x: job ``job`` on node ``node`` with config index ``config`` (VM ``vm``, ``gpus`` GPUs).
+
+    ``span`` is wait + runtime: the seconds from now until the job ends there (the VM's horizon if it is the last).
+    ``cost`` is its objective coefficient: tardiness cost minus the job's waiting penalty.
+    """
+
+    job: int
+    node: int
+    config: int
+    vm: str
+    gpus: int
+    span: float
+    cost: float
+
+
+@dataclass
+class Model:
+    """A reduced instance and its PuLP problem. ``x``/``y``/``h`` map keys to PuLP variables."""
+
+    snapshot: Snapshot
+    preempt: bool
+    placements: list[Placement]
+    penalties: dict[int, float]
+    pinned: dict[int, tuple[str, float]]
+    kept_nodes: list[int]
+    classes: dict[tuple, list[int]]
+    node_class: dict[int, tuple]
+    constant: float
+    problem: pulp.LpProblem
+    x: list[pulp.LpVariable]
+    y: dict[tuple[int, str], pulp.LpVariable]
+    h: dict[tuple[int, str], pulp.LpVariable]
+    jobs: dict[int, JobView] = field(default_factory=dict)
+
+    @property
+    def size(self) -> tuple[int, int]:
+        return self.problem.numVariables(), self.problem.numConstraints()
+
+
+def next_decision_delay(snapshot: Snapshot) -> float:
+    """Δ: estimated seconds until the next decision the model can count on (the earliest running completion)."""
+    now = snapshot.time
+    ends = [
+        max(0.0, snapshot.nodes[r.node].ready_at - now) + r.remaining(r.config)
+        for r in snapshot.running
+        if r.config is not None and r.node is not None
+    ]
+    finite = [e for e in ends if math.isfinite(e)]
+    return min(finite) if finite else 0.0
+
+
+def standalone_cost(
+    jv: JobView, start: float, price: np.ndarray, boot: np.ndarray, usable: np.ndarray, overhead: float = 0.0
+) -> float:
+    """S_j(start): cheapest whole-VM rental plus tardiness of running ``jv`` alone from ``start`` on a usable config."""
+    t = (1.0 - jv.done) * jv.estimates + overhead
+    span = boot + t
+    total = price * span + jv.job.weight * np.maximum(0.0, start + span - jv.job.deadline)
+    total = np.where(usable & np.isfinite(t), total, np.inf)
+    return float(total.min()) if total.size else math.inf
+
+
+def waiting_penalty(
+    jv: JobView,
+    snapshot: Snapshot,
+    delta: float,
+    usable: np.ndarray,
+    overhead: float = 0.0,
+    urgency: float = 0.0,
+    epsilon: float = 1e-3,
+) -> float:
+    """p_j: what leaving ``jv`` waiting now costs: S_j(now + Δ), plus REFERENCE §4's urgency term, plus ε·S_j(now).
+
+    S_j is non-decreasing in the start time, so p_j > S_j(now): starting a job alone on an empty node beats leaving
+    it waiting, and waiting is never free. It stays finite when the job has no usable config (then it just waits).
+    """
+    price = np.array([c.vm.price_per_second for c in snapshot.configs])
+    boot = np.array([c.vm.boot_time for c in snapshot.configs])
+    now = snapshot.time
+    s_now = standalone_cost(jv, now, price, boot, usable, overhead)
+    if not math.isfinite(s_now):
+        return 1.0
+    s_later = standalone_cost(jv, now + delta, price, boot, usable, overhead)
+    t = (1.0 - jv.done) * jv.estimates[usable] + overhead
+    t_max = float(t[np.isfinite(t)].max())
+    late = max(0.0, now + t_max - jv.job.deadline)
+    return s_later + urgency * jv.job.weight * late + epsilon * s_now + 1e-9
+
+
+def _dominated(times: list[tuple[int, int, float]]) -> set[int]:
+    """Configs of one VM type (index, gpus, runtime) beaten by one with no more GPUs and no longer runtime."""
+    out: set[int] = set()
+    best = math.inf
+    for k, _, t in sorted(times, key=lambda r: (r[1], r[2])):
+        if t >= best:
+            out.add(k)
+        else:
+            best = t
+    return out
+
+
+def build_model(
+    snapshot: Snapshot,
+    preempt: bool = False,
+    urgency: float = 0.0,
+    extra_constraints: Callable[[Model], None] | None = None,
+) -> Model:
+    """Reduce the snapshot (infeasible and dominated configs, symmetric empty slots) and write the MILP with PuLP."""
+    now = snapshot.time
+    configs = snapshot.configs
+    vm_of = [c.vm.name for c in configs]
+    gpus_of = [c.gpus for c in configs]
+    vm_by_name = {v.name: v for v in snapshot.vm_types}
+    overhead = snapshot.restart_overhead
+    nodes = snapshot.nodes
+
+    movable = list(snapshot.running) if preempt else []
+    jobs = list(snapshot.waiting) + movable
+    on_node: dict[int, list[JobView]] = {}
+    for r in snapshot.running:
+        on_node.setdefault(r.node, []).append(r)
+
+    # node slots: pinned (running jobs stay, non-preemptive), or free to choose a VM
+    pinned: dict[int, tuple[str, float]] = {}
+    free_nodes: list[int] = []
+    for nv in nodes:
+        if nv.index in on_node and not preempt:
+            horizon = max(max(0.0, nv.ready_at - now) + r.remaining(r.config) for r in on_node[nv.index])
+            pinned[nv.index] = (nv.vm.name, horizon)
+        else:
+            free_nodes.append(nv.index)
+
+    def wait(n: int, vm: str) -> float:
+        nv = nodes[n]
+        if nv.vm is not None and nv.vm.name == vm:
+            return max(0.0, nv.ready_at - now)
+        return vm_by_name[vm].boot_time
+
+    accepted_any = np.array([any(nv.accepts(vm_of[k]) for nv in nodes) for k in range(len(configs))], dtype=bool)
+    delta = next_decision_delay(snapshot)
+
+    # per job: candidate configs after dropping infeasible and dominated ones
+    cands: dict[int, list[int]] = {}
+    penalties: dict[int, float] = {}
+    for jv in jobs:
+        est = jv.estimates
+        by_vm: dict[str, list[tuple[int, int, float]]] = {}
+        for k in np.flatnonzero(np.isfinite(est) & accepted_any):
+            by_vm.setdefault(vm_of[k], []).append((int(k), gpus_of[k], float(est[k])))
+        keep = [k for rows in by_vm.values() for k in sorted({r[0] for r in rows} - _dominated(rows))]
+        if jv.running and jv.config not in keep and jv.config is not None:
+            keep.append(jv.config)
+        cands[jv.id] = sorted(keep)
+        penalties[jv.id] = waiting_penalty(
+            jv, snapshot, delta, accepted_any, overhead if jv.running else 0.0, urgency
+        )
+
+    # symmetric free slots: same allowed set, same idle VM and readiness, no running job -> keep as many as usable
+    classes: dict[tuple, list[int]] = {}
+    unique: list[int] = []
+    for n in free_nodes:
+        nv = nodes[n]
+        if n in on_node:
+            unique.append(n)
+            continue
+        key = (nv.allowed, nv.vm.name if nv.vm else None, max(0.0, nv.ready_at - now) if nv.vm else 0.0)
+        classes.setdefault(key, []).append(n)
+    kept_classes: dict[tuple, list[int]] = {}
+    for key, members in classes.items():
+        allowed = key[0]
+        usable = sum(1 for jv in jobs if any(allowed is None or vm_of[k] in allowed for k in cands[jv.id]))
+        kept_classes[key] = members[:usable]
+    node_class = {n: key for key, members in classes.items() for n in members}
+    kept_nodes = sorted(unique + [n for c in kept_classes.values() for n in c] + list(pinned))
+
+    placements: list[Placement] = []
+    for jv in jobs:
+        w, d = jv.job.weight, jv.job.deadline
+        rem = 1.0 - jv.done
+        p = penalties[jv.id]
+        for n in kept_nodes:
+            nv = nodes[n]
+            if n in pinned:
+                vm_fixed = pinned[n][0]
+                cap = nv.vm.gpus - nv.used_gpus
+            for k in cands[jv.id]:
+                vm = vm_of[k]
+                if not nv.accepts(vm):
+                    continue
+                if n in pinned and (vm != vm_fixed or gpus_of[k] > cap):
+                    continue
+                t = rem * float(jv.estimates[k])
+                if jv.running and not (n == jv.node and k == jv.config):
+                    t += overhead
+                span = wait(n, vm) + t
+                cost = w * max(0.0, now + span - d) - p
+                placements.append(Placement(jv.id, n, k, vm, gpus_of[k], span, cost))
+
+    prob = pulp.LpProblem("capsim_decision", pulp.LpMinimize)
+    x = [prob.add_variable(f"x_{i}", 0, 1, pulp.LpBinary) for i in range(len(placements))]
+    used_vms: dict[int, set[str]] = {}
+    for pl in placements:
+        used_vms.setdefault(pl.node, set()).add(pl.vm)
+    for n, (vm, _) in pinned.items():
+        used_vms.setdefault(n, set()).add(vm)
+    y: dict[tuple[int, str], pulp.LpVariable] = {}
+    h: dict[tuple[int, str], pulp.LpVariable] = {}
+    vm_pos = {v.name: i for i, v in enumerate(snapshot.vm_types)}
+    for n in kept_nodes:
+        for vm in sorted(used_vms.get(n, ())):
+            lb = pinned[n][1] if n in pinned else 0.0
+            h[n, vm] = prob.add_variable(f"h_{n}_{vm_pos[vm]}", lowBound=lb)
+            if n not in pinned:
+                y[n, vm] = prob.add_variable(f"y_{n}_{vm_pos[vm]}", 0, 1, pulp.LpBinary)
+
+    constant = sum(penalties.values())
+    for n, (vm, horizon) in pinned.items():
+        for r in on_node[n]:
+            constant += r.job.weight * max(0.0, now + max(0.0, nodes[n].ready_at - now) + r.remaining(r.config)
+                                           - r.job.deadline)
+    obj = pulp.LpAffineExpression(
+        [(h[key], vm_by_name[key[1]].price_per_second) for key in h]
+        + [(x[i], pl.cost) for i, pl in enumerate(placements) if pl.cost != 0.0],
+        constant=constant,
+    )
+    prob += obj
+
+    by_job: dict[int, list[int]] = {}
+    by_node_vm: dict[tuple[int, str], list[int]] = {}
+    by_job_node_vm: dict[tuple[int, int, str], list[int]] = {}
+    for i, pl in enumerate(placements):
+        by_job.setdefault(pl.job, []).append(i)
+        by_node_vm.setdefault((pl.node, pl.vm), []).append(i)
+        by_job_node_vm.setdefault((pl.job, pl.node, pl.vm), []).append(i)
+
+    for j, idx in by_job.items():
+        prob += pulp.LpAffineExpression([(x[i], 1.0) for i in idx]) <= 1, f"one_{j}"
+    for n in kept_nodes:
+        ys = [y[n, vm] for vm in sorted(used_vms.get(n, ())) if (n, vm) in y]
+        if len(ys) > 1:
+            prob += pulp.LpAffineExpression([(v, 1.0) for v in ys]) <= 1, f"vm_{n}"
+    for (n, vm), idx in by_node_vm.items():
+        terms = [(x[i], float(placements[i].gpus)) for i in idx]
+        if n in pinned:
+            cap = nodes[n].vm.gpus - nodes[n].used_gpus
+            prob += pulp.LpAffineExpression(terms) <= cap, f"cap_{n}_{vm_pos[vm]}"
+        else:
+            terms.append((y[n, vm], -float(vm_by_name[vm].gpus)))
+            prob += pulp.LpAffineExpression(terms) <= 0, f"cap_{n}_{vm_pos[vm]}"
+    for (j, n, vm), idx in by_job_node_vm.items():
+        terms = [(x[i], placements[i].span) for i in idx] + [(h[n, vm], -1.0)]
+        prob += pulp.LpAffineExpression(terms) <= 0, f"hor_{j}_{n}_{vm_pos[vm]}"
+    y_of: dict[int, list[pulp.LpVariable]] = {}
+    for (n, _), v in y.items():
+        y_of.setdefault(n, []).append(v)
+    for members in kept_classes.values():
+        for a, b in zip(members, members[1:]):
+            ya = [(v, 1.0) for v in y_of.get(a, [])]
+            yb = [(v, -1.0) for v in y_of.get(b, [])]
+            if yb:
+                prob += pulp.LpAffineExpression(yb + ya) >= 0, f"sym_{a}_{b}"
+
+    model = Model(
+        snapshot=snapshot,
+        preempt=preempt,
+        placements=placements,
+        penalties=penalties,
+        pinned=pinned,
+        kept_nodes=kept_nodes,
+        classes=kept_classes,
+        node_class=node_class,
+        constant=constant,
+        problem=prob,
+        x=x,
+        y=y,
+        h=h,
+        jobs={jv.id: jv for jv in jobs},
+    )
+    if extra_constraints is not None:
+        extra_constraints(model)
+    return model
+
+
+class _HiGHS(pulp.HiGHS):
+    """PuLP's highspy interface plus a warm start: hand HiGHS the variables' current values before it runs."""
+
+    def __init__(self, warmStart: bool = False, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.warm = warmStart
+
+    def callSolver(self, lp: pulp.LpProblem) -> None:
+        if self.warm:
+            import highspy
+
+            values = [0.0] * lp.numVariables()
+            for var in lp.variables():
+                values[var.index] = float(var.varValue or 0.0)
+            start = highspy.HighsSolution()
+            start.col_value = values
+            start.value_valid = True
+            lp.solverModel.setSolution(start)
+        lp.solverModel.run()
+
+
+def make_solver(
+    name: str,
+    time_limit: float | None,
+    gap: float | None,
+    threads: int,
+    warm_start: bool,
+    path: str | None = None,
+    msg: bool = False,
+) -> pulp.LpSolver:
+    """The PuLP solver object for ``name`` (highs, cbc, gurobi) with the policy's options."""
+    if name == "highs":
+        return _HiGHS(msg=msg, timeLimit=time_limit, gapRel=gap, threads=threads, warmStart=warm_start)
+    if name == "cbc":
+        return pulp.COIN_CMD(
+            path=path or pulp.PULP_CBC_CMD.pulp_cbc_path,
+            msg=msg,
+            timeLimit=time_limit,
+            gapRel=gap,
+            threads=threads,
+            warmStart=warm_start,
+        )
+    if name == "gurobi":
+        return pulp.GUROBI(
+            msg=msg, timeLimit=time_limit, gapRel=gap, warmStart=warm_start, manageEnv=True, Threads=threads
+        )
+    raise CapsimError(f"milp policy: unknown solver {name!r}; choose one of {', '.join(SOLVERS)}")
+
+
+@dataclass(frozen=True, slots=True)
+class SolveOutcome:
+    """What one solver run produced: ``status`` is optimal, time_limit (incumbent kept) or a failure status."""
+
+    status: str
+    objective: float | None = None
+    gap: float | None = None
+    reason: str | None = None
+
+    @property
+    def usable(self) -> bool:
+        return self.status in ("optimal", "time_limit")
+
+
+def _read_highs(prob: pulp.LpProblem) -> SolveOutcome:
+    import highspy
+
+    m = prob.solverModel
+    st = m.getModelStatus()
+    info = m.getInfo()
+    has_sol = info.primal_solution_status == 2
+    S = highspy.HighsModelStatus
+    if st == S.kOptimal:
+        return SolveOutcome("optimal", gap=float(info.mip_gap))
+    if st in (S.kInfeasible, S.kUnboundedOrInfeasible):
+        return SolveOutcome("infeasible", reason=f"HiGHS: {m.modelStatusToString(st)}")
+    if st == S.kUnbounded:
+        return SolveOutcome("unbounded", reason="HiGHS: unbounded")
+    if has_sol:
+        return SolveOutcome("time_limit", gap=float(info.mip_gap), reason=f"HiGHS: {m.modelStatusToString(st)}")
+    return SolveOutcome("no_solution", reason=f"HiGHS: {m.modelStatusToString(st)} without an incumbent")
+
+
+def _read_gurobi(prob: pulp.LpProblem) -> SolveOutcome:
+    import gurobipy as gp
+
+    m = prob.solverModel
+    st = m.Status
+    if st == gp.GRB.OPTIMAL:
+        return SolveOutcome("optimal", gap=float(m.MIPGap))
+    if st in (gp.GRB.INFEASIBLE, gp.GRB.INF_OR_UNBD):
+        return SolveOutcome("infeasible", reason=f"Gurobi status {st}")
+    if st == gp.GRB.UNBOUNDED:
+        return SolveOutcome("unbounded", reason="Gurobi: unbounded")
+    if m.SolCount >= 1:
+        return SolveOutcome("time_limit", gap=float(m.MIPGap), reason=f"Gurobi status {st}")
+    return SolveOutcome("no_solution", reason=f"Gurobi status {st} without an incumbent")
+
+
+def _read_cbc(prob: pulp.LpProblem) -> SolveOutcome:
+    if prob.status == pulp.LpStatusOptimal and prob.sol_status == pulp.LpSolutionOptimal:
+        return SolveOutcome("optimal")
+    if prob.status == pulp.LpStatusOptimal and prob.sol_status == pulp.LpSolutionIntegerFeasible:
+        return SolveOutcome("time_limit", reason="CBC stopped on its time limit with an incumbent (gap unknown)")
+    if prob.status == pulp.LpStatusInfeasible:
+        return SolveOutcome("infeasible", reason="CBC: infeasible")
+    if prob.status == pulp.LpStatusUnbounded:
+        return SolveOutcome("unbounded", reason="CBC: unbounded")
+    return SolveOutcome("no_solution", reason=f"CBC: {pulp.LpStatus[prob.status]} without an incumbent")
+
+
+def _licence_error(e: BaseException) -> bool:
+    return getattr(e, "errno", None) == 10010 or "size-limited" in str(e)
+
+
+def solve(
+    model: Model,
+    solver: str = "highs",
+    time_limit: float | None = 10.0,
+    gap: float | None = 0.01,
+    threads: int = 1,
+    warm_start: bool = False,
+    path: str | None = None,
+    msg: bool = False,
+) -> SolveOutcome:
+    """Solve ``model`` in place (variable values set) and say how it went; never raises for solver trouble."""
+    if not model.placements and not model.h:
+        return SolveOutcome("optimal", model.constant, 0.0, "nothing to place: no variables")
+    try:
+        s = make_solver(solver, time_limit, gap, threads, warm_start, path, msg)
+    except CapsimError:
+        raise
+    except Exception as e:  # noqa: BLE001  (any solver set-up failure is a fallback, not a crash)
+        return SolveOutcome("error", reason=f"{type(e).__name__}: {e}")
+    try:
+        if not s.available():
+            return SolveOutcome("missing_solver", reason=f"solver {solver!r} is not available ({path or 'default'})")
+        model.problem.solve(s)
+        reader = {"highs": _read_highs, "cbc": _read_cbc, "gurobi": _read_gurobi}[solver]
+        out = reader(model.problem)
+    except Exception as e:  # noqa: BLE001
+        if _licence_error(e):
+            return SolveOutcome("licence", reason=f"Gurobi licence too small: {e}")
+        return SolveOutcome("error", reason=f"{type(e).__name__}: {e}")
+    finally:
+        if solver == "gurobi":
+            try:
+                s.close()
+            except Exception:  # noqa: BLE001
+                pass
+    if out.usable:
+        try:
+            obj = pulp.value(model.problem.objective)
+        except Exception:  # noqa: BLE001
+            obj = None
+        if obj is None or not math.isfinite(obj):
+            return SolveOutcome("no_solution", reason="solver reported a solution without values")
+        return SolveOutcome(out.status, float(obj), out.gap, out.reason)
+    return out
+
+
+def _report_licence_once(reason: str, fallback: str) -> None:
+    global _licence_reported
+    if _licence_reported:
+        return
+    _licence_reported = True
+    message = (
+        f"capsim milp: Gurobi's licence is too small for this decision's model ({reason}). Decisions that exceed it "
+        f"use the fallback policy {fallback!r}. Point GRB_LICENSE_FILE to a full licence or use solver: highs."
+    )
+    log.warning(message)
+    warnings.warn(message, RuntimeWarning, stacklevel=3)
+
+
+def chosen(model: Model) -> list[Placement]:
+    """The placements the current variable values select (x = 1)."""
+    return [pl for pl, v in zip(model.placements, model.x) if (v.varValue or 0.0) > 0.5]
+
+
+def to_plan(model: Model, info: DecisionInfo) -> Plan:
+    """Turn the selected placements into a Plan: VMs per node, starts, and (with preemption) moves and preemptions."""
+    snap = model.snapshot
+    picks = chosen(model)
+    vm_after: dict[int, str] = {n: vm for n, (vm, _) in model.pinned.items()}
+    for pl in picks:
+        vm_after[pl.node] = pl.vm
+    vms: dict[int, str | None] = {}
+    for nv in snap.nodes:
+        now_vm = nv.vm.name if nv.vm is not None else None
+        after = vm_after.get(nv.index)
+        if after != now_vm:
+            vms[nv.index] = after
+    start, move = [], []
+    placed = set()
+    for pl in picks:
+        jv = model.jobs[pl.job]
+        placed.add(pl.job)
+        if not jv.running:
+            start.append(Assignment(pl.job, pl.node, pl.gpus))
+        elif (pl.node, pl.config) != (jv.node, jv.config):
+            move.append(Assignment(pl.job, pl.node, pl.gpus))
+    preempt = tuple(r.id for r in snap.running if model.preempt and r.id not in placed)
+    return Plan(vms=vms, start=tuple(start), move=tuple(move), preempt=preempt, info=info)
+
+
+def set_warm_start(model: Model, plan: Plan) -> int:
+    """Set variable values from a baseline plan (mapped onto kept slots); returns how many jobs it placed."""
+    snap = model.snapshot
+    for v in model.x:
+        v.setInitialValue(0)
+    for v in model.y.values():
+        v.setInitialValue(0)
+    for (n, _), v in model.h.items():
+        v.setInitialValue(model.pinned[n][1] if n in model.pinned else 0.0)
+    index = {(pl.job, pl.node, pl.config): i for i, pl in enumerate(model.placements)}
+    config_index = {(c.vm.name, c.gpus): k for k, c in enumerate(snap.configs)}
+    spare = {key: [n for n in members] for key, members in model.classes.items()}
+    placed = 0
+    wanted: list[tuple[int, int, int]] = []
+    if model.preempt:
+        wanted += [(r.id, r.node, r.config) for r in snap.running]
+    for a in plan.start:
+        vm = plan.vms.get(a.node) or (snap.nodes[a.node].vm.name if snap.nodes[a.node].vm else None)
+        wanted.append((a.job_id, a.node, config_index.get((vm, a.gpus), -1)))
+    for job, node, k in wanted:
+        key = model.node_class.get(node)
+        if key is not None:
+            if not spare[key]:
+                continue
+            node = node if node in spare[key] else spare[key][0]
+            spare[key].remove(node)
+        i = index.get((job, node, k))
+        if i is None:
+            continue
+        pl = model.placements[i]
+        model.x[i].setInitialValue(1)
+        if (node, pl.vm) in model.y:
+            model.y[node, pl.vm].setInitialValue(1)
+        hv = model.h[node, pl.vm]
+        hv.setInitialValue(max(hv.varValue or 0.0, pl.span))
+        placed += 1
+    return placed
+
+
+@register("milp")
+class MILP(Policy):
+    """Joint capacity planning and scheduling by one MILP per decision (docs/milp.md); falls back on failure.
+
+    Options: ``solver`` (highs, cbc, gurobi), ``time_limit`` (s), ``gap`` (relative), ``threads``, ``warm_start``
+    (from the fallback's plan), ``fallback`` (a policy name, default edf), ``preempt`` (running jobs may be moved,
+    resized or sent back), ``urgency`` (REFERENCE §4's extra waiting charge factor, default 0), ``solver_path``
+    (a CBC binary), ``extra_constraints`` (a callable adding constraints to the Model: research and tests only).
+    """
+
+    may_preempt: ClassVar[bool] = False
+    may_share: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        solver: str = "highs",
+        time_limit: float = 10.0,
+        gap: float = 0.01,
+        threads: int = 1,
+        warm_start: bool = True,
+        fallback: str = "edf",
+        preempt: bool = False,
+        urgency: float = 0.0,
+        solver_path: str | None = None,
+        extra_constraints: Callable[[Model], None] | None = None,
+        msg: bool = False,
+    ):
+        if solver not in SOLVERS:
+            raise CapsimError(f"milp policy: unknown solver {solver!r}; choose one of {', '.join(SOLVERS)}")
+        if fallback == "milp":
+            raise CapsimError("milp policy: fallback must be another policy (e.g. edf), not milp itself")
+        if time_limit is not None and time_limit <= 0:
+            raise CapsimError(f"milp policy: time_limit must be positive seconds, got {time_limit}")
+        if gap is not None and not 0 <= gap < 1:
+            raise CapsimError(f"milp policy: gap is a relative gap in [0, 1), got {gap}")
+        self.solver = solver
+        self.time_limit = time_limit
+        self.gap = gap
+        self.threads = int(threads)
+        self.warm_start = bool(warm_start)
+        self.fallback = fallback
+        self.fallback_policy = build(fallback)
+        self.preempt = bool(preempt)
+        self.may_preempt = self.preempt  # type: ignore[misc]
+        self.urgency = float(urgency)
+        self.solver_path = solver_path
+        self.extra_constraints = extra_constraints
+        self.msg = msg
+
+    def describe(self) -> str:
+        return f"milp[{self.solver}{',preempt' if self.preempt else ''}]"
+
+    def _fall_back(self, snapshot: Snapshot, status: str, reason: str | None, size: tuple[int, int] | None) -> Plan:
+        plan = self.fallback_policy.decide(snapshot)
+        info = DecisionInfo(
+            status=status,
+            solver=self.solver,
+            variables=size[0] if size else None,
+            constraints=size[1] if size else None,
+            fallback=self.fallback,
+            reason=reason,
+        )
+        return Plan(plan.vms, plan.start, plan.move, plan.preempt, plan.keep_idle, info)
+
+    def decide(self, snapshot: Snapshot) -> Plan:
+        if not snapshot.waiting and not (self.preempt and snapshot.running):
+            return Plan(info=DecisionInfo(status="nothing_to_decide"))
+        try:
+            model = build_model(snapshot, self.preempt, self.urgency, self.extra_constraints)
+        except CapsimError:
+            raise
+        except Exception as e:  # noqa: BLE001  (a modelling failure must not lose jobs)
+            return self._fall_back(snapshot, "error", f"building the model failed: {type(e).__name__}: {e}", None)
+        size = model.size
+        if not model.placements:
+            return Plan(info=DecisionInfo(status="no_candidates", solver=self.solver, variables=0, constraints=0))
+        warm = False
+        if self.warm_start:
+            warm = set_warm_start(model, self.fallback_policy.decide(snapshot)) > 0 or self.preempt
+        out = solve(model, self.solver, self.time_limit, self.gap, self.threads, warm, self.solver_path, self.msg)
+        if not out.usable:
+            if out.status == "licence":
+                _report_licence_once(out.reason or "", self.fallback)
+            return self._fall_back(snapshot, out.status, out.reason, size)
+        info = DecisionInfo(
+            status=out.status,
+            solver=self.solver,
+            objective=out.objective,
+            gap=out.gap,
+            variables=size[0],
+            constraints=size[1],
+            reason=out.reason,
+        )
+        plan = to_plan(model, info)
+        kept_running = len(snapshot.running) - len(plan.preempt)
+        if snapshot.waiting and kept_running == 0 and not plan.start and not plan.move:
+            return self._fall_back(snapshot, "no_progress", "the solution left every job waiting", size)
+        return plan

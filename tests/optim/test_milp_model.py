@@ -1,0 +1,90 @@
+"""The MILP against brute force on tiny instances, and the three solvers against each other."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from optim.milp import build_model, solve
+from sim.catalogue import configurations, gpu
+from sim.model import NodeView, VMType
+from tests.optim.enumerate_plans import best_by_enumeration
+from tests.optim.helpers import job, snapshot
+
+
+def has_gurobi() -> bool:
+    try:
+        import gurobipy  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def random_instance(seed: int):
+    """≤3 jobs, 2 node slots, 2 VM types; random restrictions, idle or booting VMs, pinned jobs, preemption."""
+    rng = np.random.default_rng(seed)
+    boot = float(rng.choice([0.0, 20.0]))
+    small = VMType("small", gpu("K80"), 1, float(rng.uniform(1, 4)), boot_time=boot)
+    big = VMType("big", gpu("K80"), 2, float(rng.uniform(3, 9)), boot_time=0.0)
+    vms = (small, big)
+    configs = configurations(vms)
+    now = 100.0
+    preempt = bool(rng.random() < 0.3)
+
+    def estimates():
+        est = rng.uniform(50, 400, len(configs))
+        est[rng.random(len(configs)) < 0.2] = math.inf
+        if not np.isfinite(est).any():
+            est[-1] = 120.0
+        return est
+
+    def deadline():
+        return now + float(rng.uniform(20, 500))
+
+    nodes, running = [], []
+    jid = 0
+    for n in range(2):
+        allowed = [None, frozenset({"small"}), frozenset({"big"})][rng.integers(3)]
+        ok = [k for k, c in enumerate(configs) if allowed is None or c.vm.name in allowed]
+        state = rng.integers(3)
+        if state == 0:
+            nodes.append(NodeView(n, allowed))
+        elif state == 1:
+            vm = configs[int(rng.choice(ok))].vm
+            nodes.append(NodeView(n, allowed, vm, ready_at=now + float(rng.choice([0.0, 10.0]))))
+        else:
+            k = int(rng.choice(ok))
+            est = estimates()
+            est[k] = float(rng.uniform(100, 300))
+            running.append(job(jid, est, deadline(), done=0.4, node=n, config=k, since=50.0, weight=0.05))
+            jid += 1
+            nodes.append(NodeView(n, allowed, configs[k].vm, ready_at=60.0, used_gpus=configs[k].gpus))
+    waiting = [job(jid + i, estimates(), deadline(), weight=float(rng.uniform(0.01, 0.1)))
+               for i in range(int(rng.integers(1, 4 - len(running))))]
+    snap = snapshot(waiting, running, nodes, time=now, vm_types=vms, restart_overhead=15.0)
+    return snap, preempt
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_milp_matches_enumeration(seed):
+    snap, preempt = random_instance(seed)
+    model = build_model(snap, preempt=preempt)
+    out = solve(model, "highs", time_limit=30, gap=0.0)
+    assert out.status == "optimal"
+    best = best_by_enumeration(snap, preempt=preempt)
+    assert out.objective == pytest.approx(best, rel=1e-6, abs=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(0, 40, 4))
+def test_solvers_agree(seed):
+    snap, preempt = random_instance(seed)
+    objectives = {}
+    for solver in ("highs", "cbc") + (("gurobi",) if has_gurobi() else ()):
+        out = solve(build_model(snap, preempt=preempt), solver, time_limit=30, gap=0.0)
+        assert out.status == "optimal", (solver, out)
+        objectives[solver] = out.objective
+    ref = objectives["highs"]
+    for solver, obj in objectives.items():
+        assert obj == pytest.approx(ref, rel=1e-6, abs=1e-9), objectives
