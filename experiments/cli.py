@@ -41,6 +41,11 @@ def main(argv: list[str] | None = None) -> int:
     except CapsimError as e:
         print(f"capsim: error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         print("capsim: interrupted", file=sys.stderr)
         return 130

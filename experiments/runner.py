@@ -174,7 +174,11 @@ def run_tasks(
     else:
         import multiprocessing as mp
 
-        ctx = mp.get_context("forkserver" if sys.platform.startswith("linux") else "spawn")
+        if sys.platform.startswith("linux"):
+            ctx = mp.get_context("forkserver")
+            ctx.set_forkserver_preload(["experiments.runner", "sim.engine", "optim", "predictors"])
+        else:
+            ctx = mp.get_context("spawn")
         with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker) as pool:
             pending: set[Future] = set()
             queue = iter(tasks)

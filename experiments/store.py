@@ -1,0 +1,95 @@
+"""A sweep's result directory: one Parquet dataset per table, one file per run, written atomically.
+
+```
+DIR/sweep.json                  what was swept (name, grid fields, policy order, seeds)
+DIR/summary/<run_id>.parquet    one row; written last, so its presence means the run finished
+DIR/jobs|nodes|decisions/<run_id>.parquet
+DIR/failures/<run_id>.parquet   run id, grid values, policy, seed, config (JSON), traceback
+```
+Only the process that owns the sweep writes here (workers send their results back), so no shared file system is
+needed. Readers keep only finished runs, so a run killed between its files leaves nothing visible.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from experiments.results import atomic_write_bytes, clean_temp_files, read_dataset, write_parquet
+from experiments.runner import TABLES, Outcome
+
+__all__ = ["ResultStore", "load_results"]
+
+
+class ResultStore:
+    """Reads and writes a sweep directory."""
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+
+    def finished(self) -> set[str]:
+        d = self.root / "summary"
+        return {p.stem for p in d.glob("*.parquet") if not p.name.startswith(".")} if d.is_dir() else set()
+
+    def failed(self) -> set[str]:
+        d = self.root / "failures"
+        return {p.stem for p in d.glob("*.parquet") if not p.name.startswith(".")} if d.is_dir() else set()
+
+    def prepare(self) -> int:
+        """Create the directory and remove temporary files a killed sweep left; return how many were removed."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        return clean_temp_files(self.root)
+
+    def write_manifest(self, manifest: dict[str, Any]) -> None:
+        """Record what was swept, merging grid fields and policies with those of earlier sweeps into this DIR."""
+        path = self.root / "sweep.json"
+        if path.exists():
+            old = json.loads(path.read_text(encoding="utf-8"))
+            for key in ("grid_fields", "policies", "seeds"):
+                merged = list(old.get(key, []))
+                merged += [x for x in manifest.get(key, []) if x not in merged]
+                manifest = dict(manifest, **{key: merged})
+        atomic_write_bytes(path, (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode())
+
+    def manifest(self) -> dict[str, Any]:
+        path = self.root / "sweep.json"
+        return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+    def write(self, o: Outcome) -> None:
+        """Store one outcome: tables first and the summary row last for a success; a failure record otherwise."""
+        rid = o.task.run_id
+        if o.ok:
+            for name in TABLES:
+                write_parquet(o.tables[name], self.root / name / f"{rid}.parquet")
+            write_parquet(pd.DataFrame([o.summary]), self.root / "summary" / f"{rid}.parquet")
+            (self.root / "failures" / f"{rid}.parquet").unlink(missing_ok=True)
+        else:
+            row = {"run_id": rid, **dict(o.task.labels), "policy": o.task.policy_label, "seed": o.task.seed,
+                   "config": json.dumps({"scenario": o.task.scenario, "policy": o.task.policy, "seed": o.task.seed},
+                                        sort_keys=True, default=str),
+                   "traceback": o.error or ""}
+            write_parquet(pd.DataFrame([row]), self.root / "failures" / f"{rid}.parquet")
+
+
+def load_results(root: str | Path) -> dict[str, pd.DataFrame]:
+    """Every table of a sweep directory (finished runs only), plus ``failures``; rows sorted by run labels."""
+    store = ResultStore(root)
+    done = store.finished()
+    manifest = store.manifest()
+    order = {p: i for i, p in enumerate(manifest.get("policies", []))}
+    fields = [f for f in manifest.get("grid_fields", [])]
+    out: dict[str, pd.DataFrame] = {}
+    for name in ("summary", *TABLES, "failures"):
+        df = read_dataset(store.root / name)
+        if name != "failures" and not df.empty:
+            df = df[df["run_id"].isin(done)]
+        if not df.empty:
+            keys = [c for c in fields if c in df.columns]
+            df = df.assign(_p=df["policy"].map(lambda p: order.get(p, len(order))))
+            df = df.sort_values(keys + ["_p", "policy", "seed", "run_id"], kind="mergesort").drop(columns="_p")
+            df = df.reset_index(drop=True)
+        out[name] = df
+    return out
