@@ -158,8 +158,12 @@ class AnalyticalPredictor(Predictor):
         return per_iteration_table(self, specs, configs)
 
 
-def per_iteration_table(pred: Predictor, specs: Sequence[JobSpec], configs: Sequence[Config]) -> np.ndarray:
-    """Vectorised ``iterations × runtime-of-one-iteration``, one evaluation per distinct spec shape and config."""
+def per_iteration_table(pred: Predictor, specs: Sequence[JobSpec], configs: Sequence[Config],
+                        affine: bool = False) -> np.ndarray:
+    """Vectorised runtimes for predictors linear in iterations, one evaluation per distinct spec shape and config.
+
+    ``affine``: the runtime is ``a + iterations × b`` (evaluated at 1 and 2 iterations), else ``iterations × b``.
+    """
     index: dict[tuple, int] = {}
     rows = np.empty(len(specs), dtype=np.intp)
     firsts: list[JobSpec] = []
@@ -167,8 +171,18 @@ def per_iteration_table(pred: Predictor, specs: Sequence[JobSpec], configs: Sequ
         k = (s.application, s.framework, s.depth, s.batch_size)
         if k not in index:
             index[k] = len(firsts)
-            firsts.append(JobSpec(s.application, s.framework, 1, s.batch_size, s.name, s.depth))
+            firsts.append(s)
         rows[i] = index[k]
-    unit = np.array([[pred.runtime(s, c.vm, c.gpus) for c in configs] for s in firsts]).reshape(len(firsts), len(configs))
+
+    def at(its: int) -> np.ndarray:
+        table = [[pred.runtime(JobSpec(s.application, s.framework, its, s.batch_size, s.name, s.depth), c.vm, c.gpus)
+                  for c in configs] for s in firsts]
+        return np.array(table, dtype=float).reshape(len(firsts), len(configs))
+
+    one = at(1)
     its = np.fromiter((s.iterations for s in specs), dtype=float, count=len(specs))
-    return unit[rows] * its[:, None]
+    with np.errstate(invalid="ignore"):
+        slope = at(2) - one if affine else one
+        out = slope[rows] * its[:, None] + (one - slope)[rows] if affine else slope[rows] * its[:, None]
+    out[~np.isfinite(out)] = INFEASIBLE
+    return out

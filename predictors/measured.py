@@ -102,20 +102,25 @@ def _fit_key(df: pd.DataFrame, cpu_threads: str | int) -> dict[str, dict[int, di
 
 @register("measured")
 class MeasuredPredictor(Predictor):
-    """Runtimes from the shipped Politecnico di Milano measurements (rules in the module docstring)."""
+    """Runtimes from the shipped Politecnico di Milano measurements (rules in the module docstring).
 
-    def __init__(self, cpu_threads: str | int = "best", extrapolate_batch: bool = False):
+    ``data`` (a frame shaped like ``measurements.runs()``) replaces the shipped runs, e.g. a training split.
+    """
+
+    def __init__(self, cpu_threads: str | int = "best", extrapolate_batch: bool = False,
+                 data: pd.DataFrame | None = None):
         if cpu_threads != "best" and not (isinstance(cpu_threads, int) and cpu_threads > 0):
             raise CapsimError(f"predictor 'measured': cpu_threads must be 'best' or a positive integer, got {cpu_threads!r}")
         self.cpu_threads = cpu_threads
         self.extrapolate_batch = bool(extrapolate_batch)
+        self._data = data
         self._fits: dict[Key, dict[str, dict[int, dict[int, GroupFit]]]] = {}
         self._answers: dict[tuple, tuple[float, float, str | None]] = {}
 
     def fits(self, key: Key) -> dict[str, dict[int, dict[int, GroupFit]]]:
         """The fitted groups of one (application, framework, depth), fitted on first use."""
         if key not in self._fits:
-            df = runs()
+            df = runs() if self._data is None else self._data
             d = df[(df["application"] == key[0]) & (df["framework"] == key[1]) & (df["depth"] == key[2])]
             self._fits[key] = _fit_key(d, self.cpu_threads) if len(d) else {}
         return self._fits[key]
