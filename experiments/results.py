@@ -95,10 +95,13 @@ def summary_frame(rows: list[dict[str, Any]], by: list[str]) -> pd.DataFrame:
     return df.sort_values([c for c in by if c in df.columns], kind="mergesort").reset_index(drop=True)
 
 
-def read_dataset(directory: str | Path) -> pd.DataFrame:
-    """Read every Parquet file of one table directory (hidden temporary files ignored) into one frame."""
+def read_dataset(directory: str | Path, only: set[str] | None = None) -> pd.DataFrame:
+    """Read the Parquet files of one table directory into one frame (temporary files ignored).
+
+    ``only`` keeps the files whose stem (run id) is in it, so leftovers of unfinished runs are never opened.
+    """
     d = Path(directory)
-    files = sorted(p for p in d.glob("*.parquet") if not p.name.startswith("."))
+    files = sorted(p for p in d.glob("*.parquet") if not p.name.startswith(".") and (only is None or p.stem in only))
     if not files:
         return pd.DataFrame()
     tables = [pq.read_table(p) for p in files]

@@ -530,7 +530,18 @@ def validate_scenario(data: Any, file: str, base_dir: Path, prefix: tuple = ()) 
     try:
         sc = Scenario.model_validate(data)
     except ValidationError as e:
-        return None, pydantic_problems(e, Scenario, prefix)
+        problems = pydantic_problems(e, Scenario)
+        bad_top = {p.path[0] for p in problems if p.path} | {"name"}
+        try:
+            partial = Scenario.model_validate({k: v for k, v in data.items() if k not in bad_top})
+        except ValidationError:
+            partial = None
+        if partial is not None:
+            partial._base_dir = base_dir
+            problems += [p for p in semantic_problems(partial) if p.path and p.path[0] not in bad_top]
+        for p in problems:
+            p.path = tuple(prefix) + tuple(p.path)
+        return None, problems
     sc._base_dir = base_dir
     sc._file = file
     problems = semantic_problems(sc)

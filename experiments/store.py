@@ -83,9 +83,7 @@ def load_results(root: str | Path) -> dict[str, pd.DataFrame]:
     fields = [f for f in manifest.get("grid_fields", [])]
     out: dict[str, pd.DataFrame] = {}
     for name in ("summary", *TABLES, "failures"):
-        df = read_dataset(store.root / name)
-        if name != "failures" and not df.empty:
-            df = df[df["run_id"].isin(done)]
+        df = read_dataset(store.root / name, None if name == "failures" else done)
         if not df.empty:
             keys = [c for c in fields if c in df.columns]
             df = df.assign(_p=df["policy"].map(lambda p: order.get(p, len(order))))

@@ -1,7 +1,8 @@
 """Sweep files: a base scenario, policies, seeds and a grid over scenario fields by dotted path.
 
 ```yaml
-extends: base.yaml            # optional: a sweep or scenario file this one refines (deep merge, lists replaced)
+extends: base.yaml            # optional: a sweep or scenario file this one refines (deep merge, lists replaced;
+                              # grid axes add up, `grid: {some.field: null}` drops an inherited axis)
 name: arrival-rate
 scenario: {cluster: {nodes: 5}, workload: {jobs: 50}}   # or a path to a scenario file
 policies: [{kind: fifo}, {kind: edf}]
@@ -50,11 +51,14 @@ class SweepFile(BaseModel):
 
 
 def _merge(base: Any, over: Any) -> Any:
-    """Deep merge of mappings (``over`` wins); anything else is replaced."""
+    """Deep merge of mappings (``over`` wins, a ``null`` in a grid removes that axis); anything else is replaced."""
     if isinstance(base, dict) and isinstance(over, dict):
         out = dict(base)
         for k, v in over.items():
-            out[k] = _merge(base[k], v) if k in base else v
+            if v is None and k in base and "." in str(k):
+                del out[k]
+            else:
+                out[k] = _merge(base[k], v) if k in base else v
         return out
     return copy.deepcopy(over)
 

@@ -1,0 +1,297 @@
+"""Sweeps: grid expansion and run ids, every bad-YAML message, resume, failures, Dask vs process pool, report."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from experiments.cli import main
+from experiments.store import ResultStore, load_results
+from experiments.sweep import load_sweep
+from sim.model import CapsimError
+
+from .conftest import small_scenario, write_yaml
+
+
+def sweep_data(**over: Any) -> dict[str, Any]:
+    base = small_scenario()
+    d: dict[str, Any] = {
+        "name": "t",
+        "scenario": {k: v for k, v in base.items() if k not in ("policies", "seeds", "name")},
+        "policies": base["policies"],
+        "seeds": [0, 1],
+        "grid": {"workload.mean_interarrival": [30, 90]},
+    }
+    d.update(over)
+    return d
+
+
+@pytest.fixture
+def sweep_file(tmp_path: Path) -> Path:
+    return write_yaml(tmp_path / "sweep.yaml", sweep_data())
+
+
+def error_of(path: Path) -> str:
+    with pytest.raises(CapsimError) as e:
+        load_sweep(path)
+    return str(e.value)
+
+
+# ----- expansion and ids ----------------------------------------------------------------------------------------------
+
+
+def test_cartesian_and_zipped_grid(tmp_path: Path) -> None:
+    zipped = [{"cluster.nodes": [1, 2, 3], "workload.jobs": [3, 6, 9]}]
+    sw = load_sweep(write_yaml(tmp_path / "s.yaml", sweep_data(zip=zipped)))
+    assert sw.fields == ["workload.mean_interarrival", "cluster.nodes", "workload.jobs"]
+    assert len(sw.points) == 2 * 3
+    assert {(dict(p.values)["cluster.nodes"], dict(p.values)["workload.jobs"]) for p in sw.points} == \
+        {(1, 3), (2, 6), (3, 9)}
+    for p in sw.points:
+        v = dict(p.values)
+        assert p.scenario.cluster.node_count == v["cluster.nodes"] and p.scenario.n_jobs == v["workload.jobs"]
+        assert p.scenario.workload.mean_interarrival == v["workload.mean_interarrival"]
+    tasks = sw.tasks()
+    assert len(tasks) == 6 * 2 * 2 and len({t.run_id for t in tasks}) == len(tasks)
+
+
+def test_run_ids_survive_a_grown_grid(tmp_path: Path) -> None:
+    small = {t.run_id for t in load_sweep(write_yaml(tmp_path / "a.yaml", sweep_data())).tasks()}
+    grown = sweep_data(grid={"workload.mean_interarrival": [30, 60, 90]}, seeds=[0, 1, 2])
+    big = {t.run_id for t in load_sweep(write_yaml(tmp_path / "b.yaml", grown)).tasks()}
+    assert small < big and len(big) == 3 * 2 * 3
+
+
+def test_extends_merges_deeply(tmp_path: Path, sweep_file: Path) -> None:
+    child = {"extends": "sweep.yaml", "seeds": [5], "scenario": {"workload": {"jobs": 4}},
+             "grid": {"cluster.nodes": [1, 3]}}
+    sw = load_sweep(write_yaml(tmp_path / "child.yaml", child))
+    assert sw.seeds == [5] and sw.fields == ["workload.mean_interarrival", "cluster.nodes"]
+    sc = sw.points[0].scenario
+    assert sc.n_jobs == 4 and sc.workload.mix == {"J1": 1.0, "J4": 1.0} and sc.predictor.kind == "table"
+
+
+def test_extends_can_drop_an_inherited_axis(tmp_path: Path, sweep_file: Path) -> None:
+    child = {"extends": "sweep.yaml", "grid": {"workload.mean_interarrival": None, "cluster.nodes": [1, 3]}}
+    assert load_sweep(write_yaml(tmp_path / "child.yaml", child)).fields == ["cluster.nodes"]
+
+
+def test_scenario_given_as_a_file(tmp_path: Path, tiny: Path) -> None:
+    sw = load_sweep(write_yaml(tmp_path / "s.yaml", {"scenario": "tiny.yaml", "grid": {"cluster.nodes": [1, 2]}}))
+    assert len(sw.points) == 2 and [p.label for p in sw.policies] == ["fifo", "edf"] and sw.seeds == [0, 1]
+
+
+# ----- bad sweep files ------------------------------------------------------------------------------------------------
+
+
+def test_unknown_top_level_key(tmp_path: Path) -> None:
+    msg = error_of(write_yaml(tmp_path / "s.yaml", sweep_data(grids={})))
+    assert "s.yaml" in msg and "unknown key 'grids'" in msg and "did you mean 'grid'" in msg
+
+
+def test_grid_path_that_is_not_a_field(tmp_path: Path) -> None:
+    msg = error_of(write_yaml(tmp_path / "s.yaml", sweep_data(grid={"workload.mean_interarival": [1]})))
+    assert "grid.workload.mean_interarival" in msg and "did you mean 'mean_interarrival'" in msg
+
+
+def test_grid_value_of_the_wrong_type(tmp_path: Path) -> None:
+    msg = error_of(write_yaml(tmp_path / "s.yaml", sweep_data(grid={"workload.mean_interarrival": [30, "x", -1]})))
+    assert "grid.workload.mean_interarrival[1]" in msg and "'x'" in msg
+    assert "grid.workload.mean_interarrival[2]" in msg and "found -1" in msg
+
+
+def test_grid_must_not_hold_policies(tmp_path: Path) -> None:
+    msg = error_of(write_yaml(tmp_path / "s.yaml", sweep_data(grid={"policies": [[{"kind": "fifo"}]]})))
+    assert "grid.policies" in msg and "cannot be swept" in msg
+
+
+def test_zip_lists_of_unequal_length(tmp_path: Path) -> None:
+    msg = error_of(write_yaml(tmp_path / "s.yaml", sweep_data(zip=[{"cluster.nodes": [1, 2], "workload.jobs": [4]}])))
+    assert "zip[0]" in msg and "equal length" in msg and "cluster.nodes: 2" in msg
+
+
+def test_field_swept_twice(tmp_path: Path) -> None:
+    msg = error_of(write_yaml(tmp_path / "s.yaml", sweep_data(zip=[{"workload.mean_interarrival": [5]}])))
+    assert "swept twice" in msg
+
+
+def test_empty_value_list(tmp_path: Path) -> None:
+    msg = error_of(write_yaml(tmp_path / "s.yaml", sweep_data(grid={"cluster.nodes": []})))
+    assert "grid.cluster.nodes" in msg and "non-empty list" in msg
+
+
+def test_grid_must_map_to_lists(tmp_path: Path) -> None:
+    msg = error_of(write_yaml(tmp_path / "s.yaml", sweep_data(grid={"cluster.nodes": 3})))
+    assert "grid.cluster.nodes" in msg and "expected a list" in msg
+
+
+def test_bad_base_scenario_and_policy(tmp_path: Path) -> None:
+    d = sweep_data(policies=[{"kind": "fifo"}, {"kind": "edff"}])
+    d["scenario"]["cluster"]["nodes"] = -2
+    msg = error_of(write_yaml(tmp_path / "s.yaml", d))
+    assert "scenario.cluster.nodes" in msg
+    assert msg.startswith("2 problems") or "policies[1].kind" in msg
+
+
+def test_extends_cycle_and_missing_file(tmp_path: Path) -> None:
+    write_yaml(tmp_path / "a.yaml", {"extends": "b.yaml", "grid": {}})
+    write_yaml(tmp_path / "b.yaml", {"extends": "a.yaml"})
+    assert "cycle" in error_of(tmp_path / "a.yaml")
+    msg = error_of(write_yaml(tmp_path / "c.yaml", {"extends": "nowhere.yaml"}))
+    assert "nowhere.yaml" in msg and "not found" in msg
+
+
+def test_every_mistake_reported_at_once(tmp_path: Path) -> None:
+    d = sweep_data(grid={"workload.mean_interarrival": ["slow"], "cluster.nodez": [1]},
+                   zip=[{"cluster.nodes": [1], "workload.jobs": [1, 2]}])
+    msg = error_of(write_yaml(tmp_path / "s.yaml", d))
+    assert msg.startswith("3 problems")
+    for part in ("grid.workload.mean_interarrival[0]", "grid.cluster.nodez", "zip[0]"):
+        assert part in msg
+
+
+# ----- running: resume, failures, Dask ---------------------------------------------------------------------------------
+
+
+def files_of(d: Path) -> dict[str, float]:
+    return {str(p.relative_to(d)): p.stat().st_mtime_ns for p in d.rglob("*.parquet")}
+
+
+def test_sweep_writes_datasets_and_never_redoes_runs(sweep_file: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "out"
+    assert main(["sweep", str(sweep_file), "--out", str(out), "--workers", "1", "--quiet"]) == 0
+    t = load_results(out)
+    assert len(t["summary"]) == 2 * 2 * 2 and t["failures"].empty
+    assert {"run_id", "workload.mean_interarrival", "policy", "seed"} <= set(t["summary"].columns)
+    assert {"run_id", "workload.mean_interarrival", "policy", "seed", "job_id"} <= set(t["jobs"].columns)
+    before = files_of(out)
+    capsys.readouterr()
+    assert main(["sweep", str(sweep_file), "--out", str(out), "--workers", "1"]) == 0
+    assert "0 runs finished" in capsys.readouterr().out
+    assert files_of(out) == before
+
+
+def test_resume_after_a_kill(sweep_file: Path, tmp_path: Path) -> None:
+    """A run killed between its files (jobs written, summary not) and a stale temp file: only that run is redone."""
+    out = tmp_path / "out"
+    assert main(["sweep", str(sweep_file), "--out", str(out), "--workers", "1", "--quiet"]) == 0
+    complete = load_results(out)
+    victim = sorted(ResultStore(out).finished())[3]
+    (out / "summary" / f"{victim}.parquet").unlink()
+    (out / "decisions" / f"{victim}.parquet").unlink()
+    (out / "jobs" / f"{victim}.parquet").write_bytes(b"PAR1 half-written garbage")
+    (out / "nodes" / ".tmp-abc123.parquet").write_bytes(b"partial")
+    partial = load_results(out)
+    assert len(partial["summary"]) == 7 and victim not in set(partial["jobs"]["run_id"])
+    before = files_of(out)
+    assert main(["sweep", str(sweep_file), "--out", str(out), "--workers", "1", "--quiet"]) == 0
+    after = files_of(out)
+    assert not list(out.rglob(".tmp-*"))
+    redone = {k for k in after if before.get(k) != after[k]}
+    assert redone == {f"{t}/{victim}.parquet" for t in ("summary", "jobs", "decisions", "nodes")}
+    again = load_results(out)
+    for name in ("summary", "jobs", "nodes"):
+        cols = [c for c in complete[name].columns if "wall" not in c]
+        pd.testing.assert_frame_equal(complete[name][cols], again[name][cols])
+
+
+def test_killed_sweep_process_resumes(sweep_file: Path, tmp_path: Path) -> None:
+    """Kill a real sweep process part-way (SIGKILL), then run again: everything finishes, nothing is corrupt."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    d = sweep_data(seeds="0-9")
+    d["scenario"]["workload"]["jobs"] = 60
+    f = write_yaml(tmp_path / "big.yaml", d)
+    out = tmp_path / "out"
+    exe = str(Path(sys.executable).with_name("capsim"))
+    proc = subprocess.Popen([exe, "sweep", str(f), "--out", str(out), "--workers", "1", "--quiet"])
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(ResultStore(out).finished()) < 3 and proc.poll() is None:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    first = ResultStore(out).finished()
+    assert main(["sweep", str(f), "--out", str(out), "--workers", "1", "--quiet"]) == 0
+    t = load_results(out)
+    assert len(t["summary"]) == 2 * 2 * 10 and first <= set(t["summary"]["run_id"])
+    assert t["jobs"].groupby("run_id").size().eq(60).all()
+
+
+def test_failing_run_is_recorded_and_others_finish(tmp_path: Path, capsys) -> None:
+    good = tmp_path / "good.csv"
+    good.write_text("submit_time,application,framework,iterations,batch_size,name\n0,deepspeech,tensorflow,2528,4,J1\n")
+    bad = tmp_path / "bad.csv"
+    bad.write_text("submit_time,application,framework,iterations,batch_size,name\n0,deepspeech,jax,2528,4,J1\n")
+    d = sweep_data(grid={"workload.trace": ["good.csv", "bad.csv"]})
+    f = write_yaml(tmp_path / "s.yaml", d)
+    out = tmp_path / "out"
+    assert main(["sweep", str(f), "--out", str(out), "--workers", "1", "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "4 of 8 runs failed" in err and "bad.csv" in err
+    t = load_results(out)
+    assert len(t["summary"]) == 4 and set(t["summary"]["workload.trace"]) == {"good.csv"}
+    fails = t["failures"]
+    assert len(fails) == 4 and set(fails["workload.trace"]) == {"bad.csv"}
+    assert fails["traceback"].str.contains("framework").all() and fails["config"].str.contains("scenario").all()
+
+
+def _same_results(a: Path, b: Path) -> None:
+    for name in ("jobs", "nodes"):
+        fa = sorted(p.name for p in (a / name).glob("*.parquet"))
+        assert fa == sorted(p.name for p in (b / name).glob("*.parquet")) and fa
+        for n in fa:
+            assert (a / name / n).read_bytes() == (b / name / n).read_bytes(), f"{name}/{n}"
+    ta, tb = load_results(a), load_results(b)
+    for name in ("summary", "decisions"):
+        cols = [c for c in ta[name].columns if "wall" not in c]
+        pd.testing.assert_frame_equal(ta[name][cols], tb[name][cols])
+
+
+def test_dask_and_process_pool_agree(sweep_file: Path, tmp_path: Path) -> None:
+    pytest.importorskip("distributed")
+    os.environ.setdefault("DASK_TEMPORARY_DIRECTORY", str(tmp_path / "dask"))
+    pool, dsk = tmp_path / "pool", tmp_path / "dask-out"
+    assert main(["sweep", str(sweep_file), "--out", str(pool), "--workers", "2", "--quiet"]) == 0
+    assert main(["sweep", str(sweep_file), "--out", str(dsk), "--dask", "local:2", "--quiet"]) == 0
+    _same_results(pool, dsk)
+    assert not (dsk / ".dask-tmp").exists()
+
+
+# ----- report ----------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["table", "csv", "markdown", "latex"])
+def test_report_formats(sweep_file: Path, tmp_path: Path, capsys, fmt: str) -> None:
+    out = tmp_path / "out"
+    assert main(["sweep", str(sweep_file), "--out", str(out), "--workers", "1", "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["report", str(out), "--format", fmt]) == 0
+    text = capsys.readouterr().out
+    assert "fifo" in text and "edf" in text
+    if fmt == "csv":
+        df = pd.read_csv(pd.io.common.StringIO(text))
+        assert len(df) == 4 and {"total_cost_mean", "total_cost_ci95", "n"} <= set(df.columns)
+        summary = load_results(out)["summary"]
+        g = summary[(summary.policy == "fifo") & (summary["workload.mean_interarrival"] == 30)]
+        row = df[(df.policy == "fifo") & (df["workload.mean_interarrival"] == 30)].iloc[0]
+        assert row.total_cost_mean == pytest.approx(g.total_cost.mean(), rel=1e-5)
+        from scipy import stats
+
+        half = stats.t.ppf(0.975, 1) * g.total_cost.std(ddof=1) / 2 ** 0.5
+        assert row.total_cost_ci95 == pytest.approx(half, rel=1e-5)
+    if fmt == "latex":
+        assert text.startswith(r"\begin{tabular}") and r"$\pm$" in text and r"\bottomrule" in text
+    if fmt == "markdown":
+        assert text.splitlines()[1].startswith("|---")
+
+
+def test_report_on_a_directory_that_is_not_a_sweep(tmp_path: Path, capsys) -> None:
+    assert main(["report", str(tmp_path)]) == 2
+    assert "not a sweep result directory" in capsys.readouterr().err
