@@ -8,6 +8,7 @@ O(nodes + jobs in the system), never O(all jobs x configurations).
 
 from __future__ import annotations
 
+import gc
 import math
 from bisect import bisect_left, insort
 from dataclasses import dataclass
@@ -201,24 +202,30 @@ class Simulation:
 
     def run(self) -> RunResult:
         """Simulate until every job has completed and return the records."""
-        self._reset()
-        env = self._env
-        if self._states:
-            first = self._states[0]
-            env.at(first.job.submit_time, _NORMAL, self._on_arrival, first)
-            if math.isfinite(self.cluster.decision_interval):
-                t0 = first.job.submit_time
-                env.at(t0 + self.cluster.decision_interval, _NORMAL, self._on_periodic, t0 + self.cluster.decision_interval)
-        env.run()
-        if self._completed != len(self._states):
-            raise CapsimError(
-                f"policy {self._label!r} left {len(self._states) - self._completed} jobs unfinished when the "
-                f"simulation ran out of events"
-            )
-        for node in self._nodes:
-            if node.vm is not None:
-                self._stop_vm(node)
-        return self._result()
+        gc_was_on = gc.isenabled()
+        gc.disable()  # full collections would walk every record kept so far; _on_decide collects young ones
+        try:
+            self._reset()
+            env = self._env
+            if self._states:
+                first = self._states[0]
+                env.at(first.job.submit_time, _NORMAL, self._on_arrival, first)
+                h = self.cluster.decision_interval
+                if math.isfinite(h):
+                    env.at(first.job.submit_time + h, _NORMAL, self._on_periodic, first.job.submit_time + h)
+            env.run()
+            if self._completed != len(self._states):
+                raise CapsimError(
+                    f"policy {self._label!r} left {len(self._states) - self._completed} jobs unfinished when the "
+                    f"simulation ran out of events"
+                )
+            for node in self._nodes:
+                if node.vm is not None:
+                    self._stop_vm(node)
+            return self._result()
+        finally:
+            if gc_was_on:
+                gc.enable()
 
     def _reset(self) -> None:
         self._env = env = _Env(initial_time=self.jobs[0].submit_time if self.jobs else 0.0)
@@ -226,6 +233,9 @@ class Simulation:
         self._nodes = [_Node(i, s) for i, s in enumerate(self.cluster.slots)]
         self._node_views = [NodeView(i, s.allowed) for i, s in enumerate(self.cluster.slots)]
         self._dirty: set[int] = set()
+        self._nt = tuple(self._node_views)
+        self._wt: tuple[JobView, ...] | None = None
+        self._rt: tuple[JobView, ...] | None = None
         self._empty = list(range(len(self._nodes)))
         self._empty_tuple: tuple[int, ...] = tuple(self._empty)
         self._empty_dirty = False
@@ -259,6 +269,7 @@ class Simulation:
         st: _JobState = ev._value
         st.view = view = JobView(st.job, st.est)
         self._waiting[st.job.id] = view
+        self._wt = None
         self._next_arrival += 1
         if self._next_arrival < len(self._states):
             nxt = self._states[self._next_arrival]
@@ -277,6 +288,7 @@ class Simulation:
         st.end = now
         st.event = None
         del self._running[st.job.id]
+        self._rt = None
         self._completed += 1
         self._trigger(_COMPLETION)
 
@@ -300,6 +312,8 @@ class Simulation:
     def _on_decide(self, ev: Event) -> None:
         self._events += 1
         mask, self._pending = self._pending, 0
+        if not self._n_decisions & 1023:
+            gc.collect(1)
         self._decide(_TRIGGER_NAMES[mask])
         if (self._waiting and not self._running and not self._pending and not self._booting
                 and self._next_arrival >= len(self._states)):
@@ -318,19 +332,23 @@ class Simulation:
     # ------------------------------------------------------------------ decisions
 
     def _snapshot(self, trigger: str) -> Snapshot:
-        views = self._node_views
         if self._dirty:
+            views = self._node_views
             for n in self._dirty:
                 node = self._nodes[n]
                 views[n] = NodeView(n, node.slot.allowed, node.vm, node.ready_at, node.used)
             self._dirty.clear()
+            self._nt = tuple(views)
+        if self._wt is None:
+            self._wt = tuple(self._waiting.values())
+        if self._rt is None:
+            self._rt = tuple(self._running.values())
         if self._empty_dirty:
             self._empty_tuple = tuple(self._empty)
             self._empty_dirty = False
         c = self.cluster
-        return Snapshot(self._env._now, trigger, self._configs, c.vm_types, tuple(views),
-                        tuple(self._waiting.values()), tuple(self._running.values()), self._empty_tuple,
-                        c.restart_overhead, c.billing_quantum)
+        return Snapshot(self._env._now, trigger, self._configs, c.vm_types, self._nt, self._wt, self._rt,
+                        self._empty_tuple, c.restart_overhead, c.billing_quantum)
 
     def _decide(self, trigger: str) -> None:
         snap = self._snapshot(trigger)
@@ -460,6 +478,7 @@ class Simulation:
             self._detach(st, now)
             st.view = view = JobView(st.job, st.est, st.done)
             self._waiting[jid] = view
+            self._wt = None
         for a in plan.move:
             self._detach(self._by_id[a.job_id], now)
         for key, name in plan.vms.items():
@@ -477,6 +496,7 @@ class Simulation:
         waiting = self._waiting
         for a in plan.start:
             del waiting[a.job_id]
+            self._wt = None
             self._place(self._by_id[a.job_id], _index(a.node), _index(a.gpus), now)
         if self._idle:
             keep = plan.keep_idle
@@ -505,6 +525,7 @@ class Simulation:
         self._dirty.add(n)
         st.view = view = JobView(st.job, st.est, st.done, n, k, since)
         self._running[st.job.id] = view
+        self._rt = None
 
     def _end_segment(self, st: _JobState, node: _Node, now: float) -> None:
         """Account the job's current run segment up to ``now`` and take it off its node."""
@@ -535,6 +556,7 @@ class Simulation:
         self._end_segment(st, node, now)
         st.event = None
         del self._running[st.job.id]
+        self._rt = None
 
     def _start_vm(self, node: _Node, vm: VMType, now: float) -> None:
         node.vm = vm
@@ -628,9 +650,9 @@ def _frame(rows: list[tuple], columns: dict[str, str]) -> pd.DataFrame:
     names = list(columns)
     if not rows:
         return pd.DataFrame({c: pd.Series([], dtype=t) for c, t in columns.items()})
-    cols = list(zip(*rows))
     data = {}
-    for c, vals in zip(names, cols):
+    for k, c in enumerate(names):
+        vals = [r[k] for r in rows]
         t = columns[c]
         if t == "object":
             data[c] = pd.Series(vals, dtype=object)

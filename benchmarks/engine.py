@@ -1,0 +1,82 @@
+"""Engine throughput: simulate many jobs on many nodes with FIFO and print jobs/s, SimPy events/s and peak memory.
+
+    .venv/bin/python benchmarks/engine.py --jobs 100000 --nodes 200 [--profile]
+
+The load is set so the nodes keep up: the mean inter-arrival time is the mean runtime of the job mix on its
+cheapest configuration divided by (nodes x --load). Targets (issue 2): >= 10,000 jobs/s and < 1 GiB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import resource
+import sys
+import time
+
+import numpy as np
+
+import optim
+import predictors
+from sim.catalogue import job_types, vm_types
+from sim.cluster import Cluster, NodeSlot
+from sim.engine import Simulation
+from sim.workload import WorkloadSpec, poisson_jobs
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--jobs", type=int, default=100_000)
+    ap.add_argument("--nodes", type=int, default=200)
+    ap.add_argument("--load", type=float, default=0.6, help="target fraction of nodes busy (default 0.6)")
+    ap.add_argument("--policy", default="fifo")
+    ap.add_argument("--predictor", default="measured")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--profile", action="store_true", help="print the top of a cProfile of the run")
+    args = ap.parse_args(argv)
+
+    vts = tuple(vm_types().values())
+    cluster = Cluster(vts, tuple(NodeSlot() for _ in range(args.nodes)))
+    pred = predictors.build(args.predictor)
+    specs = list(job_types().values())
+    table = pred.runtimes(specs, cluster.configs)
+    price = np.array([c.vm.price_per_second for c in cluster.configs])
+    cheapest = np.nanmin(np.where(np.isfinite(table), table * price, np.inf), axis=1)
+    slow = np.array([table[i][np.flatnonzero(table[i] * price == cheapest[i])[0]] for i in range(len(specs))])
+    gap = float(slow.mean()) / (args.nodes * args.load)
+
+    t0 = time.perf_counter()
+    jobs = poisson_jobs(WorkloadSpec(args.jobs, gap, tuple((s, 1.0) for s in specs)), pred, cluster.configs, args.seed)
+    t_gen = time.perf_counter() - t0
+    sim = Simulation(cluster, jobs, optim.build(args.policy), pred)
+    prof = cProfile.Profile() if args.profile else None
+    t1, c1 = time.perf_counter(), time.process_time()
+    if prof:
+        prof.enable()
+    result = sim.run()
+    if prof:
+        prof.disable()
+    t_run, c_run = time.perf_counter() - t1, time.process_time() - c1
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB -> MiB on Linux
+
+    s = result.summary
+    print(f"{args.jobs} jobs, {args.nodes} nodes, policy {args.policy}, predictor {args.predictor}, "
+          f"mean inter-arrival {gap:.2f} s (target load {args.load})")
+    print(f"workload generation   {t_gen:8.2f} s")
+    print(f"simulation + records  {t_run:8.2f} s wall, {c_run:.2f} s CPU (the machine is shared: CPU is the fairer)")
+    print(f"jobs simulated / s    {args.jobs / t_run:10.0f} wall  {args.jobs / c_run:10.0f} CPU   (target >= 10,000)")
+    print(f"SimPy events / s      {sim.events / t_run:10.0f} wall  {sim.events / c_run:10.0f} CPU   "
+          f"({sim.events} events)")
+    print(f"decisions / s         {s['decisions'] / t_run:10.0f}   ({s['decisions']:.0f} decisions, "
+          f"policy share {s['decision_wall_sum'] / t_run:.0%})")
+    print(f"peak memory (maxrss)  {peak:10.0f} MiB (target < 1024)")
+    print(f"GPU utilisation {s['gpu_utilisation']:.2f}, mean wait {s['mean_wait']:.1f} s, "
+          f"late jobs {s['late_jobs']:.0f}, VM cost ${s['vm_cost']:.2f}")
+    if prof:
+        pstats.Stats(prof, stream=sys.stdout).sort_stats("tottime").print_stats(25)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
