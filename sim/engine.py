@@ -11,7 +11,7 @@ from __future__ import annotations
 import gc
 import math
 from bisect import bisect_left, insort
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from heapq import heappush
 from itertools import chain
 from time import perf_counter
@@ -27,7 +27,8 @@ from predictors.base import Predictor
 from sim.cluster import Cluster, NodeSlot
 from sim.model import CapsimError, Job, JobView, NodeView, Plan, Snapshot, VMType
 
-__all__ = ["Simulation", "RunResult", "Cluster", "NodeSlot", "JOB_COLUMNS", "NODE_COLUMNS", "DECISION_COLUMNS"]
+__all__ = ["Simulation", "RunResult", "Cluster", "NodeSlot", "JOB_COLUMNS", "NODE_COLUMNS", "DECISION_COLUMNS",
+           "SEGMENT_COLUMNS"]
 
 _DECIDE_PRIORITY = 2  # after every URGENT (0) and NORMAL (1) event of the same instant
 _NORMAL = 1
@@ -49,6 +50,10 @@ NODE_COLUMNS: dict[str, str] = {
     "ready_time": "float64", "stop_time": "float64", "billed_seconds": "float64", "cost": "float64",
     "busy_gpu_seconds": "float64", "jobs": "int64",
 }
+SEGMENT_COLUMNS: dict[str, str] = {
+    "job_id": "int64", "node": "int64", "vm_type": "object", "gpus": "int64", "start_time": "float64",
+    "end_time": "float64", "done": "float64",
+}
 DECISION_COLUMNS: dict[str, str] = {
     "decision": "int64", "time": "float64", "trigger": "object", "policy": "object", "status": "object",
     "solver": "object", "objective": "float64", "gap": "float64", "variables": "Int64", "constraints": "Int64",
@@ -65,6 +70,8 @@ class RunResult:
     nodes: pd.DataFrame
     decisions: pd.DataFrame
     summary: dict[str, float]
+    segments: pd.DataFrame = field(default_factory=lambda: _frame([], SEGMENT_COLUMNS))
+    """One row per run segment of a job on a node (a job preempted or moved has several)."""
 
 
 class _Env(simpy.Environment):
@@ -249,6 +256,7 @@ class Simulation:
         self._booting = 0
         self._pending = 0
         self._node_rows: list[tuple] = []
+        self._segment_rows: list[tuple] = []
         self._decision_rows: list[tuple] = []
         self._n_decisions = 0
         self._walls: list[float] = []
@@ -283,8 +291,8 @@ class Simulation:
             return
         now = self._env._now
         node = self._nodes[st.node]
-        self._end_segment(st, node, now)
         st.done = 1.0
+        self._end_segment(st, node, now)
         st.end = now
         st.event = None
         del self._running[st.job.id]
@@ -532,6 +540,7 @@ class Simulation:
         elapsed = now - st.since
         if elapsed >= 0:
             st.ran = True
+            self._segment_rows.append((st.job.id, node.index, node.vm.name, st.gpus, st.since, now, st.done))
             if elapsed > 0:
                 gs = st.gpus * elapsed
                 self._busy += gs
@@ -612,7 +621,8 @@ class Simulation:
         jobs = _frame(rows, JOB_COLUMNS)
         nodes = _frame(self._node_rows, NODE_COLUMNS)
         decisions = _frame(self._decision_rows, DECISION_COLUMNS)
-        return RunResult(jobs, nodes, decisions, self._summary(jobs, nodes))
+        segments = _frame(self._segment_rows, SEGMENT_COLUMNS)
+        return RunResult(jobs, nodes, decisions, self._summary(jobs, nodes), segments)
 
     def _summary(self, jobs: pd.DataFrame, nodes: pd.DataFrame) -> dict[str, float]:
         vm_cost = float(nodes["cost"].sum())
