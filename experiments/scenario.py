@@ -409,10 +409,19 @@ def registered_policies() -> list[str]:
     return out
 
 
+_PREDICTORS: dict[str, Any] = {}
+
+
 def _build_predictor(spec: PredictorSpec) -> Any:
+    """Build a predictor, reusing one built earlier in this process from the same spec (fits are costly)."""
     import predictors
 
-    return predictors.build(spec.kind, **spec.params)
+    key = json.dumps(spec.model_dump(mode="json"), sort_keys=True)
+    if key not in _PREDICTORS:
+        if len(_PREDICTORS) >= 16:
+            _PREDICTORS.pop(next(iter(_PREDICTORS)))
+        _PREDICTORS[key] = predictors.build(spec.kind, **spec.params)
+    return _PREDICTORS[key]
 
 
 # ----- validation ---------------------------------------------------------------------------------------------------

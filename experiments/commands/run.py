@@ -25,7 +25,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", metavar="DIR", help="output directory (default: results/<scenario name>/)")
     p.add_argument("--seeds", metavar="SEEDS", help="seeds to run instead of the scenario's: '0-4' or '0,3,7'")
     p.add_argument("--policies", metavar="NAMES", help="comma-separated policy names or registered kinds to run")
-    p.add_argument("--workers", type=int, default=1, metavar="N", help="worker processes (default 1)")
+    p.add_argument("--workers", type=int, default=os.cpu_count() or 1, metavar="N",
+                   help="worker processes (default: the core count; 1 runs in this process)")
     p.add_argument("--quiet", action="store_true", help="no progress line")
 
 
