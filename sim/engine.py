@@ -115,13 +115,14 @@ class _JobState:
 class _Interval:
     """One VM on one node from start to stop, with the GPU-seconds each job ran on it."""
 
-    __slots__ = ("vm", "start", "ready", "gpu_secs")
+    __slots__ = ("vm", "start", "ready", "gpu_secs", "booting")
 
     def __init__(self, vm: VMType, start: float):
         self.vm = vm
         self.start = start
         self.ready = start + vm.boot_time
         self.gpu_secs: dict[int, float] = {}
+        self.booting = vm.boot_time > 0
 
 
 class _Node:
@@ -302,10 +303,12 @@ class Simulation:
 
     def _on_ready(self, ev: Event) -> None:
         self._events += 1
-        self._booting -= 1
         node, interval = ev._value
-        if node.interval is interval and self._waiting:
-            self._trigger(_READY)
+        if interval.booting:
+            interval.booting = False
+            self._booting -= 1
+            if self._waiting:
+                self._trigger(_READY)
 
     def _on_periodic(self, ev: Event) -> None:
         self._events += 1
@@ -583,6 +586,9 @@ class Simulation:
     def _stop_vm(self, node: _Node) -> None:
         now = self._env._now
         iv = node.interval
+        if iv.booting:
+            iv.booting = False
+            self._booting -= 1
         vm = iv.vm
         on = now - iv.start
         billed = self.cluster.billed_seconds(on)
@@ -642,7 +648,7 @@ class Simulation:
             "p95_jct": float(np.percentile(jct, 95)) if n else 0.0,
             "mean_wait": float(jobs["wait_time"].mean()) if n else 0.0,
             "makespan": float(jobs["end_time"].max() - jobs["submit_time"].min()) if n else 0.0,
-            "gpu_utilisation": self._busy / billed_gpu if billed_gpu > 0 else 0.0,
+            "gpu_utilisation": float(self._busy / billed_gpu) if billed_gpu > 0 else 0.0,
             "decisions": float(self._n_decisions),
             "decision_wall_sum": float(walls.sum()) if len(walls) else 0.0,
             "decision_wall_p95": float(np.percentile(walls, 95)) if len(walls) else 0.0,
