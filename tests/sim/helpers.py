@@ -68,3 +68,12 @@ class Scripted(Policy):
     def decide(self, s: Snapshot) -> Plan:
         self.seen.append(s)
         return self.script(s)
+
+
+def preempt_job0_at_10(s: Snapshot) -> Plan:
+    """One node: job 1 arriving at t=10 preempts job 0; whoever waits takes the node when it is idle again."""
+    if s.time == 10.0 and s.trigger == "arrival":
+        return Plan(preempt=(0,), start=(Assignment(1, 0, 1),))
+    if s.waiting and s.nodes[0].used_gpus == 0:
+        return Plan(vms={0: "small"}, start=(Assignment(s.waiting[0].id, 0, 1),))
+    return Plan()

@@ -9,7 +9,7 @@ import pytest
 
 from sim.engine import Simulation
 from sim.model import Assignment, CapsimError, Plan
-from tests.sim.helpers import A, B, BIG, SLOW, SMALL, FirstFit, Scripted, cluster, job, table
+from tests.sim.helpers import A, B, BIG, SLOW, SMALL, FirstFit, Scripted, cluster, job, preempt_job0_at_10, table
 
 
 def run(jobs, policy=None, n=1, types=(SMALL, BIG), pred=None, **kw):
@@ -68,13 +68,7 @@ def test_ready_trigger_when_jobs_wait():
 
 
 def test_preempt_keeps_work_done_and_adds_restart_overhead():
-    def script(s):
-        if s.time == 10.0 and s.trigger == "arrival":
-            return Plan(preempt=(0,), start=(Assignment(1, 0, 1),))
-        if s.waiting and s.nodes[0].used_gpus == 0:
-            return Plan(vms={0: "small"}, start=(Assignment(s.waiting[0].id, 0, 1),))
-        return Plan()
-    pol = Scripted(script, preempt=True)
+    pol = Scripted(preempt_job0_at_10, preempt=True)
     r = run([job(0, A, 0.0), job(1, B, 10.0)], pol, restart_overhead=5.0)
     a, b = row(r.jobs, 0), row(r.jobs, 1)
     assert (b.start_time, b.end_time) == (10.0, 60.0)

@@ -8,7 +8,7 @@ import pytest
 
 from sim.engine import DECISION_COLUMNS, JOB_COLUMNS, NODE_COLUMNS, SEGMENT_COLUMNS, Simulation
 from sim.model import CapsimError, Plan
-from tests.sim.helpers import A, B, SLOW, SMALL, FirstFit, Scripted, cluster, job, table
+from tests.sim.helpers import A, B, SLOW, SMALL, FirstFit, Scripted, cluster, job, preempt_job0_at_10, table
 
 SUMMARY_KEYS = {"vm_cost", "idle_cost", "tardiness_cost", "total_cost", "late_jobs", "jobs", "mean_jct", "p95_jct",
                 "mean_wait", "makespan", "gpu_utilisation", "decisions", "decision_wall_sum", "decision_wall_p95",
@@ -83,15 +83,8 @@ def test_stopping_a_booting_vm_does_not_hide_a_stall():
 
 
 def test_segments_trace_a_preempted_job():
-    from sim.model import Assignment
-
-    def script(s):
-        if s.time == 10.0 and s.trigger == "arrival":
-            return Plan(preempt=(0,), start=(Assignment(1, 0, 1),))
-        if s.waiting and s.nodes[0].used_gpus == 0:
-            return Plan(vms={0: "small"}, start=(Assignment(s.waiting[0].id, 0, 1),))
-        return Plan()
-    r = Simulation(cluster(1), [job(0, A, 0.0), job(1, B, 10.0)], Scripted(script, preempt=True), table()).run()
+    pol = Scripted(preempt_job0_at_10, preempt=True)
+    r = Simulation(cluster(1), [job(0, A, 0.0), job(1, B, 10.0)], pol, table()).run()
     seg = r.segments.sort_values(["start_time", "job_id"])
     assert list(zip(seg.job_id, seg.start_time, seg.end_time)) == [(0, 0.0, 10.0), (1, 10.0, 60.0), (0, 60.0, 150.0)]
     assert list(seg.done) == [pytest.approx(0.1), 1.0, 1.0]
