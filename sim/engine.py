@@ -91,7 +91,7 @@ class _JobState:
     """Mutable engine-side state of one job (never shown to a policy)."""
 
     __slots__ = ("job", "est", "true", "done", "node", "cfg", "gpus", "since", "overhead", "event", "runs", "ran",
-                 "first_start", "end", "cost_share", "view")
+                 "first_start", "end", "cost_share")
 
     def __init__(self, job: Job, est: np.ndarray, true: np.ndarray):
         self.job = job
@@ -109,7 +109,6 @@ class _JobState:
         self.first_start = math.nan
         self.end = math.nan
         self.cost_share = 0.0
-        self.view: JobView | None = None
 
 
 class _Interval:
@@ -276,8 +275,7 @@ class Simulation:
     def _on_arrival(self, ev: Event) -> None:
         self._events += 1
         st: _JobState = ev._value
-        st.view = view = JobView(st.job, st.est)
-        self._waiting[st.job.id] = view
+        self._waiting[st.job.id] = JobView(st.job, st.est)
         self._wt = None
         self._next_arrival += 1
         if self._next_arrival < len(self._states):
@@ -487,8 +485,7 @@ class Simulation:
         for jid in plan.preempt:
             st = self._by_id[jid]
             self._detach(st, now)
-            st.view = view = JobView(st.job, st.est, st.done)
-            self._waiting[jid] = view
+            self._waiting[jid] = JobView(st.job, st.est, st.done)
             self._wt = None
         for a in plan.move:
             self._detach(self._by_id[a.job_id], now)
@@ -534,8 +531,7 @@ class Simulation:
         node.used += g
         self._idle.discard(n)
         self._dirty.add(n)
-        st.view = view = JobView(st.job, st.est, st.done, n, k, since)
-        self._running[st.job.id] = view
+        self._running[st.job.id] = JobView(st.job, st.est, st.done, n, k, since)
         self._rt = None
 
     def _end_segment(self, st: _JobState, node: _Node, now: float) -> None:
