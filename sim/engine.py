@@ -366,8 +366,11 @@ class Simulation:
         wall = perf_counter() - t0
         if not isinstance(plan, Plan):
             self._reject(f"decide() returned {type(plan).__name__}, not a sim.model.Plan")
-        self._validate(plan)
-        self._apply(plan)
+        if plan.start or plan.vms or plan.move or plan.preempt or plan.keep_idle:
+            self._validate(plan)
+            self._apply(plan)
+        elif self._idle:
+            self._stop_idle(())
         self._n_decisions += 1
         self._walls.append(wall)
         info = plan.info
@@ -507,10 +510,14 @@ class Simulation:
             self._wt = None
             self._place(self._by_id[a.job_id], _index(a.node), _index(a.gpus), now)
         if self._idle:
-            keep = plan.keep_idle
-            for n in sorted(self._idle):
-                if n not in keep:
-                    self._stop_vm(nodes[n])
+            self._stop_idle(plan.keep_idle)
+
+    def _stop_idle(self, keep: frozenset[int] | tuple[()]) -> None:
+        """Stop every VM that hosts no job, except on the nodes in ``keep``."""
+        nodes = self._nodes
+        for n in sorted(self._idle):
+            if n not in keep:
+                self._stop_vm(nodes[n])
 
     # ------------------------------------------------------------------ mutations
 
