@@ -291,8 +291,10 @@ class Scenario(_Strict):
         return d
 
     def run_id(self, policy: PolicySpec, seed: int) -> str:
-        """A stable id: the hash of the fully resolved configuration of this policy and seed."""
-        blob = json.dumps(self.resolved(policy, seed), sort_keys=True, separators=(",", ":"))
+        """A stable id: the hash of the fully resolved configuration of this policy and seed (the name aside)."""
+        resolved = self.resolved(policy, seed)
+        resolved.pop("name")
+        blob = json.dumps(resolved, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     # ----- building the simulator's objects -----------------------------------------------------------------------
