@@ -1,6 +1,7 @@
 """The SimPy discrete-event engine: jobs arrive, a policy decides, VMs bill, jobs run on their true runtimes.
 
-Decision points are arrivals, completions, VM boots finishing (when jobs wait) and, optionally, every H seconds.
+Decision points are arrivals, completions, VM boots finishing (when jobs are queued or were assigned to the booting
+VM) and, optionally, every H seconds.
 Triggers falling at one instant are folded into one decision taken after every other event of that instant. The
 engine keeps the policy's view (node and job views, empty nodes) up to date incrementally so a snapshot costs
 O(nodes + jobs in the system), never O(all jobs x configurations).
@@ -305,7 +306,7 @@ class Simulation:
         if interval.booting:
             interval.booting = False
             self._booting -= 1
-            if self._waiting:
+            if self._waiting or node.jobs:
                 self._trigger(_READY)
 
     def _on_periodic(self, ev: Event) -> None:

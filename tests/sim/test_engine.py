@@ -193,3 +193,10 @@ def test_stall_guard_with_periodic_ticks_allows_one_idle_tick():
         run([job(0, A, 0.0)], pol, decision_interval=10.0)
     assert [(s.time, s.trigger) for s in pol.seen] == [(0.0, "arrival"), (10.0, "periodic"), (20.0, "periodic"),
                                                        (20.0, "stall")]
+
+
+def test_ready_decision_when_jobs_were_assigned_to_the_booting_vm():
+    pol = Scripted(lambda s: FirstFit("slow").decide(s))
+    run([job(0, A, 0.0)], pol, types=(SMALL, SLOW))
+    assert [(s.time, s.trigger) for s in pol.seen] == [(0.0, "arrival"), (20.0, "ready"), (120.0, "completion")]
+    assert pol.seen[1].running[0].since == 20.0 and pol.seen[1].nodes[0].ready_at == 20.0
