@@ -33,6 +33,7 @@ __all__ = ["Simulation", "RunResult", "Cluster", "NodeSlot", "JOB_COLUMNS", "NOD
 
 _DECIDE_PRIORITY = 2  # after every URGENT (0) and NORMAL (1) event of the same instant
 _NORMAL = 1
+_YOUNG_LIMIT = 50_000  # container objects allocated since the last young collection (cyclic garbage of policies)
 _TRIGGERS = ("arrival", "completion", "ready", "periodic", "stall")
 _ARRIVAL, _COMPLETION, _READY, _PERIODIC, _STALL = (1 << i for i in range(len(_TRIGGERS)))
 _TRIGGER_NAMES = tuple(
@@ -322,7 +323,7 @@ class Simulation:
     def _on_decide(self, ev: Event) -> None:
         self._events += 1
         mask, self._pending = self._pending, 0
-        if not self._n_decisions & 1023:
+        if gc.get_count()[0] > _YOUNG_LIMIT:
             gc.collect(1)
         self._decide(_TRIGGER_NAMES[mask])
         if (self._waiting and not self._running and not self._pending and not self._booting
