@@ -135,7 +135,8 @@ class JobView:
     ``estimates[c]`` is the estimator's runtime (s) of the *whole* job on ``Snapshot.configs[c]`` (inf where
     unsupported); the array is shared between jobs of the same spec and must not be written. ``done`` is the fraction
     of work already completed (observable progress, 0 for a job that never ran). For a running job ``node`` and
-    ``config`` (an index into ``Snapshot.configs``) say where it runs and ``since`` when its current run began.
+    ``config`` (an index into ``Snapshot.configs``) say where it runs and ``since`` when its current run began;
+    its ``done`` is the fraction completed when that run began (use ``remaining_at(now)`` for what is left now).
     """
 
     job: Job
@@ -156,6 +157,17 @@ class JobView:
     def remaining(self, config: int) -> float:
         """Estimated seconds still needed on configuration index ``config`` (no restart overhead included)."""
         return (1.0 - self.done) * float(self.estimates[config])
+
+    def remaining_at(self, now: float) -> float:
+        """Estimated seconds a running job still needs at time ``now`` on its current configuration.
+
+        The engine does not refresh ``done`` while a job runs (views change only when the job starts, stops or
+        moves), so this subtracts the time run since ``since`` from the estimate left when the run began. A
+        restart overhead paid at the start of the run is not included. For a waiting job, ``inf``.
+        """
+        if self.config is None or self.since is None:
+            return math.inf
+        return max(0.0, self.since + self.remaining(self.config) - max(now, self.since))
 
 
 @dataclass(frozen=True, slots=True)

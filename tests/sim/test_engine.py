@@ -200,3 +200,12 @@ def test_ready_decision_when_jobs_were_assigned_to_the_booting_vm():
     run([job(0, A, 0.0)], pol, types=(SMALL, SLOW))
     assert [(s.time, s.trigger) for s in pol.seen] == [(0.0, "arrival"), (20.0, "ready"), (120.0, "completion")]
     assert pol.seen[1].running[0].since == 20.0 and pol.seen[1].nodes[0].ready_at == 20.0
+
+
+def test_running_view_keeps_done_at_run_start_and_remaining_at_counts_time_run():
+    pol = Scripted(lambda s: FirstFit().decide(s))
+    run([job(0, A, 0.0), job(1, B, 30.0)], pol, n=2)
+    at30 = pol.seen[1]
+    view = at30.running[0]
+    assert (view.done, view.since, view.remaining(view.config)) == (0.0, 0.0, 100.0)
+    assert view.remaining_at(at30.time) == 70.0 and at30.waiting[0].remaining_at(30.0) == math.inf
