@@ -10,21 +10,25 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import os
 import pstats
 import resource
 import sys
 import time
 
-import numpy as np
+if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):
+    sys.path.pop(0)  # benchmarks/ holds scripts named like the project's packages (predictors.py)
 
-import optim
-import predictors
-from optim.base import Policy
-from sim.catalogue import job_types, vm_types
-from sim.cluster import Cluster, NodeSlot
-from sim.engine import Simulation
-from sim.model import Assignment, Plan, Snapshot
-from sim.workload import WorkloadSpec, poisson_jobs
+import numpy as np  # noqa: E402
+
+import optim  # noqa: E402
+import predictors  # noqa: E402
+from optim.base import Policy  # noqa: E402
+from sim.catalogue import job_types, vm_types  # noqa: E402
+from sim.cluster import Cluster, NodeSlot  # noqa: E402
+from sim.engine import Simulation  # noqa: E402
+from sim.model import Assignment, Plan, Snapshot  # noqa: E402
+from sim.workload import WorkloadSpec, poisson_jobs  # noqa: E402
 
 
 class CheapestOnEmpty(Policy):
