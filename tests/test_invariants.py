@@ -2,7 +2,7 @@
 
 No GPU is over-subscribed at any instant, a node hosts one VM at a time and jobs run only while it is ready, every
 job completes exactly once and after it arrived, and the money adds up: sum of node costs = sum of job shares +
-idle cost = vm_cost. Every registered policy that builds with no arguments is checked, plus a random policy written
+idle cost = vm_cost, also when the truth differs from the estimate. Every registered policy that builds with no arguments is checked, plus a random policy written
 here that preempts, moves, shares VMs and keeps VMs idle, to drive the engine through its rarer paths.
 """
 
@@ -132,7 +132,10 @@ def worlds(draw):
     submit = sorted(draw(st.lists(st.integers(0, 400), min_size=n, max_size=n)))
     jobs = [Job(i, draw(st.sampled_from(SPECS)), float(t), float(t + draw(st.integers(10, 600))),
                 draw(st.sampled_from([0.003, 0.01, 0.015]))) for i, t in enumerate(submit)]
-    return cluster, jobs, TablePredictor(table), draw(st.integers(0, 1000))
+    truth = None
+    if draw(st.booleans()):
+        truth = TablePredictor({k: v * draw(st.sampled_from([0.5, 0.9, 1.3, 2.0])) for k, v in table.items()})
+    return cluster, jobs, TablePredictor(table), truth, draw(st.integers(0, 1000))
 
 
 def check(cluster: Cluster, jobs: list[Job], r: RunResult) -> None:
@@ -171,7 +174,7 @@ def check(cluster: Cluster, jobs: list[Job], r: RunResult) -> None:
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(world=worlds())
 def test_engine_invariants_hold_for_every_policy(policy, world):
-    cluster, jobs, pred, seed = world
+    cluster, jobs, estimator, truth, seed = world
     pol = RandomPolicy(seed) if policy == "random-test" else optim.build(policy)
-    r = Simulation(cluster, jobs, pol, pred).run()
+    r = Simulation(cluster, jobs, pol, estimator, truth).run()
     check(cluster, jobs, r)
