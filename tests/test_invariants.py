@@ -2,8 +2,9 @@
 
 No GPU is over-subscribed at any instant, a node hosts one VM at a time and jobs run only while it is ready, every
 job completes exactly once and after it arrived, and the money adds up: sum of node costs = sum of job shares +
-idle cost = vm_cost, also when the truth differs from the estimate. Every registered policy that builds with no arguments is checked, plus a random policy written
-here that preempts, moves, shares VMs and keeps VMs idle, to drive the engine through its rarer paths.
+idle cost = vm_cost, also when the truth differs from the estimate. Every registered policy that builds with no
+arguments is checked, plus a random policy written here that preempts, moves, shares VMs and keeps VMs idle, to
+drive the engine through its rarer paths.
 """
 
 from __future__ import annotations
