@@ -14,7 +14,6 @@ import math
 import random
 from typing import ClassVar
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
