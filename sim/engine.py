@@ -249,6 +249,7 @@ class Simulation:
         self._empty_tuple: tuple[int, ...] = tuple(self._empty)
         self._empty_dirty = False
         self._idle: set[int] = set()
+        self._idle_tuple: tuple[int, ...] | None = ()
         self._states = [_JobState(j, self._est[j.spec], self._true[j.spec]) for j in self.jobs]
         self._by_id = {s.job.id: s for s in self._states}
         self._next_arrival = 0
@@ -357,9 +358,11 @@ class Simulation:
         if self._empty_dirty:
             self._empty_tuple = tuple(self._empty)
             self._empty_dirty = False
+        if self._idle_tuple is None:
+            self._idle_tuple = tuple(sorted(self._idle))
         c = self.cluster
         return Snapshot(self._env._now, trigger, self._configs, c.vm_types, self._nt, self._wt, self._rt,
-                        self._empty_tuple, c.restart_overhead, c.billing_quantum)
+                        self._empty_tuple, c.restart_overhead, c.billing_quantum, self._idle_tuple)
 
     def _decide(self, trigger: str) -> None:
         snap = self._snapshot(trigger)
@@ -538,7 +541,9 @@ class Simulation:
         st.event = self._env.at(since + need, _NORMAL, self._on_complete, st)
         node.jobs[st.job.id] = st
         node.used += g
-        self._idle.discard(n)
+        if n in self._idle:
+            self._idle.discard(n)
+            self._idle_tuple = None
         self._dirty.add(n)
         self._running[st.job.id] = JobView(st.job, st.est, st.done, n, k, since)
         self._rt = None
@@ -561,6 +566,7 @@ class Simulation:
         del node.jobs[st.job.id]
         node.used -= st.gpus
         if not node.jobs:
+            self._idle_tuple = None
             self._idle.add(node.index)
         self._dirty.add(node.index)
 
@@ -582,6 +588,7 @@ class Simulation:
         i = bisect_left(self._empty, node.index)
         del self._empty[i]
         self._empty_dirty = True
+        self._idle_tuple = None
         self._idle.add(node.index)
         self._dirty.add(node.index)
         if vm.boot_time > 0:
@@ -612,7 +619,9 @@ class Simulation:
         node.ready_at = 0.0
         insort(self._empty, node.index)
         self._empty_dirty = True
-        self._idle.discard(node.index)
+        if node.index in self._idle:
+            self._idle.discard(node.index)
+            self._idle_tuple = None
         self._dirty.add(node.index)
 
     # ------------------------------------------------------------------ records

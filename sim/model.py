@@ -195,6 +195,8 @@ class Snapshot:
     ``trigger`` names what caused the decision (``arrival``, ``completion``, ``periodic``, or several joined by
     ``+`` when they fell at the same instant). ``configs`` is the fixed, ordered list of configurations that
     ``JobView.estimates`` is indexed by. ``empty_nodes`` lists node indices with no VM, in index order.
+    ``idle_nodes`` lists, in index order, the nodes whose VM hosts no job (e.g. just freed by a completion): the
+    engine stops those VMs after this decision unless the plan places a job there or keeps them (``keep_idle``).
     """
 
     time: float
@@ -207,6 +209,7 @@ class Snapshot:
     empty_nodes: tuple[int, ...] = ()
     restart_overhead: float = 0.0
     billing_quantum: float = 0.0
+    idle_nodes: tuple[int, ...] = ()
 
     def vm_type(self, name: str) -> VMType:
         for v in self.vm_types:

@@ -209,3 +209,12 @@ def test_running_view_keeps_done_at_run_start_and_remaining_at_counts_time_run()
     view = at30.running[0]
     assert (view.done, view.since, view.remaining(view.config)) == (0.0, 0.0, 100.0)
     assert view.remaining_at(at30.time) == 70.0 and at30.waiting[0].remaining_at(30.0) == math.inf
+
+
+def test_snapshot_lists_idle_nodes_freed_by_a_completion():
+    pol = Scripted(lambda s: FirstFit().decide(s))
+    run([job(0, B, 0.0), job(1, A, 0.0), job(2, A, 60.0)], pol, n=3)
+    at50 = [s for s in pol.seen if s.time == 50.0][0]
+    assert at50.trigger == "completion" and at50.idle_nodes == (0,) and at50.empty_nodes == (2,)
+    at60 = [s for s in pol.seen if s.time == 60.0][0]
+    assert at60.idle_nodes == () and at60.empty_nodes == (0, 2)
