@@ -275,8 +275,9 @@ def fig_timeline(nodes: pd.DataFrame, jobs: pd.DataFrame, run_id: str, title: st
 
 
 def plot_all(tables: dict[str, pd.DataFrame], fields: Sequence[str], policies: Sequence[str], out: Path,
-             run_id: str | None = None) -> list[Path]:
-    """Every figure of a sweep directory into ``out``; returns the files written."""
+             run_id: str | None = None, only: Sequence[str] | None = None) -> list[Path]:
+    """The figures of a sweep directory (all, or those in ``only``; see FIGURES) into ``out``; returns the files."""
+    want = set(only or FIGURES)
     summary = tables["summary"]
     policies = [p for p in policies if p in set(summary["policy"])] + \
         [p for p in dict.fromkeys(summary["policy"]) if p not in policies]
@@ -284,16 +285,21 @@ def plot_all(tables: dict[str, pd.DataFrame], fields: Sequence[str], policies: S
     fields = [f for f in fields if f in summary.columns]
     agg = aggregate(summary, fields, ["total_cost", "vm_cost", "tardiness_cost", "late_jobs"], policies)
     written: list[Path] = []
-    written += _save(fig_cost_breakdown(agg, fields, colours), out, "cost_breakdown")
-    written += _save(fig_tardiness_late(agg, fields, colours, policies), out, "tardiness_late")
-    written += _save(fig_pareto(agg, fields, colours), out, "pareto")
-    if not tables["jobs"].empty:
+    if "cost_breakdown" in want:
+        written += _save(fig_cost_breakdown(agg, fields, colours), out, "cost_breakdown")
+    if "tardiness_late" in want:
+        written += _save(fig_tardiness_late(agg, fields, colours, policies), out, "tardiness_late")
+    if "pareto" in want:
+        written += _save(fig_pareto(agg, fields, colours), out, "pareto")
+    if "cdf" in want and not tables["jobs"].empty:
         written += _save(fig_cdf(tables["jobs"], colours, policies), out, "cdf_jct_lateness")
-    for f in fields:
+    for f in fields if "cost_vs" in want else []:
         if pd.api.types.is_numeric_dtype(summary[f]) and summary[f].nunique() > 1:
             written += _save(fig_cost_vs(summary, f, colours, policies), out, f"cost_vs_{f.split('.')[-1]}")
-    if not tables["decisions"].empty:
+    if "decision_time" in want and not tables["decisions"].empty:
         written += _save(fig_decision_time(tables["decisions"], colours, policies), out, "decision_time")
+    if "timeline" not in want:
+        return written
     if run_id is None:
         run_id = str(summary["run_id"].iloc[0])
     row = summary[summary["run_id"] == run_id]

@@ -45,10 +45,13 @@ def test_timeline_of_a_chosen_run_and_unknown_run(sweep_dir: Path, tmp_path: Pat
     import pandas as pd
 
     run_id = pd.read_parquet(sweep_dir / "summary").run_id.iloc[-1]
-    assert main(["plot", str(sweep_dir), "--out", str(tmp_path / "f"), "--run", run_id]) == 0
+    assert main(["plot", str(sweep_dir), "--out", str(tmp_path / "f"), "--run", run_id, "--only", "timeline"]) == 0
+    assert sorted(p.name for p in (tmp_path / "f").iterdir()) == ["timeline.pdf", "timeline.png"]
     assert (tmp_path / "f" / "timeline.png").stat().st_size > 1000
     assert main(["plot", str(sweep_dir), "--run", "nope"]) == 2
     assert "no finished run" in capsys.readouterr().err
+    assert main(["plot", str(sweep_dir), "--only", "pie"]) == 2
+    assert "unknown figure 'pie'" in capsys.readouterr().err
 
 
 def test_policy_colours_are_stable() -> None:

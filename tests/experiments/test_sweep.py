@@ -199,6 +199,7 @@ def test_resume_after_a_kill(sweep_file: Path, tmp_path: Path) -> None:
         pd.testing.assert_frame_equal(complete[name][cols], again[name][cols])
 
 
+@pytest.mark.slow
 def test_killed_sweep_process_resumes(sweep_file: Path, tmp_path: Path) -> None:
     """Kill a real sweep process part-way (SIGKILL), then run again: everything finishes, nothing is corrupt."""
     import signal
