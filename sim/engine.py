@@ -397,9 +397,10 @@ class Simulation:
         n_nodes = len(nodes)
         changes: dict[int, VMType | None] = {}
         for key, name in plan.vms.items():
-            n = _index(key)
+            n = key if key.__class__ is int else _index(key)
             if n is None or not 0 <= n < n_nodes:
                 self._reject(f"vms names node {key!r}, but the cluster has nodes 0..{n_nodes - 1}")
+            node = nodes[n]
             if name is None:
                 new = None
             else:
@@ -407,14 +408,14 @@ class Simulation:
                 if new is None:
                     self._reject(f"vms puts unknown VM type {name!r} on node {n}; the cluster has "
                                  f"{list(self._vm_by_name)}")
-                if not nodes[n].slot.accepts(name):
-                    self._reject(f"vms puts VM type {name!r} on node {n}, which only allows "
-                                 f"{sorted(nodes[n].slot.allowed)}")
-            cur = nodes[n].vm
+                allowed = node.slot.allowed
+                if allowed is not None and name not in allowed:
+                    self._reject(f"vms puts VM type {name!r} on node {n}, which only allows {sorted(allowed)}")
+            cur = node.vm
             if cur is not new and (cur is None or new is None or cur.name != new.name):
                 changes[n] = new
         for key in plan.keep_idle:
-            n = _index(key)
+            n = key if key.__class__ is int else _index(key)
             if n is None or not 0 <= n < n_nodes:
                 self._reject(f"keep_idle names node {key!r}, but the cluster has nodes 0..{n_nodes - 1}")
         seen: set[int] = set()
@@ -446,16 +447,16 @@ class Simulation:
             seen.add(jid)
         if not plan.start and not plan.move:
             return
-        load: dict[int, list[int]] = {}
-        for a in chain(plan.move, plan.start):
-            n = _index(a.node)
+        load: dict[int, list] = {}
+        for a in (plan.move + plan.start if plan.move else plan.start):
+            n = a.node if a.node.__class__ is int else _index(a.node)
             if n is None or not 0 <= n < n_nodes:
                 self._reject(f"job {a.job_id} is assigned to node {a.node!r}, but the cluster has nodes "
                              f"0..{n_nodes - 1}")
             vm = changes[n] if n in changes else nodes[n].vm
             if vm is None:
                 self._reject(f"job {a.job_id} is started on node {n}, which has no VM after the plan")
-            g = _index(a.gpus)
+            g = a.gpus if a.gpus.__class__ is int else _index(a.gpus)
             if g is None or not 1 <= g <= vm.gpus:
                 self._reject(f"job {a.job_id} asks for {a.gpus!r} GPUs on node {n}, whose {vm.name} has {vm.gpus}")
             k = self._cfg_index[(vm.name, g)]
