@@ -1,10 +1,12 @@
 """The SimPy discrete-event engine: jobs arrive, a policy decides, VMs bill, jobs run on their true runtimes.
 
 Decision points are arrivals, completions, VM boots finishing (when jobs are queued or were assigned to the booting
-VM) and, optionally, every H seconds.
-Triggers falling at one instant are folded into one decision taken after every other event of that instant. The
-engine keeps the policy's view (node and job views, empty nodes) up to date incrementally so a snapshot costs
-O(nodes + jobs in the system), never O(all jobs x configurations).
+VM) and, optionally, every H seconds. Triggers falling at one instant are folded into one decision taken after every
+other event of that instant. The engine keeps the policy's view (node and job views, empty and idle nodes) up to
+date incrementally, so a snapshot costs O(nodes + jobs in the system), never O(all jobs x configurations).
+
+Money: a VM bills from its start to its stop (per second, or rounded up per interval to the billing quantum); each
+interval's cost is split among the jobs that ran on it by GPU-seconds, and an interval that ran no job is idle cost.
 """
 
 from __future__ import annotations
