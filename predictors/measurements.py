@@ -57,9 +57,14 @@ def data_key(spec: JobSpec) -> tuple[str, str, int]:
     return spec.application, fw, NO_DEPTH if spec.depth is None else int(spec.depth)
 
 
+@lru_cache(maxsize=None)
+def _measured_names() -> frozenset[str]:
+    return frozenset(runs()["gpu"])
+
+
 def measured_gpu_name(gpu: GPUModel) -> str | None:
     """Name under which ``gpu`` appears in the measurements (by name, else by ``measured_gflops``), or None."""
-    names = set(runs()["gpu"])
+    names = _measured_names()
     if gpu.name in names:
         return gpu.name
     if gpu.measured_gflops is not None:

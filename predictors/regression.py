@@ -7,7 +7,9 @@ overhead: ``runtime/it = per_it + overhead/it``) and the network depth where it 
 features augmented with inverse terms ``1/x`` and products up to ``degree`` (``x·1/x`` skipped), reduced by sequential
 forward selection scored by k-fold MAPE; they are fitted by least squares weighted by ``1/y²`` (relative error). Trees
 and SVR see the base features and fit ``log y``. Every family × small grid is scored by k-fold MAPE; the best is
-refitted on all the runs. A job's predicted runtime is ``iterations × predicted time per iteration``.
+refitted on all the runs. A job's predicted runtime is ``iterations × predicted time per iteration``; for speed the
+model is read on a grid of iteration counts (``ANCHORS``, 6 per decade up to 10⁷, beyond which the time per
+iteration is held) and interpolated in ``1/iterations``.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from sim.model import INFEASIBLE, CapsimError, Config, JobSpec, VMType
 
 __all__ = ["RegressionPredictor", "AppModel", "augment", "mape", "FAMILIES"]
 
+ANCHORS = np.unique(np.round(np.geomspace(1, 1e7, 43)))
 FAMILIES = ("linear", "ridge", "rf", "gbr", "svr")
 GRIDS: dict[str, list[dict[str, Any]]] = {
     "linear": [{}],
@@ -217,7 +220,14 @@ def model_key(key: tuple[str, str, int]) -> tuple[str, str, bool]:
     return key[0], key[1], key[2] != NO_DEPTH
 
 
-def query_frame(specs: Sequence[JobSpec], configs: Sequence[Config], cpu: float) -> pd.DataFrame:
+def _best_cpu(d: pd.DataFrame) -> int:
+    """The CPU-thread count whose runs are fastest relative to their (GPU, GPU count, batch) group's fastest."""
+    t = d["runtime_s"] / d["iterations"]
+    rel = t / t.groupby([d["gflops"], d["gpus"], d["batch_size"]]).transform("min")
+    return int(rel.groupby(d["cpu_threads"]).mean().idxmin())
+
+
+def query_frame(specs: Sequence[JobSpec], configs: Sequence[Config], cpu: float | np.ndarray) -> pd.DataFrame:
     """Rows (spec × config, spec-major) with the columns the fitted predictors read."""
     n, m = len(specs), len(configs)
     return pd.DataFrame({
@@ -226,7 +236,7 @@ def query_frame(specs: Sequence[JobSpec], configs: Sequence[Config], cpu: float)
         "depth": np.repeat([NO_DEPTH if s.depth is None else s.depth for s in specs], m),
         "gflops": np.tile([c.vm.gpu.measured_gflops or np.nan for c in configs], n),
         "gpus": np.tile([c.gpus for c in configs], n),
-        "cpu_threads": np.full(n * m, cpu),
+        "cpu_threads": np.tile(np.broadcast_to(np.asarray(cpu, dtype=float), (m,)), n),
     })
 
 
@@ -234,14 +244,16 @@ def query_frame(specs: Sequence[JobSpec], configs: Sequence[Config], cpu: float)
 class RegressionPredictor(Predictor):
     """aMLLibrary-style regression, one model per application, fitted lazily on the shipped runs.
 
-    ``cpu_threads``: the CPU-thread count assumed for a job (``"max"``: the application's largest measured count).
+    ``cpu_threads``: the CPU-thread count assumed for a job: an integer, ``"max"`` (the application's largest measured
+    count) or ``"best"`` (per GPU model, the measured count whose runs are fastest relative to their group's fastest;
+    the application's overall best for GPUs it never ran on).
     The model is used only within the measured GPUs' compute range, GPU count range and batch range ×
     ``batch_margin`` of the application (outside: unsupported), since the features of an unmeasured GPU are its
     GFLOP/s alone. ``data`` (a runs frame) replaces the shipped runs, for evaluation.
     """
 
     def __init__(self, families: Sequence[str] = FAMILIES, degree: int = 2, folds: int = 5, max_features: int = 8,
-                 cpu_threads: str | int = "max", seed: int = 0, gpu_range: str = "measured",
+                 cpu_threads: str | int = "best", seed: int = 0, gpu_range: str = "measured",
                  batch_margin: float = 1.0, data: pd.DataFrame | None = None):
         bad = set(families) - set(FAMILIES)
         if bad or not families:
@@ -275,9 +287,18 @@ class RegressionPredictor(Predictor):
                     "gflops_lo": d["gflops"].min(), "gflops_hi": d["gflops"].max(),
                     "gpus_hi": d["gpus"].max(), "batch_lo": d["batch_size"].min(),
                     "batch_hi": d["batch_size"].max(), "cpu_max": d["cpu_threads"].max(),
+                    "best_cpu": _best_cpu(d),
+                    "best_cpu_on": {g: _best_cpu(x) for g, x in d.groupby("gflops")},
                 }
                 self._models[mkey] = (m, ranges)
         return self._models[mkey]
+
+    def _cpu(self, gflops: float | None, ranges: dict) -> float:
+        if self.cpu_threads == "max":
+            return float(ranges["cpu_max"])
+        if self.cpu_threads == "best":
+            return float(ranges["best_cpu_on"].get(gflops, ranges["best_cpu"]))
+        return float(self.cpu_threads)
 
     def predict_frame(self, rows: pd.DataFrame, mkey: tuple[str, str, bool]) -> np.ndarray:
         """Predicted runtimes (s) of rows of one application, NaN if it has no model; no range checks."""
@@ -311,29 +332,28 @@ class RegressionPredictor(Predictor):
         return float(self.runtimes([spec], [Config(vm, gpus)])[0, 0])
 
     def runtimes(self, specs: Sequence[JobSpec], configs: Sequence[Config]) -> np.ndarray:
+        """Vectorised: the model is evaluated per distinct (application, batch, depth) × config on the anchor grid
+        of iteration counts ``ANCHORS`` and interpolated linearly in ``1/iterations`` (the feature it enters by)."""
         out = np.full((len(specs), len(configs)), INFEASIBLE)
         groups: dict[tuple, list[int]] = {}
         for i, s in enumerate(specs):
-            groups.setdefault((model_key(data_key(s)), s.application, s.framework), []).append(i)
-        for (mkey, _, _), idx in groups.items():
+            groups.setdefault((model_key(data_key(s)), s.batch_size, s.depth, s.application, s.framework), []).append(i)
+        inv = 1.0 / ANCHORS[::-1]
+        for (mkey, _, _, _, _), idx in groups.items():
             fitted = self.model(mkey)
             if fitted is None:
                 continue
             m, ranges = fitted
-            cpu = ranges["cpu_max"] if self.cpu_threads == "max" else float(self.cpu_threads)
-            uniq: dict[tuple, int] = {}
-            firsts: list[JobSpec] = []
-            pos = np.empty(len(idx), dtype=np.intp)
-            for j, i in enumerate(idx):
-                s = specs[i]
-                k = (s.iterations, s.batch_size, s.depth)
-                if k not in uniq:
-                    uniq[k] = len(firsts)
-                    firsts.append(s)
-                pos[j] = uniq[k]
-            ok = np.array([[self._reason(s, c.vm, c.gpus, ranges) is None for c in configs] for s in firsts])
-            q = query_frame(firsts, configs, cpu)
-            vals = (q["iterations"].to_numpy(float) * m.per_iteration(q)).reshape(len(firsts), len(configs))
-            vals = np.where(ok & np.isfinite(vals) & (vals > 0), vals, INFEASIBLE)
-            out[idx] = vals[pos]
+            first = specs[idx[0]]
+            ok = np.array([self._reason(first, c.vm, c.gpus, ranges) is None for c in configs])
+            probes = [JobSpec(first.application, first.framework, 1, first.batch_size, depth=first.depth)] * len(inv)
+            q = query_frame(probes, configs, np.array([self._cpu(c.vm.gpu.measured_gflops, ranges) for c in configs]))
+            q["iterations"] = np.repeat(ANCHORS[::-1], len(configs))
+            grid = m.per_iteration(q).reshape(len(inv), len(configs))
+            its = np.fromiter((specs[i].iterations for i in idx), dtype=float, count=len(idx))
+            x = np.clip(1.0 / its, inv[0], inv[-1])
+            hi = np.clip(np.searchsorted(inv, x), 1, len(inv) - 1)
+            w = ((x - inv[hi - 1]) / (inv[hi] - inv[hi - 1]))[:, None]
+            vals = (grid[hi - 1] * (1 - w) + grid[hi] * w) * its[:, None]
+            out[idx] = np.where(ok[None, :] & np.isfinite(vals) & (vals > 0), vals, INFEASIBLE)
         return out
