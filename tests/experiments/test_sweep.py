@@ -296,3 +296,22 @@ def test_report_formats(sweep_file: Path, tmp_path: Path, capsys, fmt: str) -> N
 def test_report_on_a_directory_that_is_not_a_sweep(tmp_path: Path, capsys) -> None:
     assert main(["report", str(tmp_path)]) == 2
     assert "not a sweep result directory" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_dask_scheduler_address(sweep_file: Path, tmp_path: Path) -> None:
+    """``--dask tcp://...`` uses an existing cluster; its results equal the in-process ones."""
+    distributed = pytest.importorskip("distributed")
+    local, remote = tmp_path / "local", tmp_path / "remote"
+    assert main(["sweep", str(sweep_file), "--out", str(local), "--workers", "1", "--quiet"]) == 0
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  local_directory=str(tmp_path / "dask")) as cluster:
+        assert main(["sweep", str(sweep_file), "--out", str(remote), "--dask", cluster.scheduler_address,
+                     "--quiet"]) == 0
+    _same_results(local, remote)
+
+
+def test_unreachable_dask_scheduler(sweep_file: Path, tmp_path: Path, capsys) -> None:
+    pytest.importorskip("distributed")
+    assert main(["sweep", str(sweep_file), "--out", str(tmp_path / "o"), "--dask", "local:x", "--quiet"]) == 2
+    assert "local:N" in capsys.readouterr().err
