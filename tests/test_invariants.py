@@ -164,6 +164,8 @@ def check(cluster: Cluster, jobs: list[Job], r: RunResult) -> None:
             used += g if kind == 2 else -g
             cap = iv[(iv.start_time <= t) & (t <= iv.stop_time)].vm_type.map(gpus).max()
             assert used <= cap, f"node {n} uses {used} GPUs at t={t}"
+    regular = r.decisions[r.decisions.trigger != "stall"]
+    assert not regular.time.duplicated().any(), "two decisions at one instant: simultaneous triggers not folded"
     vm_cost = r.summary["vm_cost"]
     assert math.isclose(r.nodes.cost.sum(), vm_cost, rel_tol=1e-9, abs_tol=1e-12)
     assert math.isclose(jt.cost_share.sum() + r.summary["idle_cost"], vm_cost, rel_tol=1e-9, abs_tol=1e-12)
