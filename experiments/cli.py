@@ -19,7 +19,16 @@ COMMANDS = {
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="capsim", description=__doc__.splitlines()[0].strip('"'))
+    parser = argparse.ArgumentParser(
+        prog="capsim",
+        description="Simulate online capacity planning and scheduling of deep-learning training jobs on GPU VMs.",
+        epilog="examples:\n  capsim run                      the default experiment\n"
+               "  capsim run my.yaml --out DIR    a scenario file\n"
+               "  capsim sweep experiments/quickstart.yaml --out results/qs\n"
+               "  capsim report results/qs --format markdown\n"
+               "  capsim plot results/qs",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, module_name in COMMANDS.items():
         try:
@@ -28,7 +37,8 @@ def _parser() -> argparse.ArgumentParser:
             if e.name == f"experiments.commands.{module_name}":
                 continue
             raise
-        p = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        text = module.HELP.replace("%", "%%")
+        p = sub.add_parser(name, help=text, description=text)
         module.add_arguments(p)
         p.set_defaults(_run=module.run)
     return parser

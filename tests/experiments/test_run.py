@@ -89,3 +89,17 @@ def test_policies_and_seeds_options(tiny: Path, tmp_path: Path) -> None:
     assert main(["run", str(tiny), "--out", str(out), "--quiet", "--policies", "edf,priority", "--seeds", "3"]) == 0
     summary = pd.read_csv(out / "summary.csv")
     assert list(zip(summary.policy, summary.seed)) == [("edf", 3), ("priority", 3)]
+
+
+def test_help_of_every_command(capsys) -> None:
+    from experiments.cli import COMMANDS
+
+    with pytest.raises(SystemExit) as e:
+        main(["--help"])
+    assert e.value.code == 0
+    text = capsys.readouterr().out
+    for name in ("run", "sweep", "report", "plot"):
+        assert name in text
+    for name in COMMANDS:
+        with pytest.raises(SystemExit):
+            main([name, "--help"])
