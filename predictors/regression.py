@@ -67,14 +67,15 @@ def augment(x: pd.DataFrame, degree: int) -> pd.DataFrame:
         terms[c] = v
         if c.startswith("inv_"):
             terms[c[4:] + "_raw"] = 1.0 / v
-        elif np.all(v > 0):
-            terms["inv_" + c] = 1.0 / v
+        else:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                terms["inv_" + c] = 1.0 / v
     names = list(terms)
     out = dict(terms)
     for d in range(2, degree + 1):
         for combo in itertools.combinations_with_replacement(names, d):
             roots = [n[4:] if n.startswith("inv_") else n.removesuffix("_raw") for n in combo]
-            inv = [n.startswith("inv_") or n.endswith("_raw") for n in combo]
+            inv = [n.startswith("inv_") for n in combo]
             if any(roots[i] == roots[j] and inv[i] != inv[j] for i in range(d) for j in range(i + 1, d)):
                 continue
             out["*".join(combo)] = np.prod([terms[n] for n in combo], axis=0)
