@@ -495,6 +495,11 @@ def semantic_problems(sc: Scenario) -> list[Problem]:
                                         f"expected a catalogue job type ({', '.join(jt)}) or a full spec "
                                         f"(application, framework, iterations, batch_size), found {j.name!r}"))
     tp = sc.trace_path()
+    if tp is not None:
+        for name in sorted(sc.workload.model_fields_set - {"trace"}):
+            problems.append(Problem(("workload", name), f"expected no {name!r} with a trace (the trace file gives the "
+                                    f"jobs, their arrival times and, optionally, deadlines and weights), found "
+                                    f"{getattr(sc.workload, name)!r}; remove it or remove `trace`"))
     if tp is not None and not tp.is_file():
         problems.append(Problem(("workload", "trace"), f"expected a CSV file (relative to the scenario file), "
                                 f"found no file at {tp}"))

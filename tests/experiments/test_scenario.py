@@ -149,6 +149,33 @@ def test_missing_trace_file(tmp_path: Path) -> None:
     assert "workload.trace" in msg and "jobs.csv" in msg
 
 
+def test_trace_with_poisson_settings(tmp_path: Path) -> None:
+    (tmp_path / "jobs.csv").write_text("submit_time,application,framework,iterations,batch_size\n")
+    msg = bad(tmp_path, workload={"trace": "jobs.csv", "mean_interarrival": 30})
+    assert "workload.mean_interarrival" in msg and "with a trace" in msg
+
+
+def test_trace_replayed_relative_to_the_scenario_file(tmp_path: Path) -> None:
+    from experiments.cli import main
+
+    sub = tmp_path / "sc"
+    sub.mkdir()
+    (sub / "jobs.csv").write_text("submit_time,application,framework,iterations,batch_size,name,deadline,weight\n"
+                                  "0,deepspeech,tensorflow,2528,4,J1,1000,0.01\n"
+                                  "10,alexnet,pytorch,6094,256,J4,500,0.01\n")
+    table = {"J1/NC6/1": 400.0, "J4/NC6/1": 900.0}
+    p = write_yaml(sub / "s.yaml", small_scenario(workload={"trace": "jobs.csv"}, cluster={"nodes": 1,
+                   "vm_types": ["NC6"]}, predictor={"kind": "table", "runtimes": table}, seeds=[0]))
+    out = tmp_path / "out"
+    assert main(["run", str(p), "--out", str(out), "--quiet", "--workers", "1"]) == 0
+    import pandas as pd
+
+    jobs = pd.read_parquet(out / "jobs.parquet")
+    fifo = jobs[jobs.policy == "fifo"].sort_values("job_id")
+    assert list(fifo.start_time) == [0.0, 400.0] and list(fifo.end_time) == [400.0, 1300.0]
+    assert list(fifo.lateness) == [0.0, 800.0]
+
+
 def test_bad_seeds(tmp_path: Path) -> None:
     msg = bad(tmp_path, seeds="4-2")
     assert "seeds" in msg and "'4-2'" in msg

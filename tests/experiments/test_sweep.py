@@ -231,6 +231,7 @@ def test_failing_run_is_recorded_and_others_finish(tmp_path: Path, capsys) -> No
     bad = tmp_path / "bad.csv"
     bad.write_text("submit_time,application,framework,iterations,batch_size,name\n0,deepspeech,jax,2528,4,J1\n")
     d = sweep_data(grid={"workload.trace": ["good.csv", "bad.csv"]})
+    d["scenario"]["workload"] = {}
     f = write_yaml(tmp_path / "s.yaml", d)
     out = tmp_path / "out"
     assert main(["sweep", str(f), "--out", str(out), "--workers", "1", "--quiet"]) == 1
