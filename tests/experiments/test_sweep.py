@@ -219,6 +219,7 @@ def test_killed_sweep_process_resumes(sweep_file: Path, tmp_path: Path) -> None:
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     first = ResultStore(out).finished()
+    assert 3 <= len(first) < 40, "the sweep should have been killed part-way"
     assert main(["sweep", str(f), "--out", str(out), "--workers", "1", "--quiet"]) == 0
     t = load_results(out)
     assert len(t["summary"]) == 2 * 2 * 10 and first <= set(t["summary"]["run_id"])
