@@ -30,6 +30,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     ev.add_argument("--predictors", metavar="NAMES",
                     help="comma-separated: measured,regression,analytical,analytical_app,wave (default: all)")
     ev.add_argument("--seed", type=int, default=0, help="seed of the interpolation folds (default: 0)")
+    ev.add_argument("--by-app", dest="by_gpu", action="store_false",
+                    help="print only the per-application table (the per-GPU one is always in mape.csv)")
     ev.add_argument("--quiet", action="store_true", help="no progress line")
     sh = sub.add_parser("show", help="one job's runtime from every predictor")
     sh.add_argument("app", metavar="APP", help="application key like resnet50_pt, or a network with --framework")
@@ -92,23 +94,27 @@ def _plot(pred: pd.DataFrame, protocol: str, path: Path) -> None:
         ax.plot([lo, hi], [lo, hi], color="k", lw=0.8)
         ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi), title=name, xlabel="measured (s)")
     axes[0][0].set_ylabel("predicted (s)")
-    axes[0][-1].legend(fontsize=6, markerscale=2, loc="lower right")
+    handles = {lab: h for ax in axes[0] for h, lab in zip(*ax.get_legend_handles_labels())}
+    if handles:
+        fig.legend(handles.values(), handles.keys(), fontsize=6, markerscale=2, loc="center right")
     fig.suptitle(f"protocol: {protocol}")
     fig.savefig(path)
     plt.close(fig)
 
 
-def format_table(summary: pd.DataFrame) -> str:
-    """MAPE % per protocol × application (rows) and predictor (columns), coverage when below 100 %, noise floor."""
+def format_table(summary: pd.DataFrame, rows: tuple[str, ...] = ("protocol", "app")) -> str:
+    """MAPE % per ``rows`` (protocol × application [× GPU]) and predictor (columns), coverage when below 100 %,
+    the repeat noise floor and the best predictor (lowest MAPE among those answering over half the runs)."""
     s = summary.copy()
     s["cell"] = [
         "-" if not np.isfinite(m) else f"{100 * m:.1f}" + ("" if c > 0.995 else f" ({100 * c:.0f}%)")
         for m, c in zip(s["mape"], s["coverage"])
     ]
-    table = s.pivot_table(index=["protocol", "app"], columns="predictor", values="cell", aggfunc="first")
-    floor = s.groupby(["protocol", "app"])["noise_floor"].first().map(lambda v: "-" if not np.isfinite(v) else f"{100 * v:.1f}")
+    keys = list(rows)
+    table = s.pivot_table(index=keys, columns="predictor", values="cell", aggfunc="first")
+    floor = s.groupby(keys)["noise_floor"].first().map(lambda v: "-" if not np.isfinite(v) else f"{100 * v:.1f}")
     best = s[np.isfinite(s["mape"]) & (s["coverage"] > 0.5)]
-    best = best.loc[best.groupby(["protocol", "app"])["mape"].idxmin()].set_index(["protocol", "app"])["predictor"]
+    best = best.loc[best.groupby(keys)["mape"].idxmin()].set_index(keys)["predictor"]
     table["floor"] = floor
     table["best"] = best
     return table.fillna("-").to_string()
@@ -141,6 +147,9 @@ def _evaluate(args: argparse.Namespace) -> int:
             _plot(pred, protocol, out / f"pred_vs_measured_{protocol}.png")
     print("MAPE % over the runs each predictor answered (coverage in brackets when not all);"
           " floor = MAPE of the mean of a run's repeats")
+    if args.by_gpu:
+        print(format_table(by_gpu, ("protocol", "app", "gpu")))
+        print()
     print(format_table(by_app))
     print(f"\nwrote {out}/mape.csv (per application x GPU x protocol), mape_by_app.csv, predictions.csv, plots")
     return 0
