@@ -44,14 +44,8 @@ class ResultStore:
         return clean_temp_files(self.root)
 
     def write_manifest(self, manifest: dict[str, Any]) -> None:
-        """Record what was swept, merging grid fields and policies with those of earlier sweeps into this DIR."""
+        """Record what the latest sweep into this DIR covers (reports show those runs unless asked for all)."""
         path = self.root / "sweep.json"
-        if path.exists():
-            old = json.loads(path.read_text(encoding="utf-8"))
-            for key in ("grid_fields", "policies", "seeds"):
-                merged = list(old.get(key, []))
-                merged += [x for x in manifest.get(key, []) if x not in merged]
-                manifest = dict(manifest, **{key: merged})
         atomic_write_bytes(path, (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode())
 
     def manifest(self) -> dict[str, Any]:
@@ -74,16 +68,24 @@ class ResultStore:
             write_parquet(pd.DataFrame([row]), self.root / "failures" / f"{rid}.parquet")
 
 
-def load_results(root: str | Path) -> dict[str, pd.DataFrame]:
-    """Every table of a sweep directory (finished runs only), plus ``failures``; rows sorted by run labels."""
+def load_results(root: str | Path, all_runs: bool = False) -> dict[str, pd.DataFrame]:
+    """The tables of a sweep directory (finished runs only), plus ``failures``; rows sorted by run labels.
+
+    Only the runs of the latest sweep into the directory are read (a directory may also hold runs of an earlier,
+    different grid or base scenario); ``all_runs`` reads every finished run.
+    """
     store = ResultStore(root)
     done = store.finished()
     manifest = store.manifest()
+    if not all_runs and "run_ids" in manifest:
+        done &= set(manifest["run_ids"])
     order = {p: i for i, p in enumerate(manifest.get("policies", []))}
     fields = [f for f in manifest.get("grid_fields", [])]
     out: dict[str, pd.DataFrame] = {}
     for name in ("summary", *TABLES, "failures"):
-        df = read_dataset(store.root / name, None if name == "failures" else done)
+        only = done if name != "failures" else (None if all_runs or "run_ids" not in manifest
+                                                 else set(manifest["run_ids"]))
+        df = read_dataset(store.root / name, only)
         if not df.empty:
             keys = [c for c in fields if c in df.columns]
             df = df.assign(_p=df["policy"].map(lambda p: order.get(p, len(order))))

@@ -143,9 +143,11 @@ class Sweep:
                         out.append(t)
         return out
 
-    def manifest(self) -> dict[str, Any]:
+    def manifest(self, tasks: list[Task] | None = None) -> dict[str, Any]:
+        """What this sweep covers, for reports: grid fields, policy order, seeds and the run ids."""
+        ids = sorted(t.run_id for t in (tasks if tasks is not None else self.tasks()))
         return {"name": self.name, "file": self.file, "grid_fields": self.fields,
-                "policies": [p.label for p in self.policies], "seeds": self.seeds}
+                "policies": [p.label for p in self.policies], "seeds": self.seeds, "run_ids": ids}
 
 
 def _read_chain(path: Path, stack: tuple[str, ...], problems: list[Problem]) -> tuple[dict, Path]:

@@ -10,7 +10,7 @@ from sim.model import CapsimError
 from experiments.report import METRICS, aggregate, render
 from experiments.store import load_results
 
-HELP = "summarise a sweep directory: mean ± 95% CI over seeds per policy and grid point"
+HELP = "summarise a sweep (or run) directory: mean ± 95% CI over seeds per policy and grid point"
 
 DEFAULT_METRICS = ["total_cost", "vm_cost", "tardiness_cost", "late_jobs", "mean_jct"]
 
@@ -22,23 +22,36 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"comma-separated summary columns (default {','.join(DEFAULT_METRICS)}; "
                         f"also {','.join(m for m in METRICS if m not in DEFAULT_METRICS)}, ...)")
     p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of printing")
+    p.add_argument("--all", action="store_true", help="every finished run in DIR, not only the latest sweep's")
 
 
-def load_summary(directory: str) -> tuple:
-    d = Path(directory)
-    if not (d / "summary").is_dir():
-        raise CapsimError(f"{d}: not a sweep result directory (no summary/ inside); run `capsim sweep FILE --out {d}`")
-    tables = load_results(d)
-    if tables["summary"].empty:
-        raise CapsimError(f"{d}: no finished runs yet")
+def load_summary(directory: str, all_runs: bool = False) -> tuple[dict, list[str], list[str]]:
+    """Tables, grid fields and policy order of a sweep directory, or of a ``capsim run`` output directory."""
+    import pandas as pd
+
     from experiments.store import ResultStore
 
-    manifest = ResultStore(d).manifest()
-    return tables, manifest.get("grid_fields", []), manifest.get("policies", [])
+    d = Path(directory)
+    if (d / "summary").is_dir():
+        tables = load_results(d, all_runs=all_runs)
+        manifest = ResultStore(d).manifest()
+        fields, order = manifest.get("grid_fields", []), manifest.get("policies", [])
+    elif (d / "summary.csv").is_file():
+        tables = {"summary": pd.read_csv(d / "summary.csv"), "failures": pd.DataFrame()}
+        for name in ("jobs", "nodes", "decisions"):
+            f = d / f"{name}.parquet"
+            tables[name] = pd.read_parquet(f) if f.is_file() else pd.DataFrame()
+        fields, order = [], list(dict.fromkeys(tables["summary"]["policy"]))
+    else:
+        raise CapsimError(f"{d}: not a result directory (no summary/ from `capsim sweep` nor summary.csv from "
+                          f"`capsim run`); run `capsim sweep FILE --out {d}` first")
+    if tables["summary"].empty:
+        raise CapsimError(f"{d}: no finished runs yet")
+    return tables, fields, order
 
 
 def run(args: argparse.Namespace) -> int:
-    tables, fields, order = load_summary(args.dir)
+    tables, fields, order = load_summary(args.dir, args.all)
     summary = tables["summary"]
     metrics = DEFAULT_METRICS
     if args.metrics:

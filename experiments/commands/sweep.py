@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"{t.run_id}  {'done' if t.run_id in done else 'todo'}  {t.policy_label:<12} seed {t.seed:<4} {grid}")
         return 0
     store.prepare()
-    store.write_manifest(sweep.manifest())
+    store.write_manifest(sweep.manifest(tasks))
     done = store.finished()
     todo = [t for t in tasks if t.run_id not in done]
     log = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr, flush=True))

@@ -297,7 +297,34 @@ def test_report_formats(sweep_file: Path, tmp_path: Path, capsys, fmt: str) -> N
 
 def test_report_on_a_directory_that_is_not_a_sweep(tmp_path: Path, capsys) -> None:
     assert main(["report", str(tmp_path)]) == 2
-    assert "not a sweep result directory" in capsys.readouterr().err
+    assert "not a result directory" in capsys.readouterr().err
+
+
+def test_report_shows_the_latest_sweep_unless_all(sweep_file: Path, tmp_path: Path, capsys) -> None:
+    """Runs of an earlier, different base scenario stay in DIR but do not mix into the report."""
+    out = tmp_path / "out"
+    assert main(["sweep", str(sweep_file), "--out", str(out), "--workers", "1", "--quiet"]) == 0
+    d = sweep_data()
+    d["scenario"]["workload"]["jobs"] = 4
+    changed = write_yaml(tmp_path / "changed.yaml", d)
+    assert main(["sweep", str(changed), "--out", str(out), "--workers", "1", "--quiet"]) == 0
+    assert len(ResultStore(out).finished()) == 16
+    assert len(load_results(out)["summary"]) == 8 and set(load_results(out)["jobs"].groupby("run_id").size()) == {4}
+    assert len(load_results(out, all_runs=True)["summary"]) == 16
+    capsys.readouterr()
+    assert main(["report", str(out), "--format", "csv"]) == 0
+    assert set(pd.read_csv(pd.io.common.StringIO(capsys.readouterr().out))["n"]) == {2}
+
+
+def test_report_and_plot_a_run_directory(tiny: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "run"
+    assert main(["run", str(tiny), "--out", str(out), "--quiet", "--workers", "1"]) == 0
+    capsys.readouterr()
+    assert main(["report", str(out), "--format", "csv"]) == 0
+    df = pd.read_csv(pd.io.common.StringIO(capsys.readouterr().out))
+    assert list(df.policy) == ["fifo", "edf"] and set(df.n) == {2}
+    assert main(["plot", str(out), "--only", "pareto,timeline"]) == 0
+    assert (out / "figures" / "pareto.png").stat().st_size > 1000
 
 
 @pytest.mark.slow
