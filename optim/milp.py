@@ -153,11 +153,16 @@ def build_model(
 
     # node slots: pinned (running jobs stay, non-preemptive), or free to choose a VM
     pinned: dict[int, tuple[str, float]] = {}
+    pinned_area: dict[int, float] = {}
     free_nodes: list[int] = []
     for nv in nodes:
         if nv.index in on_node and not preempt:
             horizon = max(max(0.0, nv.ready_at - now) + r.remaining(r.config) for r in on_node[nv.index])
             pinned[nv.index] = (nv.vm.name, horizon)
+            pinned_area[nv.index] = sum(
+                snapshot.configs[r.config].gpus * (max(0.0, nv.ready_at - now) + r.remaining(r.config))
+                for r in on_node[nv.index]
+            ) / nv.vm.gpus
         else:
             free_nodes.append(nv.index)
 
@@ -271,25 +276,28 @@ def build_model(
         if len(ys) > 1:
             prob += pulp.LpAffineExpression([(v, 1.0) for v in ys]) <= 1, f"vm_{n}"
     for (n, vm), idx in by_node_vm.items():
+        n_v = float(vm_by_name[vm].gpus)
         terms = [(x[i], float(placements[i].gpus)) for i in idx]
         if n in pinned:
             cap = nodes[n].vm.gpus - nodes[n].used_gpus
             prob += pulp.LpAffineExpression(terms) <= cap, f"cap_{n}_{vm_pos[vm]}"
         else:
-            terms.append((y[n, vm], -float(vm_by_name[vm].gpus)))
+            terms.append((y[n, vm], -n_v))
             prob += pulp.LpAffineExpression(terms) <= 0, f"cap_{n}_{vm_pos[vm]}"
+        area = [(x[i], placements[i].gpus * placements[i].span / n_v) for i in idx] + [(h[n, vm], -1.0)]
+        prob += pulp.LpAffineExpression(area) <= -pinned_area.get(n, 0.0), f"area_{n}_{vm_pos[vm]}"
     for (j, n, vm), idx in by_job_node_vm.items():
         terms = [(x[i], placements[i].span) for i in idx] + [(h[n, vm], -1.0)]
         prob += pulp.LpAffineExpression(terms) <= 0, f"hor_{j}_{n}_{vm_pos[vm]}"
-    y_of: dict[int, list[pulp.LpVariable]] = {}
-    for (n, _), v in y.items():
-        y_of.setdefault(n, []).append(v)
+    rank = {v.name: i + 1 for i, v in enumerate(snapshot.vm_types)}
+    y_of: dict[int, list[tuple[pulp.LpVariable, int]]] = {}
+    for (n, vm), v in y.items():
+        y_of.setdefault(n, []).append((v, rank[vm]))
     for members in kept_classes.values():
         for a, b in zip(members, members[1:]):
-            ya = [(v, 1.0) for v in y_of.get(a, [])]
-            yb = [(v, -1.0) for v in y_of.get(b, [])]
-            if yb:
-                prob += pulp.LpAffineExpression(yb + ya) >= 0, f"sym_{a}_{b}"
+            if b in y_of:
+                terms = [(v, float(r)) for v, r in y_of.get(a, [])] + [(v, -float(r)) for v, r in y_of[b]]
+                prob += pulp.LpAffineExpression(terms) >= 0, f"sym_{a}_{b}"
 
     model = Model(
         snapshot=snapshot,
@@ -375,6 +383,12 @@ class SolveOutcome:
         return self.status in ("optimal", "time_limit")
 
 
+def _finite_gap(gap: float) -> float | None:
+    """The solver's relative gap, 0 for a pure LP (HiGHS reports inf there), None if unknown."""
+    gap = float(gap)
+    return gap if math.isfinite(gap) else None
+
+
 def _read_highs(prob: pulp.LpProblem) -> SolveOutcome:
     import highspy
 
@@ -384,13 +398,13 @@ def _read_highs(prob: pulp.LpProblem) -> SolveOutcome:
     has_sol = info.primal_solution_status == 2
     S = highspy.HighsModelStatus
     if st == S.kOptimal:
-        return SolveOutcome("optimal", gap=float(info.mip_gap))
+        return SolveOutcome("optimal", gap=_finite_gap(info.mip_gap) or 0.0)
     if st in (S.kInfeasible, S.kUnboundedOrInfeasible):
         return SolveOutcome("infeasible", reason=f"HiGHS: {m.modelStatusToString(st)}")
     if st == S.kUnbounded:
         return SolveOutcome("unbounded", reason="HiGHS: unbounded")
     if has_sol:
-        return SolveOutcome("time_limit", gap=float(info.mip_gap), reason=f"HiGHS: {m.modelStatusToString(st)}")
+        return SolveOutcome("time_limit", gap=_finite_gap(info.mip_gap), reason=f"HiGHS: {m.modelStatusToString(st)}")
     return SolveOutcome("no_solution", reason=f"HiGHS: {m.modelStatusToString(st)} without an incumbent")
 
 
@@ -400,7 +414,7 @@ def _read_gurobi(prob: pulp.LpProblem) -> SolveOutcome:
     m = prob.solverModel
     st = m.Status
     if st == gp.GRB.OPTIMAL:
-        return SolveOutcome("optimal", gap=float(m.MIPGap))
+        return SolveOutcome("optimal", gap=float(m.MIPGap) if m.IsMIP else 0.0)
     if st in (gp.GRB.INFEASIBLE, gp.GRB.INF_OR_UNBD):
         return SolveOutcome("infeasible", reason=f"Gurobi status {st}")
     if st == gp.GRB.UNBOUNDED:
