@@ -1,8 +1,8 @@
 """Sweep throughput: runs per second with 1 and 2 worker processes and their ratio, and Dask's overhead per run.
 
-    .venv/bin/python benchmarks/sweep.py [--seeds 8] [--jobs 100] [--nodes 5] [--no-dask]
+    .venv/bin/python benchmarks/sweep.py [--seeds 4] [--jobs 200] [--nodes 10] [--policies fifo,edf,milp] [--no-dask]
 
-Each mode runs the same sweep (baselines on the measured predictor, one grid axis, several seeds) into a fresh
+Each mode runs the same sweep (FIFO, EDF and the MILP on the measured predictor, one grid axis, several seeds) into a fresh
 directory, through the same code as ``capsim sweep`` (validation, expansion, execution, atomic Parquet writes), and
 the wall time includes starting the workers. Dask runs on a local cluster of as many single-threaded workers as the
 process pool; its overhead per run is (Dask wall − pool wall) / runs.
@@ -26,11 +26,11 @@ from experiments.store import ResultStore  # noqa: E402
 from experiments.sweep import load_sweep  # noqa: E402
 
 
-def sweep_file(d: Path, seeds: int, jobs: int, nodes: int) -> Path:
+def sweep_file(d: Path, seeds: int, jobs: int, nodes: int, policies: list[str]) -> Path:
     data = {
         "name": "bench",
         "scenario": {"cluster": {"nodes": nodes}, "workload": {"jobs": jobs}, "predictor": {"kind": "measured"}},
-        "policies": [{"kind": "fifo"}, {"kind": "edf"}, {"kind": "priority"}],
+        "policies": [{"kind": k} for k in policies],
         "seeds": list(range(seeds)),
         "grid": {"workload.mean_interarrival": [30, 60]},
     }
@@ -70,17 +70,19 @@ def timed(file: Path, out: Path, workers: int = 1, dask: str | None = None) -> t
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seeds", type=int, default=8)
-    ap.add_argument("--jobs", type=int, default=400)
+    ap.add_argument("--seeds", type=int, default=4)
+    ap.add_argument("--jobs", type=int, default=200)
     ap.add_argument("--nodes", type=int, default=10)
+    ap.add_argument("--policies", default="fifo,edf,milp", help="comma-separated policy kinds")
     ap.add_argument("--no-dask", action="store_true")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="capsim-bench-") as tmp:
         d = Path(tmp)
         os.environ.setdefault("DASK_TEMPORARY_DIRECTORY", str(d / "dask"))
-        f = sweep_file(d, args.seeds, args.jobs, args.nodes)
-        print(f"sweep: 2 grid points x 3 baselines x {args.seeds} seeds, {args.jobs} jobs on {args.nodes} nodes, "
-              f"measured predictor; {os.cpu_count()} cores")
+        policies = [p.strip() for p in args.policies.split(",") if p.strip()]
+        f = sweep_file(d, args.seeds, args.jobs, args.nodes, policies)
+        print(f"sweep: 2 grid points x {len(policies)} policies ({', '.join(policies)}) x {args.seeds} seeds, "
+              f"{args.jobs} jobs on {args.nodes} nodes, measured predictor; {os.cpu_count()} cores")
         w1, n, s1 = timed(f, d / "w1", workers=1)
         print(f"1 worker  (in process): {n} runs in {w1:6.2f} s = {n / w1:6.2f} runs/s; steady state {s1:6.2f} runs/s")
         w2, _, s2 = timed(f, d / "w2", workers=2)
