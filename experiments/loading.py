@@ -198,9 +198,13 @@ def raise_problems(source: Source | str, problems: list[Problem], what: str = ""
     if not problems:
         return
     file = source.file if isinstance(source, Source) else source
-    lines = []
+    located = []
     for p in problems:
         line = p.line if p.line is not None else (source.line(p.path) if isinstance(source, Source) else None)
+        located.append((line, p))
+    located.sort(key=lambda lp: lp[0] if lp[0] is not None else 10**9)
+    lines = []
+    for line, p in located:
         where = f"{file}:{line}" if line else file
         lines.append(f"{where}: {path_str(p.path)}: {p.message}")
     head = f"{len(problems)} problems in {what or file}:\n  " if len(problems) > 1 else ""

@@ -429,6 +429,19 @@ def _build_predictor(spec: PredictorSpec) -> Any:
 # ----- validation ---------------------------------------------------------------------------------------------------
 
 
+def _unknown_params(cls: Any, params: dict[str, Any], what: str, path: tuple) -> list[Problem]:
+    """A problem per parameter ``cls`` does not take (with a close match and the accepted ones)."""
+    try:
+        sig = inspect.signature(cls)
+    except (TypeError, ValueError):
+        return []
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values()):
+        return []
+    known = [n for n in sig.parameters if n != "self"]
+    return [Problem(path + (k,), f"unknown parameter {k!r} for {what}{did_you_mean(k, known)} "
+                    f"(parameters: {', '.join(known) or 'none'})") for k in params if k not in known]
+
+
 def _check_predictor(spec: dict[str, Any] | PredictorSpec, path: tuple, known: dict, problems: list[Problem]) -> None:
     d = spec.model_dump() if isinstance(spec, PredictorSpec) else dict(spec)
     kind = d.pop("kind", None)
@@ -442,6 +455,10 @@ def _check_predictor(spec: dict[str, Any] | PredictorSpec, path: tuple, known: d
         _check_predictor(d["base"], path + ("base",), known, problems)
         if problems:
             return
+    hints = _unknown_params(known[kind], d, f"predictor {kind!r}", path)
+    if hints:
+        problems.extend(hints)
+        return
     try:
         import predictors
 
@@ -527,6 +544,10 @@ def semantic_problems(sc: Scenario) -> list[Problem]:
                 problems.append(Problem(("policies", i, "name"), f"policy name {p.label!r} is used twice "
                                         f"(also policies[{seen[p.label]}]); give each a distinct `name:`"))
             seen[p.label] = i
+            hints = _unknown_params(known_pol[p.kind], p.params, f"policy {p.kind!r}", ("policies", i))
+            if hints:
+                problems.extend(hints)
+                continue
             try:
                 optim.build(p.kind, **p.params)
             except CapsimError as e:

@@ -110,7 +110,19 @@ def test_unknown_policy_lists_known_ones(tmp_path: Path) -> None:
 
 def test_bad_policy_parameter(tmp_path: Path) -> None:
     msg = bad(tmp_path, policies=[{"kind": "fifo", "speed": 3}])
-    assert "policies[0]" in msg and "speed" in msg
+    assert "policies[0].speed" in msg and "unknown parameter 'speed' for policy 'fifo'" in msg
+
+
+def test_misspelt_predictor_parameter(tmp_path: Path) -> None:
+    msg = bad(tmp_path, predictor={"kind": "table", "runtime": {}})
+    assert "predictor.runtime" in msg and "did you mean 'runtimes'" in msg
+
+
+def test_problems_are_listed_in_file_order(tmp_path: Path) -> None:
+    p = tmp_path / "order.yaml"
+    p.write_text("policies: [{kind: fifoo}]\nworkload:\n  mean_interarrival: -1\n")
+    lines = error_of(p).splitlines()[1:]
+    assert "order.yaml:1:" in lines[0] and "order.yaml:3:" in lines[1]
 
 
 def test_duplicate_policy_names(tmp_path: Path) -> None:
