@@ -283,7 +283,7 @@ def _value_problems(base: dict, key: str, value: Any, file: str, base_dir: Path,
     _set_path(data, key, value)
     _, probs = validate_scenario(data, file, base_dir)
     out = []
-    for pr in probs:
-        if path_str(pr.path).startswith(key):
-            out.append(Problem(where, pr.message))
+    for pr in probs:  # the base scenario is valid, so every problem here comes from this value
+        field = path_str(pr.path)
+        out.append(Problem(where, pr.message if field.startswith(key) else f"makes {field} invalid: {pr.message}"))
     return out

@@ -104,6 +104,16 @@ def test_grid_value_of_the_wrong_type(tmp_path: Path) -> None:
     assert "grid.workload.mean_interarrival[2]" in msg and "found -1" in msg
 
 
+def test_grid_value_that_breaks_another_field(tmp_path: Path) -> None:
+    msg = error_of(write_yaml(tmp_path / "s.yaml", sweep_data(grid={"estimator.mape": [0.1]})))
+    assert "grid.estimator.mape[0]" in msg and "makes estimator.kind invalid" in msg
+
+
+def test_grid_value_with_an_unknown_name(tmp_path: Path) -> None:
+    msg = error_of(write_yaml(tmp_path / "s.yaml", sweep_data(grid={"cluster.vm_types": [["NC6"], ["NC7"]]})))
+    assert "grid.cluster.vm_types[1]" in msg and "unknown VM type 'NC7'" in msg
+
+
 def test_grid_must_not_hold_policies(tmp_path: Path) -> None:
     msg = error_of(write_yaml(tmp_path / "s.yaml", sweep_data(grid={"policies": [[{"kind": "fifo"}]]})))
     assert "grid.policies" in msg and "cannot be swept" in msg
