@@ -14,6 +14,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from experiments.report import aggregate  # noqa: E402
+from experiments.results import atomic_write  # noqa: E402
 
 __all__ = ["policy_colours", "plot_all", "FIGURES"]
 
@@ -53,8 +54,8 @@ def policy_colours(policies: Sequence[str]) -> dict[str, Any]:
 def _save(fig: plt.Figure, out: Path, name: str) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / f"{name}.png", out / f"{name}.pdf"]
-    fig.savefig(paths[0], dpi=130)
-    fig.savefig(paths[1], metadata={"CreationDate": None})
+    atomic_write(paths[0], lambda tmp: fig.savefig(tmp, dpi=130, format="png"))
+    atomic_write(paths[1], lambda tmp: fig.savefig(tmp, format="pdf", metadata={"CreationDate": None}))
     plt.close(fig)
     return paths
 

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 __all__ = [
+    "atomic_write",
     "atomic_write_bytes",
     "write_parquet",
     "write_csv",
@@ -31,7 +32,9 @@ SUMMARY_FIRST = ["policy", "seed", "vm_cost", "tardiness_cost", "total_cost", "l
 TMP_PREFIX = ".tmp-"
 
 
-def _atomic(path: Path, write: Any) -> None:
+def atomic_write(path: str | Path, write: Any) -> None:
+    """Call ``write(tmp_name)`` for a temporary file next to ``path``, then rename it to ``path``."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, suffix=path.suffix, dir=path.parent)
     os.close(fd)
@@ -52,7 +55,7 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
             f.flush()
             os.fsync(f.fileno())
 
-    _atomic(Path(path), w)
+    atomic_write(Path(path), w)
 
 
 def _to_arrow(df: pd.DataFrame) -> pa.Table:
@@ -63,12 +66,12 @@ def _to_arrow(df: pd.DataFrame) -> pa.Table:
 def write_parquet(df: pd.DataFrame, path: str | Path) -> None:
     """Write ``df`` as Parquet (zstd, no index, no pandas metadata) atomically."""
     table = _to_arrow(df)
-    _atomic(Path(path), lambda tmp: pq.write_table(table, tmp, compression="zstd"))
+    atomic_write(Path(path), lambda tmp: pq.write_table(table, tmp, compression="zstd"))
 
 
 def write_csv(df: pd.DataFrame, path: str | Path) -> None:
     """Write ``df`` as CSV (no index, full float precision) atomically."""
-    _atomic(Path(path), lambda tmp: df.to_csv(tmp, index=False, float_format="%.12g", lineterminator="\n"))
+    atomic_write(Path(path), lambda tmp: df.to_csv(tmp, index=False, float_format="%.12g", lineterminator="\n"))
 
 
 def tidy(frames: Iterable[pd.DataFrame], by: list[str]) -> pd.DataFrame:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from sim.model import CapsimError
 
-from experiments.results import summary_frame, tidy, write_csv, write_parquet
+from experiments.results import atomic_write_bytes, summary_frame, tidy, write_csv, write_parquet
 from experiments.runner import TABLES, Outcome, Progress, Task, run_tasks
 from experiments.scenario import PolicySpec, Scenario, load_scenario, parse_seeds
 from experiments.tables import policy_means
@@ -110,6 +110,6 @@ def write_outputs(out: Path, outcomes: list[Outcome], order: list[str]) -> None:
     if failed:
         text = "\n".join(f"== policy {o.task.policy_label}, seed {o.task.seed}, run {o.task.run_id}\n{o.error}"
                          for o in failed)
-        fail_file.write_text(text, encoding="utf-8")
+        atomic_write_bytes(fail_file, text.encode("utf-8"))
     elif fail_file.exists():
         fail_file.unlink()
