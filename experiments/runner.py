@@ -179,7 +179,8 @@ def run_tasks(
             ctx.set_forkserver_preload(["experiments.runner", "sim.engine", "optim", "predictors"])
         else:
             ctx = mp.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker) as pool:
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker)
+        try:
             pending: set[Future] = set()
             queue = iter(tasks)
             for t in queue:
@@ -193,6 +194,10 @@ def run_tasks(
                     nxt = next(queue, None)
                     if nxt is not None:
                         pending.add(pool.submit(_execute_single_thread, nxt))
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
 
 
 def _run_dask(tasks: list[Task], on_outcome: Callable[[Outcome], None], address: str, tmp: str | None) -> None:
