@@ -43,6 +43,14 @@ def check_specs(gpu: GPUModel) -> None:
         raise CapsimError(f"GPU model {gpu.name}: no specs for {', '.join(missing)}; add them to the GPU table (gpus.csv)")
 
 
+def _cpu_sensitivity(d: pd.DataFrame) -> float:
+    """Median over (GPU, GPU count, batch, depth) groups of (time per iteration at the fewest threads) / (fastest)."""
+    tpi = d["runtime_s"] / d["iterations"]
+    means = tpi.groupby([d["gpu"], d["gpus"], d["batch_size"], d["depth"], d["cpu_threads"]]).mean()
+    ratios = [m.iloc[0] / m.min() for _, m in means.groupby(level=[0, 1, 2, 3]) if len(m) > 1]
+    return float(np.median(ratios)) if ratios else 1.0
+
+
 def _fit_efficiency(pairs: np.ndarray) -> tuple[float, float]:
     """(efficiency, fixed) minimising the relative error of ``y = fixed + ideal / efficiency`` over (ideal, y) pairs."""
     ideal, y = pairs[:, 0], pairs[:, 1]
@@ -67,7 +75,7 @@ class AnalyticalPredictor(Predictor):
 
     def __init__(self, interconnect_gbs: float = 10.0, allreduce: str = "ring", branch_overlap: float = 0.0,
                  default_efficiency: float | None = None, efficiency_by: str = "framework",
-                 data: pd.DataFrame | None = None):
+                 cpu_threads: str | int | None = "max", data: pd.DataFrame | None = None):
         if allreduce not in ("ring", "tree"):
             raise CapsimError(f"predictor 'analytical': allreduce must be 'ring' or 'tree', got {allreduce!r}")
         if interconnect_gbs <= 0 or not 0 <= branch_overlap <= 1:
@@ -76,7 +84,11 @@ class AnalyticalPredictor(Predictor):
         if efficiency_by not in ("framework", "application"):
             raise CapsimError(f"predictor 'analytical': efficiency_by must be 'framework' or 'application', got {efficiency_by!r}")
         self.default_efficiency, self.efficiency_by = default_efficiency, efficiency_by
+        if cpu_threads not in ("max", None) and not (isinstance(cpu_threads, int) and cpu_threads > 0):
+            raise CapsimError(f"predictor 'analytical': cpu_threads must be 'max', null or a positive integer, got {cpu_threads!r}")
+        self.cpu_threads = cpu_threads
         self._data = data
+        self._input: dict[tuple[str, str], tuple[float, int]] | None = None
         self._eff: dict[tuple[str, str], tuple[float, float]] | None = None
         self._cache: dict[tuple, float] = {}
 
@@ -94,6 +106,24 @@ class AnalyticalPredictor(Predictor):
     def comm_time(self, net: str, depth: int | None, gpus: int) -> float:
         return allreduce_time(4.0 * parameters(network(net, depth)), gpus, self.link, self.allreduce)
 
+    def input_costs(self) -> dict[tuple[str, str], tuple[float, int]]:
+        """(CPU seconds per sample, largest measured thread count) per input-bound (application, framework)."""
+        if self._input is None:
+            df = runs() if self._data is None else self._data
+            c = df["runtime_s"] / df["iterations"] * df["cpu_threads"] / df["batch_size"]
+            self._input = {}
+            for (a, f), d in df.groupby(["application", "framework"]):
+                if _cpu_sensitivity(d) >= 1.2:
+                    self._input[(a, f)] = (float(c[d.index].min()), int(d["cpu_threads"].max()))
+        return self._input
+
+    def input_time(self, application: str, framework: str, batch: int, cpu: float | None) -> float:
+        """Seconds per iteration the input pipeline needs (0 without a CPU count or a fitted cost)."""
+        cost = self.input_costs().get((application, framework))
+        if cost is None or cpu is None:
+            return 0.0
+        return batch * cost[0] / (cost[1] if cpu == "max" else float(cpu))
+
     def _group(self, application: str, framework: str) -> str:
         return framework if self.efficiency_by == "framework" else f"{application}/{framework}"
 
@@ -107,6 +137,8 @@ class AnalyticalPredictor(Predictor):
                 net = graph_name(app)
                 if net is None or (net != "resnet50" and depth != NO_DEPTH):
                     continue
+                floor = self.input_time(app, fw, 1, 1.0) * dd["batch_size"] / dd["cpu_threads"]
+                dd = dd[floor < 0.8 * dd["runtime_s"] / dd["iterations"]]
                 for (gname, n, b), d in select_cpu(dd, "best").groupby(["gpu", "gpus", "batch_size"]):
                     self._add_ratios(ratios, self._group(app, fw), net, depth, gpus[gname], int(n), int(b), d)
             self._eff = {k: _fit_efficiency(np.array(v)) for k, v in ratios.items() if v}
@@ -132,11 +164,14 @@ class AnalyticalPredictor(Predictor):
             return float(self.default_efficiency), fixed
         return float(np.median([v[0] for v in same])), fixed
 
-    def per_iteration(self, spec: JobSpec, gpu: GPUModel, gpus: int) -> float:
+    def per_iteration(self, spec: JobSpec, gpu: GPUModel, gpus: int, cpu: str | float | None = "default") -> float:
+        """Seconds per iteration: GPU time, all-reduce, and the input-pipeline floor at ``cpu`` threads."""
         net = graph_name(spec.application)
         depth = spec.depth if spec.application == "resnet" else None
         eff, fixed = self.efficiency(spec, gpu)
-        return self.ideal_time(net, depth, spec.batch_size / gpus, gpu) / eff + fixed + self.comm_time(net, depth, gpus)
+        t = self.ideal_time(net, depth, spec.batch_size / gpus, gpu) / eff + fixed + self.comm_time(net, depth, gpus)
+        _, fw, _ = data_key(spec)
+        return max(t, self.input_time(spec.application, fw, spec.batch_size, self.cpu_threads if cpu == "default" else cpu))
 
     def support(self, spec: JobSpec, vm: VMType, gpus: int) -> str | None:
         data_key(spec)
@@ -149,10 +184,11 @@ class AnalyticalPredictor(Predictor):
         check_specs(vm.gpu)
         return None
 
-    def runtime(self, spec: JobSpec, vm: VMType, gpus: int) -> float:
+    def runtime(self, spec: JobSpec, vm: VMType, gpus: int, cpu: str | float | None = "default") -> float:
+        """Job seconds; ``cpu`` overrides the assumed CPU-thread count (for scoring runs made at a known count)."""
         if self.support(spec, vm, gpus) is not None:
             return INFEASIBLE
-        return spec.iterations * self.per_iteration(spec, vm.gpu, gpus)
+        return spec.iterations * self.per_iteration(spec, vm.gpu, gpus, cpu)
 
     def runtimes(self, specs: Sequence[JobSpec], configs: Sequence[Config]) -> np.ndarray:
         return per_iteration_table(self, specs, configs)

@@ -121,7 +121,7 @@ def _predict(name: str, train: pd.DataFrame, test: pd.DataFrame, regression_fold
                        test, rt)
     if name in ("analytical", "analytical_app"):
         p = AnalyticalPredictor(efficiency_by="framework" if name == "analytical" else "application", data=train)
-        return _by_row(lambda c: p, test, rt)
+        return _by_row(lambda c: (p, c), test, lambda pc, s, v, g: pc[0].runtime(s, v, g, cpu=pc[1]))
     if name in ("regression", "regression_linear"):
         fams = ("linear", "ridge") if name == "regression_linear" else FAMILIES
         p = RegressionPredictor(families=fams, folds=regression_folds, data=train)

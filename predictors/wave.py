@@ -6,7 +6,9 @@ their modelled time on the origin (``analytical`` layer costs at efficiency 1); 
 ``(BW_o/BW_d)^γ · (clk_o/clk_d)^(1−γ) · (SM_o/SM_d)^(1−γ)`` with ``γ = 1 − 0.5·I/R`` if ``I ≤ R`` else ``0.5·R/I``,
 ``I`` the layer's FLOPs per byte and ``R`` the destination's peak FLOP/s per byte/s. The fixed overhead is kept.
 Networks without a layer graph (DeepSpeech) use one ``gamma_default`` for the whole iteration if given, else are
-unsupported. Destinations need SM count, clock and bandwidth (a clear error otherwise).
+unsupported. Destinations need SM count, clock and bandwidth (a clear error otherwise). With ``input_floor`` (default)
+the scaled time per iteration is never below the input-pipeline floor of the ``analytical`` predictor (applications
+whose runs are CPU-bound, at the thread count the origin answer was read at): a faster GPU does not decode faster.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ from typing import Sequence
 
 import numpy as np
 
-from predictors.analytical import check_specs, graph_name, per_iteration_table
+from predictors.analytical import AnalyticalPredictor, check_specs, graph_name, per_iteration_table
 from predictors.base import Predictor, register
 from predictors.measured import MeasuredPredictor
+from predictors.measurements import data_key
 from predictors.networks import layer_costs, network
 from sim.catalogue import gpu_models
 from sim.model import INFEASIBLE, CapsimError, Config, GPUModel, JobSpec, VMType
@@ -42,7 +45,8 @@ def scale_factor(g: np.ndarray | float, origin: GPUModel, dest: GPUModel) -> np.
 class WavePredictor(Predictor):
     """Measured runs on ``origin`` scaled to any GPU with specs, layer by layer (module docstring)."""
 
-    def __init__(self, origin: str = "M60", gamma_default: float | None = None, base: Predictor | None = None):
+    def __init__(self, origin: str = "M60", gamma_default: float | None = None, base: Predictor | None = None,
+                 input_floor: bool = True):
         models = gpu_models()
         if origin not in models:
             raise CapsimError(f"predictor 'wave': unknown origin GPU {origin!r}: known models are {', '.join(models)}")
@@ -54,6 +58,7 @@ class WavePredictor(Predictor):
         if not isinstance(self.base, MeasuredPredictor):
             raise CapsimError("predictor 'wave': base must be a 'measured' predictor (it supplies the origin runs)")
         self._factor: dict[tuple, float] = {}
+        self._floor = AnalyticalPredictor(data=self.base._data) if input_floor else None
 
     def factor(self, spec: JobSpec, gpus: int, dest: GPUModel) -> float | None:
         """Per-iteration time multiplier origin → ``dest`` for the spec's network at its per-GPU batch."""
@@ -92,7 +97,11 @@ class WavePredictor(Predictor):
         if self.support(spec, vm, gpus) is not None:
             return INFEASIBLE
         overhead, per_it, _ = self.base.answer(spec, self._origin_vm(gpus), gpus)
-        return overhead + spec.iterations * per_it * self.factor(spec, gpus, vm.gpu)
+        per_it = per_it * self.factor(spec, gpus, vm.gpu)
+        if self._floor is not None:
+            cpu = "max" if self.base.cpu_threads == "best" else self.base.cpu_threads
+            per_it = max(per_it, self._floor.input_time(spec.application, data_key(spec)[1], spec.batch_size, cpu))
+        return overhead + spec.iterations * per_it
 
     def runtimes(self, specs: Sequence[JobSpec], configs: Sequence[Config]) -> np.ndarray:
         return per_iteration_table(self, specs, configs, affine=True)
