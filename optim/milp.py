@@ -32,7 +32,7 @@ class Placement:
     """One candidate for x: job ``job`` on node ``node`` with config index ``config`` (VM ``vm``, ``gpus`` GPUs).
 
     ``span`` is wait + runtime: the seconds from now until the job ends there (the VM's horizon if it is the last).
-    ``cost`` is its objective coefficient: tardiness cost minus the job's waiting penalty.
+    ``cost`` is its objective coefficient: the job's tardiness cost if it runs there.
     """
 
     job: int
@@ -61,6 +61,7 @@ class Model:
     x: list[pulp.LpVariable]
     y: dict[tuple[int, str], pulp.LpVariable]
     h: dict[tuple[int, str], pulp.LpVariable]
+    z: dict[int, pulp.LpVariable]
     jobs: dict[int, JobView] = field(default_factory=dict)
 
     @property
@@ -213,7 +214,6 @@ def build_model(
     for jv in jobs:
         w, d = jv.job.weight, jv.job.deadline
         rem = 1.0 - jv.done
-        p = penalties[jv.id]
         for n in kept_nodes:
             nv = nodes[n]
             if n in pinned:
@@ -229,7 +229,7 @@ def build_model(
                 if jv.running and not (n == jv.node and k == jv.config):
                     t += overhead
                 span = wait(n, vm) + t
-                cost = w * max(0.0, now + span - d) - p
+                cost = w * max(0.0, now + span - d)
                 placements.append(Placement(jv.id, n, k, vm, gpus_of[k], span, cost))
 
     prob = pulp.LpProblem("capsim_decision", pulp.LpMinimize)
@@ -249,14 +249,16 @@ def build_model(
             if n not in pinned:
                 y[n, vm] = prob.add_variable(f"y_{n}_{vm_pos[vm]}", 0, 1, pulp.LpBinary)
 
-    constant = sum(penalties.values())
+    z = {jv.id: prob.add_variable(f"z_{jv.id}", 0, 1) for jv in jobs}
+    constant = 0.0
     for n, (vm, horizon) in pinned.items():
         for r in on_node[n]:
             constant += r.job.weight * max(0.0, now + max(0.0, nodes[n].ready_at - now) + r.remaining(r.config)
                                            - r.job.deadline)
     obj = pulp.LpAffineExpression(
         [(h[key], vm_by_name[key[1]].price_per_second) for key in h]
-        + [(x[i], pl.cost) for i, pl in enumerate(placements) if pl.cost != 0.0],
+        + [(x[i], pl.cost) for i, pl in enumerate(placements) if pl.cost != 0.0]
+        + [(z[j], penalties[j]) for j in z],
         constant=constant,
     )
     prob += obj
@@ -269,8 +271,9 @@ def build_model(
         by_node_vm.setdefault((pl.node, pl.vm), []).append(i)
         by_job_node_vm.setdefault((pl.job, pl.node, pl.vm), []).append(i)
 
-    for j, idx in by_job.items():
-        prob += pulp.LpAffineExpression([(x[i], 1.0) for i in idx]) <= 1, f"one_{j}"
+    for j, zj in z.items():
+        terms = [(x[i], 1.0) for i in by_job.get(j, [])] + [(zj, 1.0)]
+        prob += pulp.LpAffineExpression(terms) == 1, f"one_{j}"
     for n in kept_nodes:
         ys = [y[n, vm] for vm in sorted(used_vms.get(n, ())) if (n, vm) in y]
         if len(ys) > 1:
@@ -313,6 +316,7 @@ def build_model(
         x=x,
         y=y,
         h=h,
+        z=z,
         jobs={jv.id: jv for jv in jobs},
     )
     if extra_constraints is not None:
@@ -452,7 +456,7 @@ def solve(
 ) -> SolveOutcome:
     """Solve ``model`` in place (variable values set) and say how it went; never raises for solver trouble."""
     if not model.placements and not model.h:
-        return SolveOutcome("optimal", model.constant, 0.0, "nothing to place: no variables")
+        return SolveOutcome("optimal", model.constant + sum(model.penalties.values()), 0.0, "nothing can start")
     try:
         s = make_solver(solver, time_limit, gap, threads, warm_start, path, msg)
     except CapsimError:
@@ -537,6 +541,8 @@ def set_warm_start(model: Model, plan: Plan) -> int:
         v.setInitialValue(0)
     for v in model.y.values():
         v.setInitialValue(0)
+    for v in model.z.values():
+        v.setInitialValue(1)
     for (n, _), v in model.h.items():
         v.setInitialValue(model.pinned[n][1] if n in model.pinned else 0.0)
     index = {(pl.job, pl.node, pl.config): i for i, pl in enumerate(model.placements)}
@@ -561,6 +567,7 @@ def set_warm_start(model: Model, plan: Plan) -> int:
             continue
         pl = model.placements[i]
         model.x[i].setInitialValue(1)
+        model.z[job].setInitialValue(0)
         if (node, pl.vm) in model.y:
             model.y[node, pl.vm].setInitialValue(1)
         hv = model.h[node, pl.vm]

@@ -1,0 +1,135 @@
+"""The MILP policy through the real engine: plans that run, and every failure path falling back without losing a job."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import warnings
+
+import pulp
+import pytest
+
+import optim
+import optim.milp as milp_mod
+import predictors
+from optim.instances import instance, runtime_table
+from sim.catalogue import configurations, vm_types
+from sim.model import CapsimError
+from tests.optim.helpers import job, snapshot
+
+engine = pytest.importorskip("sim.engine", reason="the SimPy engine (sim/engine.py) is not there yet")
+from sim.cluster import Cluster, NodeSlot  # noqa: E402
+from sim.workload import WorkloadSpec, poisson_jobs  # noqa: E402
+
+PRED = predictors.build("measured")
+VMS = tuple(vm_types().values())
+
+
+def run(policy, nodes: int = 3, n_jobs: int = 12, interarrival: float = 30.0, seed: int = 0, burst: bool = False,
+        **cluster):
+    """Run ``policy`` through the engine; ``burst`` submits every job at time 0 (one large first decision)."""
+    cl = Cluster(VMS, tuple(NodeSlot() for _ in range(nodes)), **cluster)
+    jobs = poisson_jobs(WorkloadSpec(n_jobs, interarrival), PRED, cl.configs, seed)
+    if burst:
+        jobs = [dataclasses.replace(j, submit_time=0.0) for j in jobs]
+    result = engine.Simulation(cl, jobs, policy, PRED).run()
+    done = result.jobs
+    assert sorted(done["job_id"]) == sorted(j.id for j in jobs), "every job finishes exactly once"
+    assert (done["end_time"] >= done["submit_time"]).all()
+    return result
+
+
+def test_milp_runs_end_to_end_and_reports_its_solver():
+    res = run(optim.build("milp"))
+    d = res.decisions
+    solved = d[d["status"] == "optimal"]
+    assert len(solved) > 0 and (solved["solver"] == "highs").all()
+    assert (solved["variables"] > 0).all() and solved["objective"].notna().all()
+    assert d["fallback"].isna().all()
+
+
+def test_milp_with_preemption_runs_end_to_end():
+    res = run(optim.build("milp", preempt=True, time_limit=2), nodes=2, n_jobs=6, restart_overhead=30.0)
+    assert res.summary["fallbacks"] == 0
+
+
+def forbid_everything(model):
+    """An impossible constraint: some job both waits and runs (test-only handle for forced infeasibility)."""
+    j = next(iter(model.z))
+    model.problem += model.z[j] >= 2, "force_infeasible"
+
+
+@pytest.mark.parametrize(
+    "params, status",
+    [
+        ({"extra_constraints": forbid_everything}, "infeasible"),
+        ({"solver": "cbc", "solver_path": "/nonexistent/cbc"}, "missing_solver"),
+    ],
+)
+def test_failures_fall_back_and_lose_no_job(params, status):
+    res = run(optim.build("milp", **params))
+    d = res.decisions
+    failed = d[d["status"] == status]
+    assert len(failed) > 0
+    assert (failed["fallback"] == "edf").all() and failed["reason"].notna().all()
+    assert res.summary["fallbacks"] == len(failed)
+
+
+def test_tiny_time_limit_uses_incumbent_or_falls_back():
+    res = run(optim.build("milp", time_limit=1e-6, warm_start=True), nodes=5, n_jobs=25, interarrival=5.0)
+    statuses = set(res.decisions["status"])
+    assert statuses & {"time_limit", "no_solution"}, statuses
+    tl = res.decisions[res.decisions["status"] == "time_limit"]
+    assert tl["fallback"].isna().all() and tl["objective"].notna().all()
+    ns = res.decisions[res.decisions["status"] == "no_solution"]
+    assert (ns["fallback"] == "edf").all()
+
+
+def test_time_limit_keeps_the_incumbent():
+    # a 10-slot, 30-job stress decision cannot be closed in 50 ms: HiGHS stops with the warm-start incumbent
+    snap = instance(10, 30, 0, runtime_table(configurations(VMS))[0])
+    plan = optim.build("milp", time_limit=0.05).decide(snap)
+    assert plan.info.status == "time_limit" and plan.info.fallback is None
+    assert (plan.info.gap is None or plan.info.gap > 0) and plan.start  # None: stopped before any dual bound
+
+
+@pytest.mark.skipif(os.environ.get("GRB_LICENSE_FILE") is not None, reason="a full Gurobi licence is configured")
+def test_gurobi_licence_too_small_falls_back_and_warns_once():
+    pytest.importorskip("gurobipy")
+    milp_mod._licence_reported = False
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = run(optim.build("milp", solver="gurobi", time_limit=2), nodes=8, n_jobs=30, burst=True)
+    d = res.decisions
+    licence = d[d["status"] == "licence"]
+    if licence.empty:
+        pytest.skip("no decision exceeded the size-limited licence (a larger licence may be installed)")
+    assert (licence["fallback"] == "edf").all()
+    assert (licence["variables"] > 2000).any() or (licence["constraints"] > 2000).any()
+    mine = [w for w in caught if "licence is too small" in str(w.message)]
+    assert len(mine) == 1
+
+
+def test_progress_guard_when_solution_leaves_everyone_waiting():
+    def everyone_waits(model):
+        for j, zj in model.z.items():
+            model.problem += zj >= 1, f"wait_{j}"
+
+    snap = snapshot(waiting=[job(1, (100.0, 100.0, 60.0))], nodes=2)
+    plan = optim.build("milp", extra_constraints=everyone_waits).decide(snap)
+    assert plan.info.status == "no_progress" and plan.info.fallback == "edf" and len(plan.start) == 1
+
+
+def test_bad_options_are_clear_errors():
+    with pytest.raises(CapsimError, match="unknown solver"):
+        optim.build("milp", solver="cplex")
+    with pytest.raises(CapsimError, match="fallback"):
+        optim.build("milp", fallback="milp")
+    with pytest.raises(CapsimError, match="unknown policy"):
+        optim.build("milp", fallback="nope")
+    with pytest.raises(CapsimError, match="gap"):
+        optim.build("milp", gap=2)
+
+
+def test_pulp_solvers_available():
+    assert pulp.HiGHS().available()
