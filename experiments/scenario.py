@@ -276,8 +276,18 @@ class Scenario(_Strict):
         return p if p.is_absolute() else self._base_dir / p
 
     def resolved(self, policy: PolicySpec | None = None, seed: int | None = None) -> dict[str, Any]:
-        """The fully resolved configuration as plain data (defaults filled, trace replaced by its content hash)."""
+        """The fully resolved configuration as plain data: defaults filled, catalogue names replaced by their
+        definitions (VM types, job types), a trace by its content hash."""
         d = self.model_dump(mode="json", exclude={"policies", "seeds"})
+        d["cluster"]["vm_types"] = [
+            {"name": v.name, "gpu": v.gpu.name, "gpus": v.gpus, "price_per_hour": v.price_per_hour,
+             "boot_time": v.boot_time, "provider": v.provider} for v in self.vm_types()
+        ]
+        if self.workload.trace is None:
+            d["workload"]["mix"] = [
+                {"name": s.name, "application": s.application, "framework": s.framework, "iterations": s.iterations,
+                 "batch_size": s.batch_size, "depth": s.depth, "weight": w} for s, w in self.job_mix()
+            ]
         d["workload"]["jobs"] = self.n_jobs
         d["estimator"] = d["estimator"] or d["predictor"]
         d["truth"] = d["truth"] or d["predictor"]
