@@ -201,10 +201,13 @@ def run_tasks(
 
 
 def _run_dask(tasks: list[Task], on_outcome: Callable[[Outcome], None], address: str, tmp: str | None) -> None:
-    import dask
-    from distributed import Client, LocalCluster, as_completed
-
     from sim.model import CapsimError
+
+    try:
+        import dask
+        from distributed import Client, LocalCluster, as_completed
+    except ImportError:
+        raise CapsimError("--dask needs Dask's distributed scheduler: pip install 'capsim[dist]'") from None
 
     if tmp:
         os.environ["DASK_TEMPORARY_DIRECTORY"] = tmp
