@@ -221,23 +221,30 @@ def fig_cost_vs(summary: pd.DataFrame, field: str, colours: dict, policies: Sequ
 
 
 def fig_decision_time(decisions: pd.DataFrame, colours: dict, policies: Sequence[str]) -> plt.Figure:
-    """Wall time of each decision against the problem size (model variables when reported, else jobs in system)."""
-    fig, ax = plt.subplots(figsize=(5.2, 3.8))
-    d = decisions.copy()
-    jobs_in = d.get("waiting", 0) + d.get("running", 0)
-    use_vars = "variables" in d and d["variables"].notna().any()
+    """Wall time of each decision against the problem size: jobs in the system, and model variables where reported."""
+    d = decisions.assign(jobs_in=decisions["waiting"] + decisions["running"], ms=decisions["wall_time"] * 1000)
+    has_vars = "variables" in d and d["variables"].notna().any()
+    fig, axes = plt.subplots(1, 2 if has_vars else 1, figsize=(10 if has_vars else 5.2, 3.6), squeeze=False)
+    axes = list(axes.flat)
     for pol in policies:
         g = d[d["policy"] == pol]
         if g.empty:
             continue
-        size = g["variables"].astype("float64").fillna(jobs_in[g.index]) if use_vars else jobs_in[g.index]
-        wall = g["wall_time"].to_numpy(float) * 1000
-        ax.scatter(size, np.maximum(wall, 1e-3), s=6, alpha=0.5, color=colours[pol], label=pol)
-    ax.set_yscale("log")
-    ax.set_xlabel("problem size (" + ("model variables, or " if use_vars else "") + "jobs waiting + running)")
-    ax.set_ylabel("decision wall time (ms)")
-    ax.set_title("Decision time against problem size")
-    ax.legend(frameon=False, fontsize=8, markerscale=2)
+        axes[0].scatter(g["jobs_in"], np.maximum(g["ms"], 1e-3), s=6, alpha=0.5, color=colours[pol], label=pol)
+        if has_vars:
+            v = g[g["variables"].notna()]
+            if len(v):
+                axes[1].scatter(v["variables"].astype(float), np.maximum(v["ms"], 1e-3), s=6, alpha=0.5,
+                                color=colours[pol], label=pol)
+    axes[0].set_xlabel("jobs in the system (waiting + running)")
+    if has_vars:
+        axes[1].set_xlabel("model variables (policies that build a model)")
+        axes[1].set_xscale("symlog", linthresh=10)
+    for ax in axes:
+        ax.set_yscale("log")
+        ax.set_ylabel("decision wall time (ms)")
+    axes[0].legend(frameon=False, fontsize=8, markerscale=2)
+    fig.suptitle("Decision time against problem size")
     fig.tight_layout()
     return fig
 
