@@ -45,6 +45,13 @@ class Task:
         sc._base_dir = Path(self.base_dir)
         return sc
 
+    def config_json(self) -> str:
+        """The run's configuration (scenario, policy, seed) as JSON text, to record next to its results."""
+        import json
+
+        return json.dumps({"scenario": self.scenario, "policy": self.policy, "seed": self.seed}, sort_keys=True,
+                          default=str)
+
     @property
     def policy_label(self) -> str:
         return self.policy.get("name") or self.policy["kind"]

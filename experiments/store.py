@@ -2,7 +2,8 @@
 
 ```
 DIR/sweep.json                  what was swept (name, grid fields, policy order, seeds)
-DIR/summary/<run_id>.parquet    one row; written last, so its presence means the run finished
+DIR/summary/<run_id>.parquet    one row (metrics + the run's configuration as JSON); written last, so its presence
+                                means the run finished
 DIR/jobs|nodes|decisions/<run_id>.parquet
 DIR/failures/<run_id>.parquet   run id, grid values, policy, seed, config (JSON), traceback
 ```
@@ -58,12 +59,12 @@ class ResultStore:
         if o.ok:
             for name in TABLES:
                 write_parquet(o.tables[name], self.root / name / f"{rid}.parquet")
-            write_parquet(pd.DataFrame([o.summary]), self.root / "summary" / f"{rid}.parquet")
+            write_parquet(pd.DataFrame([{**o.summary, "config": o.task.config_json()}]),
+                          self.root / "summary" / f"{rid}.parquet")
             (self.root / "failures" / f"{rid}.parquet").unlink(missing_ok=True)
         else:
             row = {"run_id": rid, **dict(o.task.labels), "policy": o.task.policy_label, "seed": o.task.seed,
-                   "config": json.dumps({"scenario": o.task.scenario, "policy": o.task.policy, "seed": o.task.seed},
-                                        sort_keys=True, default=str),
+                   "config": o.task.config_json(),
                    "traceback": o.error or ""}
             write_parquet(pd.DataFrame([row]), self.root / "failures" / f"{rid}.parquet")
 

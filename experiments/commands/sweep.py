@@ -71,6 +71,8 @@ def run(args: argparse.Namespace) -> int:
     ran = len(todo) - len(failures)
     print(f"sweep {sweep.name}: {ran} runs finished in {wall:.1f} s, {len(tasks) - len(todo)} were already done; "
           f"results in {out}/")
+    if not args.quiet and (ran or len(tasks) > len(todo)):
+        print(f"next: capsim report {out}   and   capsim plot {out}")
     if failures:
         for o in failures[:5]:
             last = (o.error or "").strip().splitlines()[-1:] or ["?"]

@@ -178,6 +178,10 @@ def test_sweep_writes_datasets_and_never_redoes_runs(sweep_file: Path, tmp_path:
     assert len(t["summary"]) == 2 * 2 * 2 and t["failures"].empty
     assert {"run_id", "workload.mean_interarrival", "policy", "seed"} <= set(t["summary"].columns)
     assert {"run_id", "workload.mean_interarrival", "policy", "seed", "job_id"} <= set(t["jobs"].columns)
+    import json
+
+    cfg = json.loads(t["summary"]["config"].iloc[0])
+    assert cfg["seed"] == t["summary"]["seed"].iloc[0] and cfg["scenario"]["workload"]["jobs"] == 6
     before = files_of(out)
     capsys.readouterr()
     assert main(["sweep", str(sweep_file), "--out", str(out), "--workers", "1"]) == 0
