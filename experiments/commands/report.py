@@ -56,10 +56,10 @@ def run(args: argparse.Namespace) -> int:
     metrics = DEFAULT_METRICS
     if args.metrics:
         metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
-        bad = [m for m in metrics if m not in summary.columns]
+        bad = [m for m in metrics if m not in summary.columns or summary[m].dtype.kind not in "fiub"]
         if bad:
             numeric = [c for c in summary.columns if summary[c].dtype.kind in "fi" and c != "seed"]
-            raise CapsimError(f"--metrics: unknown column(s) {', '.join(bad)}; known: {', '.join(numeric)}")
+            raise CapsimError(f"--metrics: not a numeric summary column: {', '.join(bad)}; known: {', '.join(numeric)}")
     agg = aggregate(summary, fields, metrics, order)
     text = render(agg, fields, metrics, args.format)
     if args.output:
