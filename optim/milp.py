@@ -131,10 +131,33 @@ def _dominated(times: list[tuple[int, int, float]]) -> set[int]:
     return out
 
 
+def pareto_configs(
+    runtime: np.ndarray, snapshot: Snapshot, candidates: list[int], covers: dict[tuple[str, str], bool]
+) -> list[int]:
+    """Candidates not beaten by another that is no slower, no dearer (whole VM and GPU share), uses no more GPUs,
+    and whose VM type every slot accepting this one also accepts; strictly better in one of these."""
+    if len(candidates) < 2:
+        return candidates
+    cs = [snapshot.configs[k] for k in candidates]
+    boot = np.array([c.vm.boot_time for c in cs])
+    price = np.array([c.vm.price_per_second for c in cs])
+    g = np.array([c.gpus for c in cs], dtype=float)
+    share = g / np.array([c.vm.gpus for c in cs], dtype=float)
+    t = boot + runtime[candidates]
+    crit = np.stack([t, price * t, price * share * t, g], axis=1)
+    names = [c.vm.name for c in cs]
+    cov = np.array([[covers[a, b] for b in names] for a in names])
+    le = (crit[None, :, :] <= crit[:, None, :] + 1e-12).all(axis=2)
+    lt = (crit[None, :, :] < crit[:, None, :] - 1e-12).any(axis=2)
+    beaten = (le & lt & cov).any(axis=1)
+    return [k for k, b in zip(candidates, beaten) if not b]
+
+
 def build_model(
     snapshot: Snapshot,
     preempt: bool = False,
     urgency: float = 0.0,
+    dominance: str = "pareto",
     extra_constraints: Callable[[Model], None] | None = None,
 ) -> Model:
     """Reduce the snapshot (infeasible and dominated configs, symmetric empty slots) and write the MILP with PuLP."""
@@ -173,6 +196,11 @@ def build_model(
             return max(0.0, nv.ready_at - now)
         return vm_by_name[vm].boot_time
 
+    covers = {
+        (a.name, b.name): all(nv.accepts(b.name) for nv in nodes if nv.accepts(a.name))
+        for a in snapshot.vm_types
+        for b in snapshot.vm_types
+    }
     accepted_any = np.array([any(nv.accepts(vm_of[k]) for nv in nodes) for k in range(len(configs))], dtype=bool)
     delta = next_decision_delay(snapshot)
 
@@ -184,7 +212,9 @@ def build_model(
         by_vm: dict[str, list[tuple[int, int, float]]] = {}
         for k in np.flatnonzero(np.isfinite(est) & accepted_any):
             by_vm.setdefault(vm_of[k], []).append((int(k), gpus_of[k], float(est[k])))
-        keep = [k for rows in by_vm.values() for k in sorted({r[0] for r in rows} - _dominated(rows))]
+        keep = sorted(k for rows in by_vm.values() for k in {r[0] for r in rows} - _dominated(rows))
+        if dominance == "pareto":
+            keep = pareto_configs((1.0 - jv.done) * est, snapshot, keep, covers)
         if jv.running and jv.config not in keep and jv.config is not None:
             keep.append(jv.config)
         cands[jv.id] = sorted(keep)
@@ -582,7 +612,8 @@ class MILP(Policy):
 
     Options: ``solver`` (highs, cbc, gurobi), ``time_limit`` (s), ``gap`` (relative), ``threads``, ``warm_start``
     (from the fallback's plan), ``fallback`` (a policy name, default edf), ``preempt`` (running jobs may be moved,
-    resized or sent back), ``urgency`` (REFERENCE §4's extra waiting charge factor, default 0), ``solver_path``
+    resized or sent back), ``urgency`` (REFERENCE §4's extra waiting charge factor, default 0), ``dominance``
+    (``pareto``: also drop configs beaten across VM types, a heuristic; ``safe``: exact reductions only), ``solver_path``
     (a CBC binary), ``extra_constraints`` (a callable adding constraints to the Model: research and tests only).
     """
 
@@ -599,6 +630,7 @@ class MILP(Policy):
         fallback: str = "edf",
         preempt: bool = False,
         urgency: float = 0.0,
+        dominance: str = "pareto",
         solver_path: str | None = None,
         extra_constraints: Callable[[Model], None] | None = None,
         msg: bool = False,
@@ -621,6 +653,9 @@ class MILP(Policy):
         self.preempt = bool(preempt)
         self.may_preempt = self.preempt  # type: ignore[misc]
         self.urgency = float(urgency)
+        if dominance not in ("pareto", "safe"):
+            raise CapsimError(f"milp policy: dominance must be 'pareto' or 'safe', got {dominance!r}")
+        self.dominance = dominance
         self.solver_path = solver_path
         self.extra_constraints = extra_constraints
         self.msg = msg
@@ -644,7 +679,7 @@ class MILP(Policy):
         if not snapshot.waiting and not (self.preempt and snapshot.running):
             return Plan(info=DecisionInfo(status="nothing_to_decide"))
         try:
-            model = build_model(snapshot, self.preempt, self.urgency, self.extra_constraints)
+            model = build_model(snapshot, self.preempt, self.urgency, self.dominance, self.extra_constraints)
         except CapsimError:
             raise
         except Exception as e:  # noqa: BLE001  (a modelling failure must not lose jobs)

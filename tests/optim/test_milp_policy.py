@@ -99,7 +99,7 @@ def test_gurobi_licence_too_small_falls_back_and_warns_once():
     milp_mod._licence_reported = False
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        res = run(optim.build("milp", solver="gurobi", time_limit=2), nodes=8, n_jobs=30, burst=True)
+        res = run(optim.build("milp", solver="gurobi", time_limit=2, dominance="safe"), nodes=8, n_jobs=30, burst=True)
     d = res.decisions
     licence = d[d["status"] == "licence"]
     if licence.empty:
