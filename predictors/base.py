@@ -28,6 +28,17 @@ class Predictor:
         """``None`` if the configuration is supported, else a one-line reason."""
         return None if math.isfinite(self.runtime(spec, vm, gpus)) else "no prediction for this configuration"
 
+    def require(self, spec: JobSpec, vm: VMType, gpus: int) -> float:
+        """``runtime``, or a ``CapsimError`` naming the job, the configuration and why it is unsupported."""
+        t = self.runtime(spec, vm, gpus)
+        if not math.isfinite(t):
+            why = self.support(spec, vm, gpus) or "no prediction for this configuration"
+            raise CapsimError(
+                f"predictor {self.name!r}: job {spec.name or spec.app_key} (batch {spec.batch_size}) on {gpus} GPUs of "
+                f"{vm.name} ({vm.gpu.name}) is unsupported: {why}; choose another configuration or predictor"
+            )
+        return t
+
     def runtimes(self, specs: Sequence[JobSpec], configs: Sequence[Config]) -> np.ndarray:
         """Runtimes of every spec on every configuration, shape ``(len(specs), len(configs))``, inf where unsupported.
 

@@ -90,8 +90,7 @@ def _fit_key(df: pd.DataFrame, cpu_threads: str | int) -> dict[str, dict[int, di
         t = d["runtime_s"].to_numpy(float)
         cap = OVERHEAD_CAP * float(t.min())
         if len(np.unique(it)) > 1:
-            slope, icpt = np.polyfit(it, t, 1)
-            a = float(icpt)
+            a = float(np.polyfit(it, t, 1)[1])
         else:
             a = shared[g] if shared[g] is not None else fallback
         a = min(max(a, 0.0), cap)

@@ -10,7 +10,7 @@ from predictors.base import from_dict
 from predictors.noisy import NoisyPredictor, expected_mape, lognormal_params
 from predictors.table import TablePredictor
 from sim.catalogue import vm_types
-from sim.model import CapsimError, Config, JobSpec
+from sim.model import CapsimError, Config, JobSpec, VMType
 
 
 def _unit_table(n: int) -> tuple[TablePredictor, list[JobSpec], list[Config]]:
@@ -75,3 +75,24 @@ def test_registry_builds_each_from_dicts() -> None:
 def test_clear_registry_errors(config: dict, words: str) -> None:
     with pytest.raises(CapsimError, match=words.replace("|", r"\|").replace("(", r"\(")):
         from_dict(config)
+
+
+def test_require_names_the_unsupported_configuration() -> None:
+    p = build("measured")
+    spec = JobSpec("vgg19", "pytorch", 1000, 32, name="J2")
+    with pytest.raises(CapsimError, match=r"job J2 \(batch 32\) on 1 GPUs of inhouse1 \(QuadroP600\) is unsupported"):
+        p.require(spec, vm_types()["inhouse1"], 1)
+    assert p.require(spec, vm_types()["NV6"], 1) == p.runtime(spec, vm_types()["NV6"], 1)
+
+
+def test_input_floor_keeps_cpu_bound_alexnet_from_scaling_with_the_gpu() -> None:
+    from predictors.analytical import AnalyticalPredictor
+
+    spec = JobSpec("alexnet", "pytorch", 1000, 256)
+    gpu_only = AnalyticalPredictor(cpu_threads=None)
+    floored = AnalyticalPredictor(cpu_threads=2)
+    h100 = VMType("h", __import__("sim.catalogue", fromlist=["gpu"]).gpu("H100"), 1, 1.0)
+    floor = floored.input_time("alexnet", "pytorch", 256, 2) * 1000
+    assert floored.runtime(spec, h100, 1) == pytest.approx(max(gpu_only.runtime(spec, h100, 1), floor))
+    assert floored.runtime(spec, h100, 1) > gpu_only.runtime(spec, h100, 1)
+    assert floored.input_time("vgg19", "pytorch", 256, "max") == 0.0
