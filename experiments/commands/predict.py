@@ -81,24 +81,30 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _plot(pred: pd.DataFrame, protocol: str, path: Path) -> None:
+    """Predicted vs measured runtime, one panel per predictor that answered, one colour per application."""
     sub = pred[(pred["protocol"] == protocol) & np.isfinite(pred["predicted"]) & (pred["predicted"] > 0)]
-    names = sorted(pred.loc[pred["protocol"] == protocol, "predictor"].unique())
-    fig, axes = plt.subplots(1, len(names), figsize=(3.2 * len(names), 3.3), squeeze=False)
-    apps = sorted(pred["app"].unique())
-    colours = dict(zip(apps, plt.get_cmap("tab10").colors))
+    names = sorted(sub["predictor"].unique())
+    if not names:
+        return
+    cols = min(4, len(names))
+    rows = math.ceil(len(names) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.0 * cols, 3.0 * rows), squeeze=False)
+    colours = dict(zip(sorted(pred["app"].unique()), plt.get_cmap("tab10").colors))
     lo, hi = pred["measured"].min() * 0.7, pred["measured"].max() * 1.4
-    for ax, name in zip(axes[0], names):
-        d = sub[sub["predictor"] == name]
-        for app, g in d.groupby("app"):
-            ax.scatter(g["measured"], g["predicted"], s=5, alpha=0.5, color=colours[app], label=app)
+    for ax in axes.flat[len(names):]:
+        ax.set_visible(False)
+    for ax, name in zip(axes.flat, names):
+        for app, g in sub[sub["predictor"] == name].groupby("app"):
+            ax.scatter(g["measured"], g["predicted"], s=4, alpha=0.5, color=colours[app], label=app, rasterized=True)
         ax.plot([lo, hi], [lo, hi], color="k", lw=0.8)
-        ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi), title=name, xlabel="measured (s)")
-    axes[0][0].set_ylabel("predicted (s)")
-    handles = {lab: h for ax in axes[0] for h, lab in zip(*ax.get_legend_handles_labels())}
-    if handles:
-        fig.legend(handles.values(), handles.keys(), fontsize=6, markerscale=2, loc="center right")
-    fig.suptitle(f"protocol: {protocol}")
-    fig.savefig(path)
+        ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi), title=name, xlabel="measured (s)",
+               ylabel="predicted (s)")
+    handles = {lab: h for ax in axes.flat for h, lab in zip(*ax.get_legend_handles_labels())}
+    fig.legend(handles.values(), handles.keys(), fontsize=7, markerscale=2, loc="upper center",
+               ncol=min(5, len(handles)), bbox_to_anchor=(0.5, 0.0))
+    fig.suptitle(f"predicted vs measured runtime, protocol: {protocol}")
+    fig.tight_layout()
+    fig.savefig(path, bbox_inches="tight", dpi=120)
     plt.close(fig)
 
 
