@@ -132,6 +132,10 @@ def _evaluate(args: argparse.Namespace) -> int:
 
     protocols = _names(args.protocols, PROTOCOLS)
     names = _names(args.predictors, PREDICTORS)
+    for given, known, what in ((protocols, PROTOCOLS, "--protocols"), (names, PREDICTORS, "--predictors")):
+        bad = [x for x in given if x not in known]
+        if bad:
+            raise CapsimError(f"{what}: unknown {', '.join(bad)}; choose from {', '.join(known)}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
