@@ -241,6 +241,9 @@ def query_frame(specs: Sequence[JobSpec], configs: Sequence[Config], cpu: float 
     })
 
 
+_SHARED_FITS: dict[tuple, dict] = {}
+
+
 @register("regression")
 class RegressionPredictor(Predictor):
     """aMLLibrary-style regression, one model per application, fitted lazily on the shipped runs.
@@ -250,7 +253,8 @@ class RegressionPredictor(Predictor):
     the application's overall best for GPUs it never ran on).
     The model is used only within the measured GPUs' compute range, GPU count range and batch range ×
     ``batch_margin`` of the application (outside: unsupported), since the features of an unmeasured GPU are its
-    GFLOP/s alone. ``data`` (a runs frame) replaces the shipped runs, for evaluation.
+    GFLOP/s alone. ``data`` (a runs frame) replaces the shipped runs, for evaluation. Models fitted on the shipped
+    runs are cached per process and shared by instances with the same fitting settings (fitting is deterministic).
     """
 
     def __init__(self, families: Sequence[str] = FAMILIES, degree: int = 2, folds: int = 5, max_features: int = 8,
@@ -265,7 +269,10 @@ class RegressionPredictor(Predictor):
         self.max_features, self.cpu_threads, self.seed = int(max_features), cpu_threads, int(seed)
         self.gpu_range, self.batch_margin = gpu_range, float(batch_margin)
         self._data = data
-        self._models: dict[tuple[str, str, bool], tuple[AppModel, dict[str, float]] | None] = {}
+        # fits on the shipped runs are shared by every instance with the same settings in this process
+        shared_key = (self.families, self.degree, self.folds, self.max_features, self.seed)
+        self._models: dict[tuple[str, str, bool], tuple[AppModel, dict[str, float]] | None] = (
+            _SHARED_FITS.setdefault(shared_key, {}) if data is None else {})
 
     def data(self) -> pd.DataFrame:
         return runs() if self._data is None else self._data
