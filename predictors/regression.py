@@ -343,6 +343,8 @@ class RegressionPredictor(Predictor):
         """Vectorised: the model is evaluated per distinct (application, batch, depth) × config on the anchor grid
         of iteration counts ``ANCHORS`` and interpolated linearly in ``1/iterations`` (the feature it enters by)."""
         out = np.full((len(specs), len(configs)), INFEASIBLE)
+        if out.size == 0:
+            return out
         groups: dict[tuple, list[int]] = {}
         for i, s in enumerate(specs):
             groups.setdefault((model_key(data_key(s)), s.batch_size, s.depth, s.application, s.framework), []).append(i)
@@ -353,7 +355,7 @@ class RegressionPredictor(Predictor):
                 continue
             m, ranges = fitted
             first = specs[idx[0]]
-            ok = np.array([self._reason(first, c.vm, c.gpus, ranges) is None for c in configs])
+            ok = np.array([self._reason(first, c.vm, c.gpus, ranges) is None for c in configs], dtype=bool)
             probes = [JobSpec(first.application, first.framework, 1, first.batch_size, depth=first.depth)] * len(inv)
             q = query_frame(probes, configs, np.array([self._cpu(c.vm.gpu.measured_gflops, ranges) for c in configs]))
             q["iterations"] = np.repeat(ANCHORS[::-1], len(configs))

@@ -96,3 +96,13 @@ def test_input_floor_keeps_cpu_bound_alexnet_from_scaling_with_the_gpu() -> None
     assert floored.runtime(spec, h100, 1) == pytest.approx(max(gpu_only.runtime(spec, h100, 1), floor))
     assert floored.runtime(spec, h100, 1) > gpu_only.runtime(spec, h100, 1)
     assert floored.input_time("vgg19", "pytorch", 256, "max") == 0.0
+
+
+@pytest.mark.parametrize("config", [{"kind": "measured"}, {"kind": "analytical"}, {"kind": "wave"},
+                                    {"kind": "noisy", "base": {"kind": "measured"}},
+                                    {"kind": "regression", "families": ["linear"], "folds": 2, "max_features": 2}])
+def test_empty_tables(config: dict) -> None:
+    p = from_dict(config)
+    configs = [Config(v, 1) for v in vm_types().values()]
+    assert p.runtimes([], configs).shape == (0, len(configs))
+    assert p.runtimes([JobSpec("alexnet", "pytorch", 10, 32)], []).shape == (1, 0)
