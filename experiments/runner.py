@@ -181,11 +181,10 @@ def run_tasks(
     else:
         import multiprocessing as mp
 
-        if sys.platform.startswith("linux"):
-            ctx = mp.get_context("forkserver")
+        method = os.environ.get("CAPSIM_START_METHOD") or ("fork" if sys.platform.startswith("linux") else "spawn")
+        ctx = mp.get_context(method)
+        if method == "forkserver":
             ctx.set_forkserver_preload(["experiments.runner", "sim.engine", "optim", "predictors"])
-        else:
-            ctx = mp.get_context("spawn")
         pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker)
         try:
             pending: set[Future] = set()
