@@ -358,3 +358,28 @@ def test_unreachable_dask_scheduler(sweep_file: Path, tmp_path: Path, capsys) ->
     pytest.importorskip("distributed")
     assert main(["sweep", str(sweep_file), "--out", str(tmp_path / "o"), "--dask", "local:x", "--quiet"]) == 2
     assert "local:N" in capsys.readouterr().err
+
+
+def test_expansion_covers_the_product_property(tmp_path_factory) -> None:
+    """Random grids and zips: points = product of axis lengths, every combination once, ids unique and stable."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=15, deadline=None)
+    @given(ia=st.lists(st.integers(10, 100), min_size=1, max_size=3, unique=True),
+           nodes=st.lists(st.integers(1, 4), min_size=1, max_size=3, unique=True),
+           seeds=st.integers(1, 3))
+    def check(ia, nodes, seeds) -> None:
+        d = tmp_path_factory.mktemp("h")
+        data = sweep_data(grid={"workload.mean_interarrival": ia}, seeds=list(range(seeds)),
+                          zip=[{"cluster.nodes": nodes, "workload.jobs": [2 * n for n in nodes]}])
+        sw = load_sweep(write_yaml(d / "s.yaml", data))
+        combos = {(v["workload.mean_interarrival"], v["cluster.nodes"], v["workload.jobs"])
+                  for v in (dict(p.values) for p in sw.points)}
+        assert len(sw.points) == len(combos) == len(ia) * len(nodes)
+        assert combos == {(a, n, 2 * n) for a in ia for n in nodes}
+        ids = [t.run_id for t in sw.tasks()]
+        assert len(ids) == len(set(ids)) == len(ia) * len(nodes) * 2 * seeds
+        assert ids == [t.run_id for t in load_sweep(d / "s.yaml").tasks()]
+
+    check()
