@@ -189,6 +189,20 @@ def test_sweep_writes_datasets_and_never_redoes_runs(sweep_file: Path, tmp_path:
     assert files_of(out) == before
 
 
+def test_a_grown_grid_runs_only_the_new_points(sweep_file: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "out"
+    assert main(["sweep", str(sweep_file), "--out", str(out), "--workers", "1", "--quiet"]) == 0
+    before = files_of(out)
+    grown = write_yaml(tmp_path / "grown.yaml", sweep_data(grid={"workload.mean_interarrival": [30, 60, 90]}))
+    capsys.readouterr()
+    assert main(["sweep", str(grown), "--out", str(out), "--workers", "1", "--quiet"]) == 0
+    text = capsys.readouterr().out
+    assert "4 runs finished" in text and "8 were already done" in text
+    after = files_of(out)
+    assert all(after[k] == v for k, v in before.items()) and len(after) == len(before) + 4 * 4
+    assert len(load_results(out)["summary"]) == 12
+
+
 def test_resume_after_a_kill(sweep_file: Path, tmp_path: Path) -> None:
     """A run killed between its files (jobs written, summary not) and a stale temp file: only that run is redone."""
     out = tmp_path / "out"
