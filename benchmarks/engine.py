@@ -10,14 +10,11 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import os
 import pstats
 import resource
 import sys
 import time
 
-if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):
-    sys.path.pop(0)  # benchmarks/ holds scripts named like the project's packages (predictors.py)
 
 import numpy as np  # noqa: E402
 

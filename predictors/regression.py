@@ -21,8 +21,6 @@ from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
-from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
-from sklearn.svm import SVR
 
 from predictors.base import Predictor, register
 from predictors.measurements import NO_DEPTH, data_key, runs
@@ -135,6 +133,10 @@ def forward_select(aug: pd.DataFrame, y: np.ndarray, folds: list[np.ndarray], ma
 
 
 def _tree(family: str, params: dict[str, Any], seed: int):
+    """A scikit-learn estimator for the non-linear families (imported here: scikit-learn takes seconds to import)."""
+    from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
+    from sklearn.svm import SVR
+
     if family == "rf":
         return RandomForestRegressor(n_estimators=60, random_state=seed, n_jobs=1, **params)
     if family == "gbr":
