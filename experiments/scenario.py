@@ -383,7 +383,8 @@ class Scenario(_Strict):
                 df = pd.read_csv(tp)
             except Exception as e:  # noqa: BLE001 (any parsing failure is the user's file)
                 raise CapsimError(f"{tp}: cannot read the trace CSV: {e}") from None
-            return list(wl.trace_jobs(df, truth, configs, seed, str(tp)))
+            return list(wl.trace_jobs(df, truth, configs, seed, str(tp), deadline_factor=tuple(w.deadline_factor),
+                                      weight_range=tuple(w.weight_range)))
         spec = wl.WorkloadSpec(
             n_jobs=self.n_jobs,
             mean_interarrival=w.mean_interarrival,
@@ -523,9 +524,10 @@ def semantic_problems(sc: Scenario) -> list[Problem]:
                                         f"(application, framework, iterations, batch_size), found {j.name!r}"))
     tp = sc.trace_path()
     if tp is not None:
-        for name in sorted(sc.workload.model_fields_set - {"trace"}):
+        for name in sorted(sc.workload.model_fields_set - {"trace", "deadline_factor", "weight_range"}):
             problems.append(Problem(("workload", name), f"expected no {name!r} with a trace (the trace file gives the "
-                                    f"jobs, their arrival times and, optionally, deadlines and weights), found "
+                                    f"jobs and their arrival times; only deadline_factor and weight_range apply, to "
+                                    f"rows without a deadline or weight), found "
                                     f"{getattr(sc.workload, name)!r}; remove it or remove `trace`"))
     if tp is not None and not tp.is_file():
         problems.append(Problem(("workload", "trace"), f"expected a CSV file (relative to the scenario file), "

@@ -135,12 +135,15 @@ def _number(source: str, row: int, column: str, value: Any, *, integer: bool, mi
     return x
 
 
-def trace_jobs(rows: pd.DataFrame, truth: Predictor, configs: Sequence[Config], seed: int, source: str) -> list[Job]:
+def trace_jobs(
+    rows: pd.DataFrame, truth: Predictor, configs: Sequence[Config], seed: int, source: str, *,
+    deadline_factor: tuple[float, float] = (1.0, 3.0), weight_range: tuple[float, float] = (0.003, 0.015),
+) -> list[Job]:
     """Jobs replayed from a trace table, ids 0..n-1 in submission order (ties keep the row order).
 
     Columns: submit_time, application, framework, iterations, batch_size, and optionally name, deadline, weight.
-    Missing deadlines and weights (absent column or empty cell) are drawn as in ``poisson_jobs`` with the default
-    factors. Rows are numbered from 1 as in a CSV file after its header; a bad cell raises a CapsimError naming
+    Missing deadlines and weights (absent column or empty cell) are drawn as in ``poisson_jobs`` with
+    ``deadline_factor`` and ``weight_range``. Rows are numbered from 1 as in a CSV file after its header; a bad cell raises a CapsimError naming
     ``source``, the row and the column.
     """
     missing = [c for c in _TRACE_REQUIRED if c not in rows.columns]
@@ -185,7 +188,7 @@ def trace_jobs(rows: pd.DataFrame, truth: Predictor, configs: Sequence[Config], 
         raise CapsimError(f"{source}: {e}") from None
     t_min = t_uniq[idx] if n else np.empty(0)
     submit_a = np.asarray(submit, dtype=float)
-    drawn_d, drawn_w = _deadlines_weights(submit_a, t_min, streams(seed), (1.0, 3.0), (0.003, 0.015))
+    drawn_d, drawn_w = _deadlines_weights(submit_a, t_min, streams(seed), deadline_factor, weight_range)
     order = sorted(range(n), key=lambda k: submit[k])
     return [
         Job(id=new, spec=specs[k], submit_time=submit[k],

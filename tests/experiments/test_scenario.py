@@ -163,8 +163,9 @@ def test_missing_trace_file(tmp_path: Path) -> None:
 
 def test_trace_with_poisson_settings(tmp_path: Path) -> None:
     (tmp_path / "jobs.csv").write_text("submit_time,application,framework,iterations,batch_size\n")
-    msg = bad(tmp_path, workload={"trace": "jobs.csv", "mean_interarrival": 30})
+    msg = bad(tmp_path, workload={"trace": "jobs.csv", "mean_interarrival": 30, "deadline_factor": [1, 2]})
     assert "workload.mean_interarrival" in msg and "with a trace" in msg
+    assert "workload.deadline_factor" not in msg
 
 
 def test_trace_replayed_relative_to_the_scenario_file(tmp_path: Path) -> None:

@@ -94,3 +94,10 @@ def test_trace_missing_column_and_unknown_spec():
         trace_jobs(trace().drop(columns="batch_size"), PRED, CONFIGS, 0, "jobs.csv")
     with pytest.raises(CapsimError, match="jobs.csv: job spec 'J9'"):
         trace_jobs(trace(name=["J4", "J9"]), PRED, CONFIGS, 0, "jobs.csv")
+
+
+def test_trace_draws_missing_deadlines_and_weights_with_the_given_ranges():
+    jobs = trace_jobs(trace(), PRED, CONFIGS, 0, "t.csv", deadline_factor=(2.0, 2.0), weight_range=(0.1, 0.1))
+    for j in jobs:
+        assert j.deadline == pytest.approx(j.submit_time + 2.0 * T_MIN[j.spec.name])
+        assert j.weight == pytest.approx(0.1)
