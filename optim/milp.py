@@ -157,7 +157,7 @@ def build_model(
     snapshot: Snapshot,
     preempt: bool = False,
     urgency: float = 0.0,
-    dominance: str = "pareto",
+    dominance: str = "safe",
     extra_constraints: Callable[[Model], None] | None = None,
 ) -> Model:
     """Reduce the snapshot (infeasible and dominated configs, symmetric empty slots) and write the MILP with PuLP."""
@@ -206,6 +206,7 @@ def build_model(
 
     # per job: candidate configs after dropping infeasible and dominated ones
     cands: dict[int, list[int]] = {}
+    exact: dict[int, list[int]] = {}
     penalties: dict[int, float] = {}
     for jv in jobs:
         est = jv.estimates
@@ -213,6 +214,7 @@ def build_model(
         for k in np.flatnonzero(np.isfinite(est) & accepted_any):
             by_vm.setdefault(vm_of[k], []).append((int(k), gpus_of[k], float(est[k])))
         keep = sorted(k for rows in by_vm.values() for k in {r[0] for r in rows} - _dominated(rows))
+        exact[jv.id] = keep
         if dominance == "pareto":
             keep = pareto_configs((1.0 - jv.done) * est, snapshot, keep, covers)
         if jv.running and jv.config not in keep and jv.config is not None:
@@ -249,7 +251,11 @@ def build_model(
             if n in pinned:
                 vm_fixed = pinned[n][0]
                 cap = nv.vm.gpus - nv.used_gpus
-            for k in cands[jv.id]:
+            ks = cands[jv.id]
+            if nv.vm is not None and dominance == "pareto":
+                # a VM that is already there keeps every exact option: sharing it is what the heuristic would lose
+                ks = sorted(set(ks) | {k for k in exact[jv.id] if vm_of[k] == nv.vm.name})
+            for k in ks:
                 vm = vm_of[k]
                 if not nv.accepts(vm):
                     continue
@@ -613,8 +619,9 @@ class MILP(Policy):
     Options: ``solver`` (highs, cbc, gurobi), ``time_limit`` (s), ``gap`` (relative), ``threads``, ``warm_start``
     (from the fallback's plan), ``fallback`` (a policy name, default edf), ``preempt`` (running jobs may be moved,
     resized or sent back), ``urgency`` (REFERENCE §4's extra waiting charge factor, default 0), ``dominance``
-    (``pareto``: also drop configs beaten across VM types, a heuristic; ``safe``: exact reductions only), ``solver_path``
-    (a CBC binary), ``extra_constraints`` (a callable adding constraints to the Model: research and tests only).
+    (``safe``: exact reductions only; ``pareto``: also drop configs beaten across VM types, faster but a heuristic),
+    ``solver_path`` (a CBC binary), ``extra_constraints`` (a callable adding constraints to the Model: research and
+    tests only).
     """
 
     may_preempt: ClassVar[bool] = False
@@ -630,7 +637,7 @@ class MILP(Policy):
         fallback: str = "edf",
         preempt: bool = False,
         urgency: float = 0.0,
-        dominance: str = "pareto",
+        dominance: str = "safe",
         solver_path: str | None = None,
         extra_constraints: Callable[[Model], None] | None = None,
         msg: bool = False,
