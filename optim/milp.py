@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar
@@ -460,7 +461,7 @@ def _read_gurobi(prob: pulp.LpProblem) -> SolveOutcome:
     if st == gp.GRB.UNBOUNDED:
         return SolveOutcome("unbounded", reason="Gurobi: unbounded")
     if m.SolCount >= 1:
-        return SolveOutcome("time_limit", gap=float(m.MIPGap), reason=f"Gurobi status {st}")
+        return SolveOutcome("time_limit", gap=_finite_gap(m.MIPGap), reason=f"Gurobi status {st}")
     return SolveOutcome("no_solution", reason=f"Gurobi status {st} without an incumbent")
 
 
@@ -502,9 +503,13 @@ def solve(
     try:
         if not s.available():
             return SolveOutcome("missing_solver", reason=f"solver {solver!r} is not available ({path or 'default'})")
+        started = time.perf_counter()
         model.problem.solve(s)
         reader = {"highs": _read_highs, "cbc": _read_cbc, "gurobi": _read_gurobi}[solver]
         out = reader(model.problem)
+        if out.status == "infeasible" and time_limit and time.perf_counter() - started >= time_limit:
+            # the model is feasible by construction (everyone may wait); CBC says "infeasible" when cut off early
+            out = SolveOutcome("no_solution", reason=f"{solver} stopped on its time limit ({out.reason})")
     except Exception as e:  # noqa: BLE001
         if _licence_error(e):
             return SolveOutcome("licence", reason=f"Gurobi licence too small: {e}")
