@@ -59,10 +59,15 @@ def forbid_everything(model):
     model.problem += model.z[j] >= 2, "force_infeasible"
 
 
+def broken_hook(model):
+    raise RuntimeError("a research hook that fails")
+
+
 @pytest.mark.parametrize(
     "params, status",
     [
         ({"extra_constraints": forbid_everything}, "infeasible"),
+        ({"extra_constraints": broken_hook}, "error"),
         ({"solver": "cbc", "solver_path": "/nonexistent/cbc"}, "missing_solver"),
     ],
 )
