@@ -54,16 +54,18 @@ class Model:
     placements: list[Placement]
     penalties: dict[int, float]
     pinned: dict[int, tuple[str, float]]
+    pinned_area: dict[int, float]
+    on_node: dict[int, list[JobView]]
     kept_nodes: list[int]
     classes: dict[tuple, list[int]]
     node_class: dict[int, tuple]
-    constant: float
-    problem: pulp.LpProblem
-    x: list[pulp.LpVariable]
-    y: dict[tuple[int, str], pulp.LpVariable]
-    h: dict[tuple[int, str], pulp.LpVariable]
-    z: dict[int, pulp.LpVariable]
-    jobs: dict[int, JobView] = field(default_factory=dict)
+    jobs: dict[int, JobView]
+    constant: float = 0.0
+    problem: pulp.LpProblem | None = None
+    x: list[pulp.LpVariable] = field(default_factory=list)
+    y: dict[tuple[int, str], pulp.LpVariable] = field(default_factory=dict)
+    h: dict[tuple[int, str], pulp.LpVariable] = field(default_factory=dict)
+    z: dict[int, pulp.LpVariable] = field(default_factory=dict)
 
     @property
     def size(self) -> tuple[int, int]:
@@ -162,6 +164,80 @@ def build_model(
     extra_constraints: Callable[[Model], None] | None = None,
 ) -> Model:
     """Reduce the snapshot (infeasible and dominated configs, symmetric empty slots) and write the MILP with PuLP."""
+    model = reduce_snapshot(snapshot, preempt, urgency, dominance)
+    write_problem(model)
+    if extra_constraints is not None:
+        extra_constraints(model)
+    return model
+
+
+def _candidates(
+    snapshot: Snapshot, jobs: list[JobView], urgency: float, dominance: str
+) -> tuple[dict[int, list[int]], dict[int, list[int]], dict[int, float]]:
+    """Per job: configs kept after the reductions, those kept by the exact rule alone, and the waiting penalty p_j."""
+    nodes, configs = snapshot.nodes, snapshot.configs
+    vm_of = [c.vm.name for c in configs]
+    covers = {
+        (a.name, b.name): all(nv.accepts(b.name) for nv in nodes if nv.accepts(a.name))
+        for a in snapshot.vm_types
+        for b in snapshot.vm_types
+    }
+    accepted_any = np.array([any(nv.accepts(vm) for nv in nodes) for vm in vm_of], dtype=bool)
+    delta = next_decision_delay(snapshot)
+    cands: dict[int, list[int]] = {}
+    exact: dict[int, list[int]] = {}
+    penalties: dict[int, float] = {}
+    for jv in jobs:
+        est = jv.estimates
+        by_vm: dict[str, list[tuple[int, int, float]]] = {}
+        for k in np.flatnonzero(np.isfinite(est) & accepted_any):
+            by_vm.setdefault(vm_of[k], []).append((int(k), configs[k].gpus, float(est[k])))
+        keep = sorted(k for rows in by_vm.values() for k in {r[0] for r in rows} - _dominated(rows))
+        exact[jv.id] = keep
+        if dominance == "pareto":
+            keep = pareto_configs((1.0 - jv.done) * est, snapshot, keep, covers)
+        if jv.running and jv.config is not None and jv.config not in keep:
+            keep.append(jv.config)
+        cands[jv.id] = sorted(keep)
+        overhead = snapshot.restart_overhead if jv.running else 0.0
+        penalties[jv.id] = waiting_penalty(jv, snapshot, delta, accepted_any, overhead, urgency)
+    return cands, exact, penalties
+
+
+def _slot_classes(
+    snapshot: Snapshot,
+    free_nodes: list[int],
+    on_node: dict[int, list[JobView]],
+    jobs: list[JobView],
+    cands: dict[int, list[int]],
+) -> tuple[dict[tuple, list[int]], dict[int, tuple], list[int]]:
+    """Interchangeable free slots (same allowed set, same idle VM and readiness, no running job) grouped in classes.
+
+    Returns the kept members of each class (as many as jobs could use them), every free slot's class, and the
+    slots that are unique (they carry running jobs that may move).
+    """
+    now = snapshot.time
+    vm_of = [c.vm.name for c in snapshot.configs]
+    classes: dict[tuple, list[int]] = {}
+    unique: list[int] = []
+    for n in free_nodes:
+        nv = snapshot.nodes[n]
+        if n in on_node:
+            unique.append(n)
+            continue
+        key = (nv.allowed, nv.vm.name if nv.vm else None, max(0.0, nv.ready_at - now) if nv.vm else 0.0)
+        classes.setdefault(key, []).append(n)
+    kept: dict[tuple, list[int]] = {}
+    for key, members in classes.items():
+        allowed = key[0]
+        usable = sum(1 for jv in jobs if any(allowed is None or vm_of[k] in allowed for k in cands[jv.id]))
+        kept[key] = members[:usable]
+    node_class = {n: key for key, members in classes.items() for n in members}
+    return kept, node_class, unique
+
+
+def reduce_snapshot(snapshot: Snapshot, preempt: bool, urgency: float, dominance: str) -> Model:
+    """The model's data: pinned slots, kept slots and their classes, candidate placements and waiting penalties."""
     now = snapshot.time
     configs = snapshot.configs
     vm_of = [c.vm.name for c in configs]
@@ -197,50 +273,8 @@ def build_model(
             return max(0.0, nv.ready_at - now)
         return vm_by_name[vm].boot_time
 
-    covers = {
-        (a.name, b.name): all(nv.accepts(b.name) for nv in nodes if nv.accepts(a.name))
-        for a in snapshot.vm_types
-        for b in snapshot.vm_types
-    }
-    accepted_any = np.array([any(nv.accepts(vm_of[k]) for nv in nodes) for k in range(len(configs))], dtype=bool)
-    delta = next_decision_delay(snapshot)
-
-    # per job: candidate configs after dropping infeasible and dominated ones
-    cands: dict[int, list[int]] = {}
-    exact: dict[int, list[int]] = {}
-    penalties: dict[int, float] = {}
-    for jv in jobs:
-        est = jv.estimates
-        by_vm: dict[str, list[tuple[int, int, float]]] = {}
-        for k in np.flatnonzero(np.isfinite(est) & accepted_any):
-            by_vm.setdefault(vm_of[k], []).append((int(k), gpus_of[k], float(est[k])))
-        keep = sorted(k for rows in by_vm.values() for k in {r[0] for r in rows} - _dominated(rows))
-        exact[jv.id] = keep
-        if dominance == "pareto":
-            keep = pareto_configs((1.0 - jv.done) * est, snapshot, keep, covers)
-        if jv.running and jv.config not in keep and jv.config is not None:
-            keep.append(jv.config)
-        cands[jv.id] = sorted(keep)
-        penalties[jv.id] = waiting_penalty(
-            jv, snapshot, delta, accepted_any, overhead if jv.running else 0.0, urgency
-        )
-
-    # symmetric free slots: same allowed set, same idle VM and readiness, no running job -> keep as many as usable
-    classes: dict[tuple, list[int]] = {}
-    unique: list[int] = []
-    for n in free_nodes:
-        nv = nodes[n]
-        if n in on_node:
-            unique.append(n)
-            continue
-        key = (nv.allowed, nv.vm.name if nv.vm else None, max(0.0, nv.ready_at - now) if nv.vm else 0.0)
-        classes.setdefault(key, []).append(n)
-    kept_classes: dict[tuple, list[int]] = {}
-    for key, members in classes.items():
-        allowed = key[0]
-        usable = sum(1 for jv in jobs if any(allowed is None or vm_of[k] in allowed for k in cands[jv.id]))
-        kept_classes[key] = members[:usable]
-    node_class = {n: key for key, members in classes.items() for n in members}
+    cands, exact, penalties = _candidates(snapshot, jobs, urgency, dominance)
+    kept_classes, node_class, unique = _slot_classes(snapshot, free_nodes, on_node, jobs, cands)
     kept_nodes = sorted(unique + [n for c in kept_classes.values() for n in c] + list(pinned))
 
     placements: list[Placement] = []
@@ -269,6 +303,28 @@ def build_model(
                 cost = w * max(0.0, now + span - d)
                 placements.append(Placement(jv.id, n, k, vm, gpus_of[k], span, cost))
 
+    return Model(
+        snapshot=snapshot,
+        preempt=preempt,
+        placements=placements,
+        penalties=penalties,
+        pinned=pinned,
+        pinned_area=pinned_area,
+        on_node=on_node,
+        kept_nodes=kept_nodes,
+        classes=kept_classes,
+        node_class=node_class,
+        jobs={jv.id: jv for jv in jobs},
+    )
+
+
+def write_problem(model: Model) -> None:
+    """Write the PuLP problem of a reduced model: objective and constraints (1)–(6) of docs/milp.md."""
+    snapshot, placements, pinned = model.snapshot, model.placements, model.pinned
+    now, nodes = snapshot.time, snapshot.nodes
+    vm_by_name = {v.name: v for v in snapshot.vm_types}
+    penalties, kept_nodes, kept_classes = model.penalties, model.kept_nodes, model.classes
+    pinned_area, on_node = model.pinned_area, model.on_node
     prob = pulp.LpProblem("capsim_decision", pulp.LpMinimize)
     x = [prob.add_variable(f"x_{i}", 0, 1, pulp.LpBinary) for i in range(len(placements))]
     used_vms: dict[int, set[str]] = {}
@@ -286,7 +342,7 @@ def build_model(
             if n not in pinned:
                 y[n, vm] = prob.add_variable(f"y_{n}_{vm_pos[vm]}", 0, 1, pulp.LpBinary)
 
-    z = {jv.id: prob.add_variable(f"z_{jv.id}", 0, 1) for jv in jobs}
+    z = {j: prob.add_variable(f"z_{j}", 0, 1) for j in model.jobs}
     constant = 0.0
     for n, (vm, horizon) in pinned.items():
         for r in on_node[n]:
@@ -339,26 +395,7 @@ def build_model(
                 terms = [(v, float(r)) for v, r in y_of.get(a, [])] + [(v, -float(r)) for v, r in y_of[b]]
                 prob += pulp.LpAffineExpression(terms) >= 0, f"sym_{a}_{b}"
 
-    model = Model(
-        snapshot=snapshot,
-        preempt=preempt,
-        placements=placements,
-        penalties=penalties,
-        pinned=pinned,
-        kept_nodes=kept_nodes,
-        classes=kept_classes,
-        node_class=node_class,
-        constant=constant,
-        problem=prob,
-        x=x,
-        y=y,
-        h=h,
-        z=z,
-        jobs={jv.id: jv for jv in jobs},
-    )
-    if extra_constraints is not None:
-        extra_constraints(model)
-    return model
+    model.problem, model.x, model.y, model.h, model.z, model.constant = prob, x, y, h, z, constant
 
 
 class _HiGHS(pulp.HiGHS):
