@@ -102,7 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     for size in args.sizes.split(","):
         slots, jobs = (int(v) for v in size.lower().split("x"))
         if all(s in given_up for s in solvers):
-            print(f"{size:>12}  skipped: every solver's median exceeded the time limit at a smaller size")
+            print(f"{size:>12}  skipped: every solver stopped at a smaller size (median over the time limit, "
+                  "or over the licence)")
             continue
         snaps = [instance(slots, jobs, seed, table) for seed in range(args.reps)]
         sizes, builds = [], []

@@ -427,10 +427,18 @@ def make_solver(
     warm_start: bool,
     path: str | None = None,
     msg: bool = False,
+    options: dict[str, Any] | None = None,
 ) -> pulp.LpSolver:
-    """The PuLP solver object for ``name`` (highs, cbc, gurobi) with the policy's options."""
+    """The PuLP solver object for ``name`` (highs, cbc, gurobi) with the policy's options.
+
+    ``options`` go to the solver as they are: HiGHS option names, Gurobi parameters, or CBC command-line options.
+    HiGHS defaults to ``mip_allow_restart: false``: its root restarts cost more than they gain on these models
+    (the stress benchmark's 10 × 30 median went from 4.4 s to 2.5 s).
+    """
+    options = dict(options or {})
     if name == "highs":
-        return _HiGHS(msg=msg, timeLimit=time_limit, gapRel=gap, threads=threads, warmStart=warm_start)
+        options = {"mip_allow_restart": False, **options}
+        return _HiGHS(msg=msg, timeLimit=time_limit, gapRel=gap, threads=threads, warmStart=warm_start, **options)
     if name == "cbc":
         return pulp.COIN_CMD(
             path=path or pulp.PULP_CBC_CMD.pulp_cbc_path,
@@ -439,10 +447,12 @@ def make_solver(
             gapRel=gap,
             threads=threads,
             warmStart=warm_start,
+            options=[f"{k} {v}" for k, v in options.items()],
         )
     if name == "gurobi":
         return pulp.GUROBI(
-            msg=msg, timeLimit=time_limit, gapRel=gap, warmStart=warm_start, manageEnv=True, Threads=threads
+            msg=msg, timeLimit=time_limit, gapRel=gap, warmStart=warm_start, manageEnv=True, Threads=threads,
+            **options,
         )
     raise CapsimError(f"milp policy: unknown solver {name!r}; choose one of {', '.join(SOLVERS)}")
 
@@ -527,12 +537,13 @@ def solve(
     warm_start: bool = False,
     path: str | None = None,
     msg: bool = False,
+    options: dict[str, Any] | None = None,
 ) -> SolveOutcome:
     """Solve ``model`` in place (variable values set) and say how it went; never raises for solver trouble."""
     if not model.placements and not model.h:
         return SolveOutcome("optimal", model.constant + sum(model.penalties.values()), 0.0, "nothing can start")
     try:
-        s = make_solver(solver, time_limit, gap, threads, warm_start, path, msg)
+        s = make_solver(solver, time_limit, gap, threads, warm_start, path, msg, options)
     except CapsimError:
         raise
     except Exception as e:  # noqa: BLE001  (any solver set-up failure is a fallback, not a crash)
@@ -662,8 +673,8 @@ class MILP(Policy):
     (from the fallback's plan), ``fallback`` (a policy name, default edf), ``preempt`` (running jobs may be moved,
     resized or sent back), ``urgency`` (REFERENCE §4's extra waiting charge factor, default 0), ``dominance``
     (``safe``: exact reductions only; ``pareto``: also drop configs beaten across VM types, faster but a heuristic),
-    ``solver_path`` (a CBC binary), ``extra_constraints`` (a callable adding constraints to the Model: research and
-    tests only).
+    ``solver_path`` (a CBC binary), ``solver_options`` (passed to the solver as they are), ``extra_constraints``
+    (a callable adding constraints to the Model: research and tests only).
     """
 
     may_preempt: ClassVar[bool] = False
@@ -681,6 +692,7 @@ class MILP(Policy):
         urgency: float = 0.0,
         dominance: str = "safe",
         solver_path: str | None = None,
+        solver_options: dict[str, Any] | None = None,
         extra_constraints: Callable[[Model], None] | None = None,
         msg: bool = False,
     ):
@@ -706,6 +718,7 @@ class MILP(Policy):
             raise CapsimError(f"milp policy: dominance must be 'pareto' or 'safe', got {dominance!r}")
         self.dominance = dominance
         self.solver_path = solver_path
+        self.solver_options = dict(solver_options or {})
         self.extra_constraints = extra_constraints
         self.msg = msg
 
@@ -739,7 +752,10 @@ class MILP(Policy):
         warm = False
         if self.warm_start:
             warm = set_warm_start(model, self.fallback_policy.decide(snapshot)) > 0 or self.preempt
-        out = solve(model, self.solver, self.time_limit, self.gap, self.threads, warm, self.solver_path, self.msg)
+        out = solve(
+            model, self.solver, self.time_limit, self.gap, self.threads, warm, self.solver_path, self.msg,
+            self.solver_options,
+        )
         if not out.usable:
             if out.status == "licence":
                 _report_licence_once(out.reason or "", self.fallback)
