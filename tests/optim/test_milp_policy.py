@@ -138,3 +138,12 @@ def test_bad_options_are_clear_errors():
 
 def test_pulp_solvers_available():
     assert pulp.HiGHS().available()
+
+
+def test_objective_is_the_engines_cost_when_every_job_starts_at_once():
+    # all jobs arrive together and the MILP starts them all: with no later arrival, the first decision's objective
+    # (VM rent until each VM's last job ends + tardiness) must be what the engine bills
+    res = run(optim.build("milp", gap=0.0), nodes=4, n_jobs=4, burst=True)
+    first = res.decisions.iloc[0]
+    assert first["started"] == 4
+    assert first["objective"] == pytest.approx(res.summary["total_cost"], rel=1e-9)
