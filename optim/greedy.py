@@ -68,7 +68,7 @@ class Greedy(Policy):
             self._shrink_and_share(snapshot, node, jobs, vm_of, cfg, placed)
 
         start = tuple(Assignment(j, n, g) for j, (n, g) in placed.items())
-        vms = {n: vm_of[n].name for n in opened}
+        vms = {n: vm_of[n].name for n in opened if snapshot.nodes[n].vm != vm_of[n]}
         return Plan(vms=vms, start=start)
 
     @staticmethod
