@@ -1,6 +1,6 @@
 """FIFO, EDF and Priority scheduling: one list-scheduling core, three queue orders (REFERENCE §3).
 
-The head of the queue gets its D* configuration on an empty node of its own and keeps that VM until it completes:
+The head of the queue gets its D* configuration on a free node of its own and keeps that VM until it completes:
 no sharing, no preemption, strict head-of-line blocking when the head cannot be placed.
 """
 
@@ -83,23 +83,37 @@ def d_star(job: JobView, now: float, table: ConfigTable, mask: np.ndarray | None
 
 
 class ListScheduler(Policy):
-    """The shared core: walk the queue in ``order`` and give each head its D* setup on an empty node of its own."""
+    """The shared core: walk the queue in ``order`` and give each head its D* setup on a free node of its own.
+
+    A node is free when it hosts no job: it has no VM (``empty_nodes``) or its VM has just been left idle, e.g. by a
+    completion at this instant (``idle_nodes``). An idle VM of the wanted type is reused as it is; otherwise the
+    lowest-numbered free node that accepts the type gets it (an idle VM of another type is replaced).
+    """
 
     may_preempt: ClassVar[bool] = False
     may_share: ClassVar[bool] = False
     order: ClassVar[Callable[[JobView], tuple]]
 
     def decide(self, snapshot: Snapshot) -> Plan:
-        if not snapshot.waiting or not snapshot.empty_nodes:
+        if not snapshot.waiting or not (snapshot.empty_nodes or snapshot.idle_nodes):
             return Plan()
         table = config_table(snapshot.configs)
-        free: dict[frozenset[str] | None, list[int]] = {}
-        for n in reversed(snapshot.empty_nodes):
-            free.setdefault(snapshot.nodes[n].allowed, []).append(n)
+        nodes = snapshot.nodes
+        free: dict[frozenset[str] | None, list[int]] = {}  # per slot class, lowest index last
+        for n in sorted(snapshot.empty_nodes + snapshot.idle_nodes, reverse=True):
+            free.setdefault(nodes[n].allowed, []).append(n)
+        hosting: dict[str, list[int]] = {}  # idle VMs by type, lowest index last
+        for n in reversed(snapshot.idle_nodes):
+            hosting.setdefault(nodes[n].vm.name, []).append(n)
+        taken: set[int] = set()
         queue = sorted(snapshot.waiting, key=type(self).order)
         vms: dict[int, str] = {}
         start: list[Assignment] = []
         for jv in queue:
+            for stack in (*free.values(), *hosting.values()):
+                while stack and stack[-1] in taken:
+                    stack.pop()
+            free = {k: v for k, v in free.items() if v}
             if not free:
                 break
             mask = None
@@ -109,11 +123,12 @@ class ListScheduler(Policy):
             if c is None:
                 break
             vm = table.configs[c].vm.name
-            cls = min((k for k in free if k is None or vm in k), key=lambda k: free[k][-1])
-            node = free[cls].pop()
-            if not free[cls]:
-                del free[cls]
-            vms[node] = vm
+            if hosting.get(vm):
+                node = hosting[vm].pop()
+            else:
+                node = min(free[k][-1] for k in free if k is None or vm in k)
+                vms[node] = vm
+            taken.add(node)
             start.append(Assignment(jv.id, node, int(table.gpus[c])))
         return Plan(vms=vms, start=tuple(start))
 

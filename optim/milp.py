@@ -11,7 +11,7 @@ import logging
 import math
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, ClassVar
 
 import numpy as np
@@ -72,8 +72,16 @@ class Model:
         return self.problem.numVariables(), self.problem.numConstraints()
 
 
-def next_decision_delay(snapshot: Snapshot) -> float:
-    """Δ: estimated seconds until the next decision the model can count on (the earliest running completion)."""
+WAIT_ESTIMATES = ("mean", "earliest")
+
+
+def next_decision_delay(snapshot: Snapshot, how: str = "mean") -> float:
+    """Δ: the delay a job that waits now should expect before capacity frees up for it.
+
+    ``earliest``: the earliest estimated completion of a running job (the next decision the model can count on).
+    ``mean``: the mean over the running jobs' estimated completions; in a busy system several waiting jobs compete
+    for the first capacity to free up, so a single job's expected wait is longer than the earliest completion.
+    """
     now = snapshot.time
     ends = [
         max(0.0, snapshot.nodes[r.node].ready_at - now) + r.remaining(r.config)
@@ -81,7 +89,9 @@ def next_decision_delay(snapshot: Snapshot) -> float:
         if r.config is not None and r.node is not None
     ]
     finite = [e for e in ends if math.isfinite(e)]
-    return min(finite) if finite else 0.0
+    if not finite:
+        return 0.0
+    return min(finite) if how == "earliest" else sum(finite) / len(finite)
 
 
 def standalone_cost(
@@ -162,9 +172,15 @@ def build_model(
     urgency: float = 0.0,
     dominance: str = "safe",
     extra_constraints: Callable[[Model], None] | None = None,
+    wait_estimate: str = "mean",
 ) -> Model:
-    """Reduce the snapshot (infeasible and dominated configs, symmetric empty slots) and write the MILP with PuLP."""
-    model = reduce_snapshot(snapshot, preempt, urgency, dominance)
+    """Reduce the snapshot (infeasible and dominated configs, symmetric empty slots) and write the MILP with PuLP.
+
+    Running jobs are first brought to the decision time (``JobView.at``): their remaining work counts the time they
+    have already run.
+    """
+    snapshot = replace(snapshot, running=tuple(r.at(snapshot.time) for r in snapshot.running))
+    model = reduce_snapshot(snapshot, preempt, urgency, dominance, wait_estimate)
     write_problem(model)
     if extra_constraints is not None:
         extra_constraints(model)
@@ -172,7 +188,7 @@ def build_model(
 
 
 def _candidates(
-    snapshot: Snapshot, jobs: list[JobView], urgency: float, dominance: str
+    snapshot: Snapshot, jobs: list[JobView], urgency: float, dominance: str, wait_estimate: str
 ) -> tuple[dict[int, list[int]], dict[int, list[int]], dict[int, float]]:
     """Per job: configs kept after the reductions, those kept by the exact rule alone, and the waiting penalty p_j."""
     nodes, configs = snapshot.nodes, snapshot.configs
@@ -183,7 +199,7 @@ def _candidates(
         for b in snapshot.vm_types
     }
     accepted_any = np.array([any(nv.accepts(vm) for nv in nodes) for vm in vm_of], dtype=bool)
-    delta = next_decision_delay(snapshot)
+    delta = next_decision_delay(snapshot, wait_estimate)
     cands: dict[int, list[int]] = {}
     exact: dict[int, list[int]] = {}
     penalties: dict[int, float] = {}
@@ -236,7 +252,9 @@ def _slot_classes(
     return kept, node_class, unique
 
 
-def reduce_snapshot(snapshot: Snapshot, preempt: bool, urgency: float, dominance: str) -> Model:
+def reduce_snapshot(
+    snapshot: Snapshot, preempt: bool, urgency: float, dominance: str, wait_estimate: str = "mean"
+) -> Model:
     """The model's data: pinned slots, kept slots and their classes, candidate placements and waiting penalties."""
     now = snapshot.time
     configs = snapshot.configs
@@ -273,7 +291,7 @@ def reduce_snapshot(snapshot: Snapshot, preempt: bool, urgency: float, dominance
             return max(0.0, nv.ready_at - now)
         return vm_by_name[vm].boot_time
 
-    cands, exact, penalties = _candidates(snapshot, jobs, urgency, dominance)
+    cands, exact, penalties = _candidates(snapshot, jobs, urgency, dominance, wait_estimate)
     kept_classes, node_class, unique = _slot_classes(snapshot, free_nodes, on_node, jobs, cands)
     kept_nodes = sorted(unique + [n for c in kept_classes.values() for n in c] + list(pinned))
 
@@ -671,7 +689,8 @@ class MILP(Policy):
 
     Options: ``solver`` (highs, cbc, gurobi), ``time_limit`` (s), ``gap`` (relative), ``threads``, ``warm_start``
     (from the fallback's plan), ``fallback`` (a policy name, default edf), ``preempt`` (running jobs may be moved,
-    resized or sent back), ``urgency`` (REFERENCE §4's extra waiting charge factor, default 0), ``dominance``
+    resized or sent back), ``urgency`` (REFERENCE §4's extra waiting charge factor, default 0), ``wait_estimate``
+    (Δ in the waiting penalty: ``mean`` or ``earliest`` running completion, see ``next_decision_delay``), ``dominance``
     (``safe``: exact reductions only; ``pareto``: also drop configs beaten across VM types, faster but a heuristic),
     ``solver_path`` (a CBC binary), ``solver_options`` (passed to the solver as they are), ``extra_constraints``
     (a callable adding constraints to the Model: research and tests only).
@@ -691,6 +710,7 @@ class MILP(Policy):
         preempt: bool = False,
         urgency: float = 0.0,
         dominance: str = "safe",
+        wait_estimate: str = "mean",
         solver_path: str | None = None,
         solver_options: dict[str, Any] | None = None,
         extra_constraints: Callable[[Model], None] | None = None,
@@ -717,6 +737,10 @@ class MILP(Policy):
         if dominance not in ("pareto", "safe"):
             raise CapsimError(f"milp policy: dominance must be 'pareto' or 'safe', got {dominance!r}")
         self.dominance = dominance
+        if wait_estimate not in WAIT_ESTIMATES:
+            raise CapsimError(f"milp policy: wait_estimate must be one of {', '.join(WAIT_ESTIMATES)}, "
+                              f"got {wait_estimate!r}")
+        self.wait_estimate = wait_estimate
         self.solver_path = solver_path
         self.solver_options = dict(solver_options or {})
         self.extra_constraints = extra_constraints
@@ -741,7 +765,8 @@ class MILP(Policy):
         if not snapshot.waiting and not (self.preempt and snapshot.running):
             return Plan(info=DecisionInfo(status="nothing_to_decide"))
         try:
-            model = build_model(snapshot, self.preempt, self.urgency, self.dominance, self.extra_constraints)
+            model = build_model(snapshot, self.preempt, self.urgency, self.dominance, self.extra_constraints,
+                                self.wait_estimate)
         except CapsimError:
             raise
         except Exception as e:  # noqa: BLE001  (a modelling failure must not lose jobs)

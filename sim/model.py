@@ -7,7 +7,7 @@ of the project, so any room may import it without creating a cycle. Units inside
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Mapping
 
@@ -31,6 +31,9 @@ __all__ = [
 
 INFEASIBLE = math.inf
 """Runtime a predictor returns for a configuration it cannot support (see ``Predictor.support`` for why)."""
+
+
+_ALMOST_DONE = 1.0 - 1e-9
 
 
 class CapsimError(Exception):
@@ -167,7 +170,17 @@ class JobView:
         """
         if self.config is None or self.since is None:
             return math.inf
-        return max(0.0, self.since + self.remaining(self.config) - max(now, self.since))
+        return self.at(now).remaining(self.config)
+
+    def at(self, now: float) -> "JobView":
+        """This view as of ``now``: a running job's ``done`` advanced by the time run since ``since`` (at the
+        estimated pace) and ``since`` moved to ``now``; a waiting job's view unchanged. A job still running is not
+        finished, so its estimated progress stays just below 1 even when it outlives its estimate."""
+        if self.config is None or self.since is None or now <= self.since:
+            return self
+        est = float(self.estimates[self.config])
+        done = min(_ALMOST_DONE, self.done + (now - self.since) / est) if est > 0 else _ALMOST_DONE
+        return replace(self, done=done, since=now)
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -11,13 +12,19 @@ from optim.milp import next_decision_delay, waiting_penalty
 from sim.model import Snapshot
 
 
-def best_by_enumeration(snapshot: Snapshot, preempt: bool = False, urgency: float = 0.0) -> float:
-    """The least cost over every assignment of each deciding job to (node, config) or to waiting."""
+def best_by_enumeration(
+    snapshot: Snapshot, preempt: bool = False, urgency: float = 0.0, wait_estimate: str = "mean"
+) -> float:
+    """The least cost over every assignment of each deciding job to (node, config) or to waiting.
+
+    Running jobs count the time already run: their remaining work is taken as of the decision time.
+    """
     now = snapshot.time
+    snapshot = replace(snapshot, running=tuple(r.at(now) for r in snapshot.running))
     configs = snapshot.configs
     nodes = snapshot.nodes
     accepted = np.array([any(n.accepts(c.vm.name) for n in nodes) for c in configs])
-    delta = next_decision_delay(snapshot)
+    delta = next_decision_delay(snapshot, wait_estimate)
     deciding = list(snapshot.waiting) + (list(snapshot.running) if preempt else [])
     pinned = [] if preempt else list(snapshot.running)
 

@@ -129,3 +129,36 @@ def test_restricted_slots_steer_d_star():
     nodes = [NodeView(0, allowed=frozenset({"big"})), NodeView(1, allowed=frozenset({"small"}))]
     plan = optim.build("fifo").decide(snapshot(waiting=[job(1, RT), job(2, RT, submit=1.0)], nodes=nodes))
     assert plan.start == (Assignment(1, 1, 1), Assignment(2, 0, 2))
+
+
+def _idle_snapshot(vm):
+    """Node 0 hosts an idle ``vm`` just left by a completion; node 1 is empty; one job waits."""
+    nodes = [NodeView(0, None, vm, 0.0, 0), NodeView(1)]
+    snap = snapshot([job(7, RT, deadline=1000.0)], [], nodes, time=50.0)
+    from dataclasses import replace
+
+    return replace(snap, idle_nodes=(0,))
+
+
+def test_idle_vm_of_the_wanted_type_is_reused_in_place():
+    plan = optim.build("fifo").decide(_idle_snapshot(SMALL))  # D* is small x1: reuse node 0 as it is
+    assert plan.start == (Assignment(7, 0, 1),) and dict(plan.vms) == {}
+
+
+def test_idle_vm_of_another_type_counts_as_a_free_node():
+    plan = optim.build("fifo").decide(_idle_snapshot(BIG))  # D* is small x1: node 0 is free, its VM is replaced
+    assert plan.start == (Assignment(7, 0, 1),) and dict(plan.vms) == {0: "small"}
+
+
+def test_a_completion_frees_the_node_for_the_queue_at_that_instant():
+    """One node; job 0 (A) at t=0 takes big x2 (cost tie 0.10 with small x1, faster: 50 s); job 1 (B) at t=1 waits,
+    then starts exactly when job 0 ends, on small x1 (50 s, $0.05 < big x2 30 s, $0.06), replacing the idle VM."""
+    from sim.engine import Simulation
+    from tests.sim.helpers import A, B, cluster, job as sim_job, table
+
+    for kind in ("fifo", "edf", "priority"):
+        res = Simulation(cluster(1), [sim_job(0, A, 0.0), sim_job(1, B, 1.0)], optim.build(kind), table()).run()
+        starts = dict(zip(res.jobs["job_id"], res.jobs["start_time"]))
+        assert starts == {0: 0.0, 1: 50.0}, kind
+        assert list(res.nodes["vm_type"]) == ["big", "small"]
+        assert res.summary["vm_cost"] == pytest.approx(50 * 0.002 + 50 * 0.001)

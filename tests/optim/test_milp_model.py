@@ -91,3 +91,37 @@ def test_solvers_agree(seed):
     ref = objectives["highs"]
     for solver, obj in objectives.items():
         assert obj == pytest.approx(ref, rel=1e-6, abs=1e-9), objectives
+
+
+def test_running_jobs_count_the_time_already_run():
+    """A job that started at t=0 with a 100 s estimate has 40 s left at t=60: the next decision is 40 s away."""
+    from optim.milp import next_decision_delay
+    from sim.model import NodeView
+    from tests.optim.helpers import BIG, CONFIGS
+
+    k = CONFIGS.index(next(c for c in CONFIGS if c.vm is BIG and c.gpus == 1))
+    est = [math.inf] * len(CONFIGS)
+    est[k] = 100.0
+    running = job(0, est, node=0, config=k, since=0.0)
+    snap = snapshot([job(1, [50.0] * len(CONFIGS))], [running], [NodeView(0, None, BIG, 0.0, 1), NodeView(1)],
+                    time=60.0)
+    model = build_model(snap)
+    assert next_decision_delay(model.snapshot, "earliest") == pytest.approx(40.0)
+    assert model.pinned[0][1] == pytest.approx(40.0)
+
+
+def test_expected_wait_is_the_mean_or_the_earliest_running_completion():
+    from optim.milp import next_decision_delay
+    from sim.model import NodeView
+    from tests.optim.helpers import BIG, CONFIGS, SMALL
+
+    ks = [CONFIGS.index(next(c for c in CONFIGS if c.vm is vm and c.gpus == 1)) for vm in (SMALL, BIG)]
+    views = []
+    for node, (k, rt) in enumerate(zip(ks, (100.0, 300.0))):
+        est = [math.inf] * len(CONFIGS)
+        est[k] = rt
+        views.append(job(node, est, node=node, config=k, since=0.0))
+    nodes = [NodeView(0, None, SMALL, 0.0, 1), NodeView(1, None, BIG, 0.0, 1)]
+    model = build_model(snapshot([job(9, [50.0] * len(CONFIGS))], views, nodes, time=40.0))  # 60 s and 260 s left
+    assert next_decision_delay(model.snapshot, "earliest") == pytest.approx(60.0)
+    assert next_decision_delay(model.snapshot, "mean") == pytest.approx(160.0)
