@@ -103,3 +103,29 @@ def test_help_of_every_command(capsys) -> None:
     for name in COMMANDS:
         with pytest.raises(SystemExit):
             main([name, "--help"])
+
+
+def test_noisy_estimator_against_the_measured_truth_from_yaml(tmp_path: Path) -> None:
+    """Policies decide on a noisy estimate; jobs run on the measured truth; the estimate error is what was asked."""
+    sc = small_scenario(
+        cluster={"nodes": 2},
+        workload={"jobs": 12, "mean_interarrival": 120},
+        predictor={"kind": "measured"},
+        estimator={"kind": "noisy", "base": {"kind": "measured"}, "mape": 0.3, "seed": 1},
+        policies=[{"kind": "edf"}, {"kind": "milp", "time_limit": 5}],
+        seeds=[0],
+    )
+    out = tmp_path / "out"
+    assert main(["run", str(write_yaml(tmp_path / "noisy.yaml", sc)), "--out", str(out), "--quiet"]) == 0
+    jobs = pd.read_parquet(out / "jobs.parquet")
+    assert len(jobs) == 2 * 12 and jobs["end_time"].notna().all()
+    err = (jobs["est_runtime"] / jobs["true_runtime"] - 1).abs()
+    assert err.min() > 0 and 0.05 < err.mean() < 1.0
+    # the truth is the measured predictor itself: a job's true runtime is its measured runtime on its config
+    import predictors
+    from sim import catalogue
+
+    measured = predictors.build("measured")
+    for r in jobs.head(5).itertuples():
+        spec = catalogue.job_types()[r.name]
+        assert r.true_runtime == pytest.approx(measured.runtime(spec, catalogue.vm_type(r.vm_type), r.gpus))
