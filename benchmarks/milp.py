@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from optim.instances import instance, runtime_table  # noqa: E402
+from sim.instances import instance, runtime_table  # noqa: E402
 from optim.milp import build_model, solve  # noqa: E402
 from sim.catalogue import configurations, vm_types  # noqa: E402
 
