@@ -407,19 +407,10 @@ class Scenario(_Strict):
 
 
 def registered_policies() -> list[str]:
-    """Registered policy kinds in registration order, aliases dropped (a subclass adding nothing but a name)."""
+    """Registered policy kinds in registration order, each policy once (aliases such as ``ps`` dropped)."""
     import optim
 
-    reg = optim.registry()
-    classes = set(reg.values())
-    own = {"__doc__", "__module__", "__qualname__", "name", "__dict__", "__weakref__"}
-    out = []
-    for kind, cls in reg.items():
-        alias = isinstance(cls, type) and any(
-            b in classes for b in cls.__bases__) and not (set(vars(cls)) - own)
-        if not alias:
-            out.append(kind)
-    return out
+    return list(optim.registry(aliases=False))
 
 
 _PREDICTORS: dict[str, Any] = {}

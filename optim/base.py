@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, ClassVar
 
-from sim.model import CapsimError, Plan, Snapshot
+from sim.model import Plan, Snapshot
+from sim.registry import Registry
 
-__all__ = ["Policy", "register", "registry", "build"]
+__all__ = ["Policy", "register", "alias", "registry", "build"]
 
 
 class Policy:
@@ -29,32 +30,18 @@ class Policy:
         return self.name
 
 
-_REGISTRY: dict[str, Callable[..., Policy]] = {}
+_REGISTRY: Registry[Policy] = Registry("policy", "optim")
+register = _REGISTRY.register
+"""Class decorator adding a policy to the registry under ``name`` (the YAML ``policies[].kind``)."""
+alias = _REGISTRY.alias
+"""``alias(name, target)``: another YAML name for a registered policy (e.g. ``ps`` for ``priority``)."""
 
 
-def register(name: str) -> Callable[[type[Policy]], type[Policy]]:
-    """Class decorator adding a policy to the registry under ``name`` (the YAML ``policies[].kind``)."""
-
-    def deco(cls: type[Policy]) -> type[Policy]:
-        cls.name = name
-        _REGISTRY[name] = cls
-        return cls
-
-    return deco
-
-
-def registry() -> dict[str, Callable[..., Policy]]:
-    import optim  # noqa: F401  (importing the package registers the built-in policies)
-
-    return dict(_REGISTRY)
+def registry(*, aliases: bool = True) -> dict[str, Callable[..., Policy]]:
+    """Every registered policy kind in registration order; ``aliases=False`` lists each policy once."""
+    return _REGISTRY.kinds(aliases=aliases)
 
 
 def build(kind: str, **params: Any) -> Policy:
     """Build the registered policy ``kind`` with ``params``; a clear error names the known kinds otherwise."""
-    reg = registry()
-    if kind not in reg:
-        raise CapsimError(f"unknown policy {kind!r}: known policies are {', '.join(sorted(reg))}")
-    try:
-        return reg[kind](**params)
-    except TypeError as e:
-        raise CapsimError(f"policy {kind!r}: bad parameters {sorted(params)}: {e}") from None
+    return _REGISTRY.build(kind, **params)

@@ -10,7 +10,7 @@ from typing import Callable, ClassVar
 
 import numpy as np
 
-from optim.base import Policy, register
+from optim.base import Policy, alias, register
 from sim.model import Assignment, Config, JobView, Plan, Snapshot
 
 __all__ = ["ListScheduler", "FIFO", "EDF", "Priority", "d_star", "ConfigTable"]
@@ -160,4 +160,4 @@ class Priority(ListScheduler):
         return (-jv.job.weight, jv.job.submit_time, jv.job.id)
 
 
-register("ps")(type("PS", (Priority,), {"__doc__": Priority.__doc__}))
+alias("ps", "priority")

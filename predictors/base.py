@@ -8,6 +8,7 @@ from typing import Any, Callable, ClassVar, Sequence
 import numpy as np
 
 from sim.model import INFEASIBLE, CapsimError, Config, JobSpec, VMType
+from sim.registry import Registry
 
 __all__ = ["Predictor", "register", "registry", "build", "from_dict"]
 
@@ -51,24 +52,14 @@ class Predictor:
         return out
 
 
-_REGISTRY: dict[str, Callable[..., Predictor]] = {}
-
-
-def register(name: str) -> Callable[[type[Predictor]], type[Predictor]]:
-    """Class decorator adding a predictor to the registry under ``name`` (the YAML ``predictor.kind``)."""
-
-    def deco(cls: type[Predictor]) -> type[Predictor]:
-        cls.name = name
-        _REGISTRY[name] = cls
-        return cls
-
-    return deco
+_REGISTRY: Registry[Predictor] = Registry("predictor", "predictors")
+register = _REGISTRY.register
+"""Class decorator adding a predictor to the registry under ``name`` (the YAML ``predictor.kind``)."""
 
 
 def registry() -> dict[str, Callable[..., Predictor]]:
-    import predictors  # noqa: F401  (importing the package registers the built-in predictors)
-
-    return dict(_REGISTRY)
+    """Every registered predictor kind."""
+    return _REGISTRY.kinds()
 
 
 def build(kind: str, **params: Any) -> Predictor:
@@ -77,13 +68,7 @@ def build(kind: str, **params: Any) -> Predictor:
     A parameter given as a dict with a ``kind`` key (e.g. ``base: {kind: measured}``) is built recursively first.
     """
     params = {k: build(**v) if isinstance(v, dict) and "kind" in v else v for k, v in params.items()}
-    reg = registry()
-    if kind not in reg:
-        raise CapsimError(f"unknown predictor {kind!r}: known predictors are {', '.join(sorted(reg))}")
-    try:
-        return reg[kind](**params)
-    except TypeError as e:
-        raise CapsimError(f"predictor {kind!r}: bad parameters {sorted(params)}: {e}") from None
+    return _REGISTRY.build(kind, **params)
 
 
 def from_dict(config: dict[str, Any]) -> Predictor:
