@@ -25,6 +25,12 @@ __all__ = ["MILP", "Model", "Placement", "build_model", "solve", "waiting_penalt
 log = logging.getLogger(__name__)
 
 SOLVERS = ("highs", "cbc", "gurobi")
+HIGHS_DEFAULTS: dict[str, Any] = {
+    # root restarts, RENS and RINS cost more time on these models than their incumbents save (docs/milp.md)
+    "mip_allow_restart": False,
+    "mip_heuristic_run_rens": False,
+    "mip_heuristic_run_rins": False,
+}
 _licence_reported = False
 
 
@@ -337,11 +343,15 @@ def reduce_snapshot(
 
 
 def write_problem(model: Model) -> None:
-    """Write the PuLP problem of a reduced model: objective and constraints (1)–(6) of docs/milp.md."""
+    """Write the PuLP problem of a reduced model: objective and constraints (1)–(5) of docs/milp.md.
+
+    Interchangeable empty slots get no ordering constraint: the solvers' own symmetry handling does better without
+    one (docs/milp.md, "Symmetric slots").
+    """
     snapshot, placements, pinned = model.snapshot, model.placements, model.pinned
     now, nodes = snapshot.time, snapshot.nodes
     vm_by_name = {v.name: v for v in snapshot.vm_types}
-    penalties, kept_nodes, kept_classes = model.penalties, model.kept_nodes, model.classes
+    penalties, kept_nodes = model.penalties, model.kept_nodes
     pinned_area, on_node = model.pinned_area, model.on_node
     prob = pulp.LpProblem("capsim_decision", pulp.LpMinimize)
     x = [prob.add_variable(f"x_{i}", 0, 1, pulp.LpBinary) for i in range(len(placements))]
@@ -403,15 +413,6 @@ def write_problem(model: Model) -> None:
     for (j, n, vm), idx in by_job_node_vm.items():
         terms = [(x[i], placements[i].span) for i in idx] + [(h[n, vm], -1.0)]
         prob += pulp.LpAffineExpression(terms) <= 0, f"hor_{j}_{n}_{vm_pos[vm]}"
-    rank = {v.name: i + 1 for i, v in enumerate(snapshot.vm_types)}
-    y_of: dict[int, list[tuple[pulp.LpVariable, int]]] = {}
-    for (n, vm), v in y.items():
-        y_of.setdefault(n, []).append((v, rank[vm]))
-    for members in kept_classes.values():
-        for a, b in zip(members, members[1:]):
-            if b in y_of:
-                terms = [(v, float(r)) for v, r in y_of.get(a, [])] + [(v, -float(r)) for v, r in y_of[b]]
-                prob += pulp.LpAffineExpression(terms) >= 0, f"sym_{a}_{b}"
 
     model.problem, model.x, model.y, model.h, model.z, model.constant = prob, x, y, h, z, constant
 
@@ -450,12 +451,11 @@ def make_solver(
     """The PuLP solver object for ``name`` (highs, cbc, gurobi) with the policy's options.
 
     ``options`` go to the solver as they are: HiGHS option names, Gurobi parameters, or CBC command-line options.
-    HiGHS defaults to ``mip_allow_restart: false``: its root restarts cost more than they gain on these models
-    (the stress benchmark's 10 × 30 median went from 4.4 s to 2.5 s).
+    They override ``HIGHS_DEFAULTS``, which docs/milp.md justifies by measurement.
     """
     options = dict(options or {})
     if name == "highs":
-        options = {"mip_allow_restart": False, **options}
+        options = {**HIGHS_DEFAULTS, **options}
         return _HiGHS(msg=msg, timeLimit=time_limit, gapRel=gap, threads=threads, warmStart=warm_start, **options)
     if name == "cbc":
         return pulp.COIN_CMD(

@@ -125,3 +125,24 @@ def test_expected_wait_is_the_mean_or_the_earliest_running_completion():
     model = build_model(snapshot([job(9, [50.0] * len(CONFIGS))], views, nodes, time=40.0))  # 60 s and 260 s left
     assert next_decision_delay(model.snapshot, "earliest") == pytest.approx(60.0)
     assert next_decision_delay(model.snapshot, "mean") == pytest.approx(160.0)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_highs_defaults_and_symmetric_slots_keep_the_optimum(seed):
+    """Stress decisions with interchangeable empty slots (no ordering constraint among them): HiGHS with its
+    defaults, HiGHS with the switched-off heuristics and restarts back on, and CBC all reach one optimum."""
+    from optim.milp import HIGHS_DEFAULTS
+    from sim.catalogue import vm_types
+    from sim.instances import instance, runtime_table
+
+    table, _ = runtime_table(configurations(tuple(vm_types().values())))
+    snap = instance(4, 9, seed, table)
+    assert sum(nv.vm is None for nv in snap.nodes) >= 2
+    back_on = {key: not value for key, value in HIGHS_DEFAULTS.items()}
+    objectives = [
+        solve(build_model(snap), "highs", time_limit=60, gap=0.0).objective,
+        solve(build_model(snap), "highs", time_limit=60, gap=0.0, options=back_on).objective,
+        solve(build_model(snap), "cbc", time_limit=60, gap=0.0).objective,
+    ]
+    assert objectives[1] == pytest.approx(objectives[0], rel=1e-6)
+    assert objectives[2] == pytest.approx(objectives[0], rel=1e-6)
