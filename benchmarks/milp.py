@@ -2,8 +2,8 @@
 
 An instance is one decision snapshot with S node slots and J jobs in the system, built from the paper's VM catalogue
 and the J1–J6 mix: about 40% of the jobs already run (pinned, non-preemptive) on half of the slots, the rest wait.
-Runtimes come from the measured predictor when it exists, else from a TablePredictor of plausible runtimes (said in
-the output). Each solver gets a relative gap of 1% and a 10 s time limit; one thread.
+Runtimes come from the measured predictor on the shipped runs (tests/instances.py builds the snapshots). Each
+solver gets a relative gap of 1% and a 10 s time limit; one thread.
 
 Usage: .venv/bin/python benchmarks/milp.py [--sizes 2x5,5x15,...] [--reps 5] [--solvers highs,cbc,gurobi]
                                           [--preempt] [--dominance pareto|safe] [--time-limit 10]
@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sim.instances import instance, runtime_table  # noqa: E402
+from tests.instances import instance, runtime_table  # noqa: E402
 from optim.milp import build_model, solve  # noqa: E402
 from sim.catalogue import configurations, vm_types  # noqa: E402
 

@@ -25,9 +25,10 @@ import pandas as pd
 import simpy
 from simpy.events import Event
 
-from optim.base import Policy
-from predictors.base import Predictor
+from sim.contracts import Policy
+from sim.contracts import Predictor
 from sim.cluster import Cluster, NodeSlot
+from sim.metrics import RunTables, summarise
 from sim.model import CapsimError, Job, JobView, NodeView, Plan, Snapshot, VMType
 
 __all__ = ["Simulation", "RunResult", "Cluster", "NodeSlot", "JOB_COLUMNS", "NODE_COLUMNS", "DECISION_COLUMNS",
@@ -155,17 +156,15 @@ def _index(x: Any) -> int | None:
 class Simulation:
     """One run of ``policy`` on ``cluster`` over ``jobs``; the estimator informs the policy, the truth runs the jobs.
 
-    ``truth=None`` uses the estimator as the truth. ``record_decisions=False`` skips the per-decision table (the
-    summary still counts decisions and their wall time).
+    ``truth=None`` uses the estimator as the truth.
     """
 
     def __init__(self, cluster: Cluster, jobs: Sequence[Job], policy: Policy, estimator: Predictor,
-                 truth: Predictor | None = None, *, record_decisions: bool = True):
+                 truth: Predictor | None = None):
         self.cluster = cluster
         self.policy = policy
         self.estimator = estimator
         self.truth = truth if truth is not None else estimator
-        self.record_decisions = record_decisions
         self.jobs = sorted(jobs, key=lambda j: (j.submit_time, j.id))
         self._configs = cluster.configs
         self._cfg_index = {(c.vm.name, c.gpus): k for k, c in enumerate(self._configs)}
@@ -383,7 +382,7 @@ class Simulation:
         info = plan.info
         if info.fallback:
             self._fallbacks += 1
-        if self.record_decisions:
+        if True:
             self._decision_rows.append((
                 self._n_decisions - 1, snap.time, trigger, self._label, info.status, info.solver,
                 info.objective, info.gap, info.variables, info.constraints, info.fallback, info.reason,
@@ -645,32 +644,7 @@ class Simulation:
         nodes = _frame(self._node_rows, NODE_COLUMNS)
         decisions = _frame(self._decision_rows, DECISION_COLUMNS)
         segments = _frame(self._segment_rows, SEGMENT_COLUMNS)
-        return RunResult(jobs, nodes, decisions, self._summary(jobs, nodes), segments)
-
-    def _summary(self, jobs: pd.DataFrame, nodes: pd.DataFrame) -> dict[str, float]:
-        vm_cost = float(nodes["cost"].sum())
-        tard = float(jobs["tardiness_cost"].sum())
-        billed_gpu = float((nodes["billed_seconds"] * nodes["gpus"]).sum())
-        jct = jobs["jct"].to_numpy()
-        walls = np.asarray(self._walls)
-        n = len(jobs)
-        return {
-            "vm_cost": vm_cost,
-            "idle_cost": float(self._idle_cost),
-            "tardiness_cost": tard,
-            "total_cost": vm_cost + tard,
-            "late_jobs": float((jobs["lateness"] > 0).sum()),
-            "jobs": float(n),
-            "mean_jct": float(jct.mean()) if n else 0.0,
-            "p95_jct": float(np.percentile(jct, 95)) if n else 0.0,
-            "mean_wait": float(jobs["wait_time"].mean()) if n else 0.0,
-            "makespan": float(jobs["end_time"].max() - jobs["submit_time"].min()) if n else 0.0,
-            "gpu_utilisation": float(self._busy / billed_gpu) if billed_gpu > 0 else 0.0,
-            "decisions": float(self._n_decisions),
-            "decision_wall_sum": float(walls.sum()) if len(walls) else 0.0,
-            "decision_wall_p95": float(np.percentile(walls, 95)) if len(walls) else 0.0,
-            "fallbacks": float(self._fallbacks),
-        }
+        return RunResult(jobs, nodes, decisions, summarise(RunTables(jobs, nodes, decisions, segments)), segments)
 
     @property
     def events(self) -> int:

@@ -13,7 +13,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from predictors.base import Predictor
+from sim.contracts import Predictor
 from sim.catalogue import job_types
 from sim.model import CapsimError, Config, Job, JobSpec
 

@@ -73,7 +73,7 @@ class _Breaks(Policy):
 
 
 def test_failing_policy_keeps_finished_results(tiny: Path, tmp_path: Path, monkeypatch, capsys) -> None:
-    monkeypatch.setitem(optim.base._REGISTRY._kinds, "breaks", _Breaks)
+    monkeypatch.setitem(optim.base.POLICIES._kinds, "breaks", _Breaks)
     p = write_yaml(tmp_path / "s.yaml", small_scenario(policies=[{"kind": "fifo"}, {"kind": "breaks"}]))
     out = tmp_path / "out"
     assert main(["run", str(p), "--out", str(out), "--quiet", "--workers", "1"]) == 1

@@ -133,7 +133,7 @@ def test_highs_defaults_and_symmetric_slots_keep_the_optimum(seed):
     defaults, HiGHS with the switched-off heuristics and restarts back on, and CBC all reach one optimum."""
     from optim.milp import HIGHS_DEFAULTS
     from sim.catalogue import vm_types
-    from sim.instances import instance, runtime_table
+    from tests.instances import instance, runtime_table
 
     table, _ = runtime_table(configurations(tuple(vm_types().values())))
     snap = instance(4, 9, seed, table)

@@ -12,7 +12,7 @@ import pytest
 import optim
 import optim.milp as milp_mod
 import predictors
-from sim.instances import instance, runtime_table
+from tests.instances import instance, runtime_table
 from sim.catalogue import configurations, vm_types
 from sim.model import CapsimError
 from tests.optim.helpers import job, snapshot

@@ -60,7 +60,7 @@ class Scripted(Policy):
     may_share: ClassVar[bool] = False
 
     def __init__(self, script: Callable[[Snapshot], Plan], *, preempt: bool = False, share: bool = False):
-        self.script = script
+        self.script, self.preempt, self.share = script, preempt, share
         self.may_preempt = preempt
         self.may_share = share
         self.seen: list[Snapshot] = []

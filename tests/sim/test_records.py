@@ -46,11 +46,6 @@ def test_empty_workload_gives_empty_tables():
     assert r.summary["total_cost"] == 0.0 and r.summary["decisions"] == 0.0
 
 
-def test_record_decisions_off_still_counts():
-    r = Simulation(cluster(2), JOBS, FirstFit(), table(), record_decisions=False).run()
-    assert r.decisions.empty and r.summary["decisions"] == 7  # 3.5: two arrivals, one decision
-
-
 def test_jobs_run_on_truth_while_the_policy_sees_the_estimate():
     seen = []
     pol = Scripted(lambda s: (seen.extend(j.estimates[0] for j in s.waiting), FirstFit().decide(s))[1])

@@ -1,8 +1,8 @@
-"""Synthetic decision snapshots in the published setting, for the MILP benchmark and stress tests.
+"""Synthetic decision snapshots in the published setting, for the MILP benchmark and stress tests (not the library).
 
 An instance has S node slots (unrestricted, as in the default scenario) and J jobs in the system from the J1–J6 mix:
-about 40% already run (pinned) on up to half of the slots, the rest wait. Runtimes come from the measured predictor,
-else from a plausible stand-in table (``runtime_table`` says which).
+about 40% already run (pinned) on up to half of the slots, the rest wait. Runtimes come from the measured predictor
+on the shipped runs; there is no stand-in table.
 """
 
 from __future__ import annotations
@@ -19,19 +19,10 @@ __all__ = ["runtime_table", "instance"]
 
 
 def runtime_table(configs: tuple[Config, ...]) -> tuple[dict[str, np.ndarray], str]:
-    """Estimated runtimes of J1–J6 on every config: the measured predictor, else a plausible stand-in table."""
+    """Estimated runtimes of J1–J6 on every config from the measured predictor, and where they come from."""
     specs = list(job_types().values())
-    try:
-        pred = predictors.build("measured")
-        table = np.asarray(pred.runtimes(specs, configs), dtype=float)
-        return {s.name: row for s, row in zip(specs, table)}, "measured predictor (shipped Politecnico di Milano runs)"
-    except Exception as e:  # noqa: BLE001
-        base = {"J1": 3000.0, "J2": 4000.0, "J3": 4500.0, "J4": 6000.0, "J5": 5000.0, "J6": 5500.0}
-        speed = {g: s for g, s in (("K80", 1.0), ("M60", 1.2), ("QuadroP600", 0.3), ("GTX1080Ti", 2.2))}
-        out = {}
-        for name, t in base.items():
-            out[name] = np.array([t / (speed.get(c.vm.gpu.name, 1.0) * c.gpus ** 0.8) for c in configs])
-        return out, f"plausible TablePredictor-style runtimes (measured predictor unavailable: {e})"
+    table = np.asarray(predictors.build("measured").runtimes(specs, configs), dtype=float)
+    return {s.name: row for s, row in zip(specs, table)}, "measured predictor (shipped Politecnico di Milano runs)"
 
 
 def instance(slots: int, jobs: int, seed: int, table: dict[str, np.ndarray]) -> Snapshot:

@@ -1,0 +1,207 @@
+"""The component contracts every room builds on: ``Policy`` (the deciders) and ``Predictor`` (the oracles).
+
+This module is part of the floor: it imports only the vocabulary (``sim.model``) and the registry, never the engine,
+``optim``, ``predictors`` or ``experiments``. The engine receives a policy and predictors as objects that follow these
+contracts; ``optim.base`` and ``predictors.base`` re-export them for their authors.
+
+Both follow scikit-learn's estimator contract: every constructor argument is stored unchanged under its own name, so
+``get_params()`` can be read off the signature (used by scenario validation and ``describe()``), no heavy work runs
+in ``__init__``, and state learnt from data is kept in attributes whose names end in ``_``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence
+
+import numpy as np
+
+from sim.model import CapsimError, Config, JobSpec, Plan, Snapshot, VMType
+from sim.registry import Registry
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["Component", "Policy", "Predictor", "POLICIES", "PREDICTORS", "NotFittedError"]
+
+
+class NotFittedError(CapsimError):
+    """A trainable component was asked for an answer before it was fitted."""
+
+
+class Component:
+    """What policies and predictors share: a registry name, parameters read from the signature, a label.
+
+    Subclasses store every ``__init__`` argument as an attribute of the same name (converted at most to a plain
+    type), never ``*args``/``**kwargs``. ``test_params`` names the parameters the conformance tests build a component
+    with when its defaults cannot run on this machine or need an argument (a runtime table, say); a component must
+    never be skipped by them.
+    """
+
+    name: ClassVar[str] = "component"
+    test_params: ClassVar[Mapping[str, Any]] = {}
+
+    @classmethod
+    def param_names(cls) -> tuple[str, ...]:
+        """The constructor's parameters, in signature order (``self`` excluded)."""
+        return tuple(_signature(cls))
+
+    @classmethod
+    def param_defaults(cls) -> dict[str, Any]:
+        """Each parameter's default (``inspect.Parameter.empty`` for a required one)."""
+        return {n: p.default for n, p in _signature(cls).items()}
+
+    def get_params(self) -> dict[str, Any]:
+        """The parameters this instance was built with, by name, read back from its attributes."""
+        missing = [n for n in self.param_names() if not hasattr(self, n)]
+        if missing:
+            raise TypeError(f"{type(self).__name__} does not store its parameters {missing} under their own names")
+        return {n: getattr(self, n) for n in self.param_names()}
+
+    def describe(self) -> str:
+        """A short label: the registry name plus the parameters that differ from their defaults, e.g.
+        ``milp(time_limit=5)``. A component parameter shows its own label; callables are left out."""
+        try:
+            params = self.get_params()
+        except TypeError:  # a policy written outside the contract still gets a label
+            return self.name
+        defaults = self.param_defaults()
+        parts = []
+        for k, v in params.items():
+            d = defaults.get(k, inspect.Parameter.empty)
+            if d is not inspect.Parameter.empty and _same(v, d) or (callable(v) and not isinstance(v, Component)):
+                continue
+            parts.append(f"{k}={_short(v)}")
+        return f"{self.name}({', '.join(parts)})" if parts else self.name
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.describe()}>"
+
+
+def _signature(cls: type) -> dict[str, inspect.Parameter]:
+    if cls.__init__ is object.__init__:
+        return {}
+    params = inspect.signature(cls.__init__).parameters
+    out = {}
+    for n, p in params.items():
+        if n == "self":
+            continue
+        if p.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            raise TypeError(f"{cls.__name__}.__init__ takes *{n}: components declare every parameter by name")
+        out[n] = p
+    return out
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b) and type(a) is type(b) or (a is None and b is None)
+    except Exception:  # noqa: BLE001  (arrays and exotic values compare ambiguously: treat as changed)
+        return False
+
+
+def _short(v: Any) -> str:
+    if isinstance(v, Component):
+        return v.describe()
+    if isinstance(v, float):
+        return f"{v:g}"
+    text = repr(v)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+class Policy(Component):
+    """Decides, at each decision point, which VMs run, how their GPUs are split and which jobs start.
+
+    A subclass provides one hook:
+
+    - ``decide(snapshot) -> Plan`` (required). Called by the engine at every decision point with everything the
+      policy may know (``sim.model.Snapshot``): waiting and running jobs with *estimated* runtimes, the node slots and
+      their VMs, the time and what triggered the decision. It returns a ``Plan``; an empty ``Plan()`` means "change
+      nothing" (idle VMs not kept with ``keep_idle`` are then stopped). It **may** keep private state between calls
+      (a warm start, a rotation), read any field of the snapshot and take as long as it needs (the wall time is
+      recorded). It **may not** mutate the snapshot or its arrays, see true runtimes or future arrivals (it is never
+      given them), advance time or spend money: only the engine does, by applying the plan.
+
+    and declares what its plans may contain, checked by the engine's plan rules (``sim.rules``):
+
+    - ``may_share``: several jobs on one VM, splitting its GPUs.
+    - ``may_preempt``: ``Plan.preempt`` (a running job back to the queue, its work kept) and ``Plan.move`` (restart
+      elsewhere or with another GPU count, paying the cluster's restart overhead).
+
+    A plan that breaks a rule is rejected with a ``CapsimError`` naming the policy and the rule; the run stops.
+    """
+
+    name: ClassVar[str] = "policy"
+    may_preempt: ClassVar[bool] = False
+    may_share: ClassVar[bool] = False
+
+    def decide(self, snapshot: Snapshot) -> Plan:
+        raise NotImplementedError(self)
+
+
+class Predictor(Component):
+    """Answers how long a whole job takes on ``gpus`` GPUs of a VM type, in seconds.
+
+    A subclass provides:
+
+    - ``runtime(spec, vm, gpus) -> float`` (required): seconds, or ``INFEASIBLE`` (inf) where it cannot answer.
+      It must be deterministic (same arguments, same answer, across instances built with the same parameters) and
+      finite exactly where ``support`` returns ``None``.
+    - ``support(spec, vm, gpus) -> str | None`` (optional): ``None`` if supported, else a one-line reason. The
+      default derives it from ``runtime``; override it to say *why*.
+    - ``runtimes(specs, configs) -> ndarray`` (optional): the vectorised form, shape ``(len(specs), len(configs))``,
+      equal to calling ``runtime`` on every pair. The default loops; override it for speed.
+    - ``fit(runs) -> self`` (optional, trainable predictors only): learn from a table of measured runs (the layout
+      of ``predictors.measurements.runs()``), storing what it learnt in attributes ending in ``_``. A trainable
+      predictor that is not fitted explicitly fits itself on the shipped runs on first use.
+
+    It may cache answers and fits; it may not depend on anything but its parameters and the data it was fitted on.
+    """
+
+    name: ClassVar[str] = "predictor"
+
+    def runtime(self, spec: JobSpec, vm: VMType, gpus: int) -> float:
+        raise NotImplementedError(self)
+
+    def support(self, spec: JobSpec, vm: VMType, gpus: int) -> str | None:
+        """``None`` if the configuration is supported, else a one-line reason."""
+        return None if math.isfinite(self.runtime(spec, vm, gpus)) else "no prediction for this configuration"
+
+    def require(self, spec: JobSpec, vm: VMType, gpus: int) -> float:
+        """``runtime``, or a ``CapsimError`` naming the job, the configuration and why it is unsupported."""
+        t = self.runtime(spec, vm, gpus)
+        if not math.isfinite(t):
+            why = self.support(spec, vm, gpus) or "no prediction for this configuration"
+            raise CapsimError(
+                f"predictor {self.name!r}: job {spec.name or spec.app_key} (batch {spec.batch_size}) on {gpus} GPUs of "
+                f"{vm.name} ({vm.gpu.name}) is unsupported: {why}; choose another configuration or predictor"
+            )
+        return t
+
+    def runtimes(self, specs: Sequence[JobSpec], configs: Sequence[Config]) -> np.ndarray:
+        """Runtimes of every spec on every configuration, shape ``(len(specs), len(configs))``, inf where unsupported."""
+        out = np.empty((len(specs), len(configs)), dtype=float)
+        for i, s in enumerate(specs):
+            for k, c in enumerate(configs):
+                out[i, k] = self.runtime(s, c.vm, c.gpus)
+        return out
+
+    def fit(self, runs: "pd.DataFrame") -> "Predictor":
+        """Learn from a table of measured runs and return ``self`` (trainable predictors only)."""
+        raise CapsimError(f"predictor {self.name!r} is not trainable: it does not learn from runs")
+
+    @classmethod
+    def trainable(cls) -> bool:
+        """Whether this predictor learns from a runs table (overrides ``fit``)."""
+        return cls.fit is not Predictor.fit
+
+    @property
+    def fitted(self) -> bool:
+        """Whether learnt state is present: some attribute ending in ``_`` (not ``__``) is set."""
+        return any(k.endswith("_") and not k.endswith("__") for k in vars(self))
+
+
+POLICIES: Registry[Policy] = Registry("policy", "optim")
+"""Every registered policy kind; importing ``optim`` registers the built-in ones."""
+PREDICTORS: Registry[Predictor] = Registry("predictor", "predictors")
+"""Every registered predictor kind; importing ``predictors`` registers the built-in ones."""

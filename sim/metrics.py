@@ -1,0 +1,177 @@
+"""Every run metric declared once: name, label, unit, digits, domain, and how it is computed from a run's tables.
+
+The engine's summary, ``capsim run``'s table, ``capsim report``, the plots and recomputation on an existing results
+folder all read these declarations, so a new metric is one ``Metric`` entry here. ``compute`` receives the run's
+``RunTables`` (per-job, per-node-interval, per-decision and, when present, per-segment rows) and returns a float.
+
+Floor module: it imports nothing of the project but the vocabulary. Sums that the engine used to accumulate one event
+at a time are computed in the same order (``_ordered_sum``), so the numbers are bit-identical to the records.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Iterable, Mapping
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["Metric", "RunTables", "METRICS", "HEADLINE", "metric", "summarise", "label_with_unit"]
+
+
+@dataclass(frozen=True)
+class RunTables:
+    """The records of one run (or of many runs' rows filtered to one run). ``segments`` may be ``None`` for results
+    written before segments were recorded; metrics that prefer segments then fall back to the node table."""
+
+    jobs: pd.DataFrame
+    nodes: pd.DataFrame
+    decisions: pd.DataFrame
+    segments: pd.DataFrame | None = None
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One summary metric of a run.
+
+    ``unit`` is shown in axis labels and table headers (``$``, ``s``, ``jobs``, empty for a ratio); ``digits`` is the
+    number of decimals in tables; ``lower``/``upper`` bound its domain (confidence intervals are clipped to it);
+    ``better`` is ``lower`` or ``higher`` (or ``None`` for a count that is neither).
+    """
+
+    name: str
+    label: str
+    unit: str
+    digits: int
+    compute: Callable[[RunTables], float]
+    lower: float | None = 0.0
+    upper: float | None = None
+    better: str | None = "lower"
+    description: str = ""
+
+    def axis_label(self) -> str:
+        return label_with_unit(self.label, self.unit)
+
+
+def label_with_unit(label: str, unit: str) -> str:
+    """``total cost ($)``, or the bare label for a unitless quantity."""
+    return f"{label} ({unit})" if unit else label
+
+
+def _ordered_sum(values: Iterable[float] | np.ndarray) -> float:
+    """Left-to-right sum (as an event-by-event accumulator would give), not numpy's pairwise one."""
+    arr = np.asarray(values, dtype=float)
+    return float(np.cumsum(arr)[-1]) if arr.size else 0.0
+
+
+def _busy_gpu_seconds(t: RunTables) -> float:
+    if t.segments is not None:
+        s = t.segments
+        return _ordered_sum(s["gpus"].to_numpy(dtype=float) * (s["end_time"].to_numpy() - s["start_time"].to_numpy()))
+    return _ordered_sum(t.nodes["busy_gpu_seconds"].to_numpy())
+
+
+def _vm_cost(t: RunTables) -> float:
+    return float(t.nodes["cost"].sum())
+
+
+def _tardiness(t: RunTables) -> float:
+    return float(t.jobs["tardiness_cost"].sum())
+
+
+def _idle_cost(t: RunTables) -> float:
+    n = t.nodes
+    return _ordered_sum(n["cost"].to_numpy()[n["jobs"].to_numpy() == 0])
+
+
+def _mean_jct(t: RunTables) -> float:
+    jct = t.jobs["jct"].to_numpy()
+    return float(jct.mean()) if len(jct) else 0.0
+
+
+def _p95_jct(t: RunTables) -> float:
+    jct = t.jobs["jct"].to_numpy()
+    return float(np.percentile(jct, 95)) if len(jct) else 0.0
+
+
+def _mean_wait(t: RunTables) -> float:
+    return float(t.jobs["wait_time"].mean()) if len(t.jobs) else 0.0
+
+
+def _makespan(t: RunTables) -> float:
+    j = t.jobs
+    return float(j["end_time"].max() - j["submit_time"].min()) if len(j) else 0.0
+
+
+def _utilisation(t: RunTables) -> float:
+    n = t.nodes
+    billed = float((n["billed_seconds"] * n["gpus"]).sum())
+    return float(_busy_gpu_seconds(t) / billed) if billed > 0 else 0.0
+
+
+def _walls(t: RunTables) -> np.ndarray:
+    return t.decisions["wall_time"].to_numpy(dtype=float)
+
+
+def _wall_sum(t: RunTables) -> float:
+    w = _walls(t)
+    return float(w.sum()) if len(w) else 0.0
+
+
+def _wall_p95(t: RunTables) -> float:
+    w = _walls(t)
+    return float(np.percentile(w, 95)) if len(w) else 0.0
+
+
+def _fallbacks(t: RunTables) -> float:
+    return float(sum(1 for f in t.decisions["fallback"] if isinstance(f, str) and f))
+
+
+_LIST = [
+    Metric("vm_cost", "VM cost", "$", 2, _vm_cost, description="money paid for VMs, billed per the cluster's rule"),
+    Metric("idle_cost", "idle VM cost", "$", 2, _idle_cost,
+           description="VM cost of intervals on which no job ran (boot-only or kept idle)"),
+    Metric("tardiness_cost", "tardiness cost", "$", 2, _tardiness, description="Σ weight × max(0, end − deadline)"),
+    Metric("total_cost", "total cost", "$", 2, lambda t: _vm_cost(t) + _tardiness(t),
+           description="VM cost + tardiness cost, the objective"),
+    Metric("late_jobs", "late jobs", "jobs", 2, lambda t: float((t.jobs["lateness"] > 0).sum()),
+           description="jobs that ended after their deadline"),
+    Metric("jobs", "jobs", "jobs", 0, lambda t: float(len(t.jobs)), better=None, description="jobs in the run"),
+    Metric("mean_jct", "mean JCT", "s", 1, _mean_jct, description="mean job completion time, end − submit"),
+    Metric("p95_jct", "p95 JCT", "s", 1, _p95_jct, description="95th percentile of job completion time"),
+    Metric("mean_wait", "mean wait", "s", 1, _mean_wait, description="mean time from submission to first start"),
+    Metric("makespan", "makespan", "s", 1, _makespan, description="last end − first submission"),
+    Metric("gpu_utilisation", "GPU utilisation", "", 3, _utilisation, upper=1.0, better="higher",
+           description="busy GPU-seconds / billed GPU-seconds"),
+    Metric("decisions", "decisions", "", 0, lambda t: float(len(t.decisions)), better=None,
+           description="decision points"),
+    Metric("decision_wall_sum", "decision time", "s", 3, _wall_sum,
+           description="wall-clock seconds the policy spent deciding, summed"),
+    Metric("decision_wall_p95", "decision time p95", "s", 3, _wall_p95,
+           description="95th percentile of one decision's wall-clock seconds"),
+    Metric("fallbacks", "fallbacks", "", 0, _fallbacks, better=None,
+           description="decisions where the policy fell back to another (e.g. a solver failure)"),
+]
+
+METRICS: Mapping[str, Metric] = {m.name: m for m in _LIST}
+"""Every metric, in the order of the summary row."""
+
+HEADLINE = ("total_cost", "vm_cost", "tardiness_cost", "late_jobs", "mean_jct")
+"""The metrics ``capsim run`` prints and tables lead with."""
+
+
+def metric(name: str) -> Metric:
+    """The declaration of ``name``; a ``KeyError`` lists the known ones."""
+    if name not in METRICS:
+        raise KeyError(f"unknown metric {name!r}; known metrics: {', '.join(METRICS)}")
+    return METRICS[name]
+
+
+def summarise(tables: RunTables) -> dict[str, float]:
+    """Every metric of one run, in declaration order."""
+    out = {}
+    for m in _LIST:
+        v = m.compute(tables)
+        out[m.name] = float(v) if not (isinstance(v, float) and math.isnan(v)) else math.nan
+    return out
