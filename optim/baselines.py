@@ -11,75 +11,10 @@ from typing import Callable, ClassVar
 import numpy as np
 
 from optim.base import Policy, alias, register
-from sim.model import Assignment, Config, JobView, Plan, Snapshot
+from optim.common import config_table, d_star
+from sim.model import Assignment, JobView, Plan, Snapshot
 
-__all__ = ["ListScheduler", "FIFO", "EDF", "Priority", "d_star", "ConfigTable"]
-
-
-class ConfigTable:
-    """Per-configuration arrays of one ``Snapshot.configs`` tuple, built once and reused across decisions."""
-
-    def __init__(self, configs: tuple[Config, ...]):
-        self.configs = configs
-        self.price = np.array([c.vm.price_per_second for c in configs], dtype=float)
-        self.boot = np.array([c.vm.boot_time for c in configs], dtype=float)
-        self.gpus = np.array([c.gpus for c in configs], dtype=int)
-        self.vm_names = tuple(dict.fromkeys(c.vm.name for c in configs))
-        vm_pos = {name: i for i, name in enumerate(self.vm_names)}
-        self.vm_index = np.array([vm_pos[c.vm.name] for c in configs], dtype=int)
-        self._class_masks: dict[frozenset[str] | None, np.ndarray] = {}
-
-    def accepted_by(self, allowed: frozenset[str] | None) -> np.ndarray:
-        """Boolean mask of the configurations a node slot with this ``allowed`` set may host."""
-        mask = self._class_masks.get(allowed)
-        if mask is None:
-            if allowed is None:
-                mask = np.ones(len(self.configs), dtype=bool)
-            else:
-                mask = np.isin(self.vm_index, [i for i, n in enumerate(self.vm_names) if n in allowed])
-            self._class_masks[allowed] = mask
-        return mask
-
-
-_TABLES: dict[int, tuple[tuple[Config, ...], ConfigTable]] = {}
-
-
-def config_table(configs: tuple[Config, ...]) -> ConfigTable:
-    """The cached ConfigTable of this configs tuple (the engine passes the same tuple at every decision)."""
-    hit = _TABLES.get(id(configs))
-    if hit is not None and hit[0] is configs:
-        return hit[1]
-    table = ConfigTable(configs)
-    if len(_TABLES) > 64:
-        _TABLES.clear()
-    _TABLES[id(configs)] = (configs, table)
-    return table
-
-
-def d_star(job: JobView, now: float, table: ConfigTable, mask: np.ndarray | None = None) -> int | None:
-    """Index of job's D* configuration among ``mask``: cheapest that meets the deadline, else the fastest.
-
-    A VM on an empty node must boot first, so the finish time is now + boot + remaining. Cost is c_v · remaining
-    (the job rents the whole VM). Ties: faster, then catalogue order (for the fastest: cheaper, then order).
-    Returns None when no allowed configuration is supported.
-    """
-    remaining = (1.0 - job.done) * job.estimates
-    finish = now + table.boot + remaining
-    ok = np.isfinite(remaining)
-    if mask is not None:
-        ok &= mask
-    if not ok.any():
-        return None
-    cost = table.price * remaining
-    meets = ok & (finish <= job.job.deadline)
-    if meets.any():
-        idx = np.flatnonzero(meets)
-        primary, secondary = cost[idx], finish[idx]
-    else:
-        idx = np.flatnonzero(ok)
-        primary, secondary = finish[idx], cost[idx]
-    best = np.lexsort((idx, secondary, primary))[0]
-    return int(idx[best])
+__all__ = ["ListScheduler", "FIFO", "EDF", "Priority"]
 
 
 class ListScheduler(Policy):

@@ -14,7 +14,7 @@ from typing import ClassVar
 import numpy as np
 
 from optim.base import Policy, register
-from optim.baselines import config_table, d_star
+from optim.common import config_table, d_star
 from sim.model import Assignment, JobView, Plan, Snapshot, VMType
 
 __all__ = ["Greedy"]
@@ -33,7 +33,7 @@ class Greedy(Policy):
         now = snapshot.time
         table = config_table(snapshot.configs)
         configs = snapshot.configs
-        cfg = {(c.vm.name, c.gpus): k for k, c in enumerate(configs)}
+        cfg = table.index
         vm_types = snapshot.vm_types
         # node state after the plan so far: VM, free GPUs, and whether it is newly opened here
         vm_of: dict[int, VMType] = {nv.index: nv.vm for nv in snapshot.nodes if nv.vm is not None and nv.used_gpus}

@@ -7,7 +7,7 @@ import math
 import pytest
 
 import optim
-from optim.baselines import config_table, d_star
+from optim.common import config_table, d_star
 from sim.model import Assignment, NodeView, VMType
 from sim.catalogue import configurations, gpu
 from tests.optim.helpers import BIG, CONFIGS, SMALL, job, snapshot

@@ -10,7 +10,7 @@ import pulp
 import pytest
 
 import optim
-import optim.milp as milp_mod
+import optim.milp.solvers as milp_solvers
 import predictors
 from tests.instances import instance, runtime_table
 from sim.catalogue import configurations, vm_types
@@ -101,7 +101,7 @@ def test_time_limit_keeps_the_incumbent():
 @pytest.mark.skipif(os.environ.get("GRB_LICENSE_FILE") is not None, reason="a full Gurobi licence is configured")
 def test_gurobi_licence_too_small_falls_back_and_warns_once():
     pytest.importorskip("gurobipy")
-    milp_mod._licence_reported = False
+    milp_solvers._licence_reported = False
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         res = run(optim.build("milp", solver="gurobi", time_limit=2, dominance="safe"), nodes=8, n_jobs=30, burst=True)

@@ -1,0 +1,99 @@
+"""What every policy shares: per-configuration arrays, the ``(VM name, GPUs) → config index`` map, D*, and the cost
+of running a job alone.
+
+A policy gets these from ``config_table(snapshot.configs)``, built once per configurations tuple and reused across
+decisions (the engine passes the same tuple every time), so no policy rebuilds them or keeps its own copy.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from sim.model import Config, JobView
+
+__all__ = ["ConfigTable", "config_table", "d_star", "standalone_cost"]
+
+
+class ConfigTable:
+    """Per-configuration arrays of one ``Snapshot.configs`` tuple, indexed like ``JobView.estimates``.
+
+    ``price`` ($/s of the whole VM), ``boot`` (s), ``gpus`` and ``vm_of`` (the VM type's name) per configuration;
+    ``index`` maps ``(VM name, GPUs)`` to the configuration's index; ``vm_names`` lists the VM types in order of first
+    appearance and ``vm_index`` gives each configuration's position in it.
+    """
+
+    def __init__(self, configs: tuple[Config, ...]):
+        self.configs = configs
+        self.price = np.array([c.vm.price_per_second for c in configs], dtype=float)
+        self.boot = np.array([c.vm.boot_time for c in configs], dtype=float)
+        self.gpus = np.array([c.gpus for c in configs], dtype=int)
+        self.vm_of = tuple(c.vm.name for c in configs)
+        self.index: dict[tuple[str, int], int] = {(c.vm.name, c.gpus): k for k, c in enumerate(configs)}
+        self.vm_names = tuple(dict.fromkeys(self.vm_of))
+        vm_pos = {name: i for i, name in enumerate(self.vm_names)}
+        self.vm_index = np.array([vm_pos[name] for name in self.vm_of], dtype=int)
+        self._class_masks: dict[frozenset[str] | None, np.ndarray] = {}
+
+    def accepted_by(self, allowed: frozenset[str] | None) -> np.ndarray:
+        """Boolean mask of the configurations a node slot with this ``allowed`` set may host."""
+        mask = self._class_masks.get(allowed)
+        if mask is None:
+            if allowed is None:
+                mask = np.ones(len(self.configs), dtype=bool)
+            else:
+                mask = np.isin(self.vm_index, [i for i, n in enumerate(self.vm_names) if n in allowed])
+            self._class_masks[allowed] = mask
+        return mask
+
+
+_TABLES: dict[int, tuple[tuple[Config, ...], ConfigTable]] = {}
+
+
+def config_table(configs: tuple[Config, ...]) -> ConfigTable:
+    """The cached ConfigTable of this configs tuple (the engine passes the same tuple at every decision)."""
+    hit = _TABLES.get(id(configs))
+    if hit is not None and hit[0] is configs:
+        return hit[1]
+    table = ConfigTable(configs)
+    if len(_TABLES) > 64:
+        _TABLES.clear()
+    _TABLES[id(configs)] = (configs, table)
+    return table
+
+
+def d_star(job: JobView, now: float, table: ConfigTable, mask: np.ndarray | None = None) -> int | None:
+    """Index of job's D* configuration among ``mask``: cheapest that meets the deadline, else the fastest.
+
+    A VM on an empty node must boot first, so the finish time is now + boot + remaining. Cost is c_v · remaining
+    (the job rents the whole VM). Ties: faster, then catalogue order (for the fastest: cheaper, then order).
+    Returns None when no allowed configuration is supported.
+    """
+    remaining = (1.0 - job.done) * job.estimates
+    finish = now + table.boot + remaining
+    ok = np.isfinite(remaining)
+    if mask is not None:
+        ok &= mask
+    if not ok.any():
+        return None
+    cost = table.price * remaining
+    meets = ok & (finish <= job.job.deadline)
+    if meets.any():
+        idx = np.flatnonzero(meets)
+        primary, secondary = cost[idx], finish[idx]
+    else:
+        idx = np.flatnonzero(ok)
+        primary, secondary = finish[idx], cost[idx]
+    best = np.lexsort((idx, secondary, primary))[0]
+    return int(idx[best])
+
+
+def standalone_cost(jv: JobView, start: float, table: ConfigTable, usable: np.ndarray, overhead: float = 0.0) -> float:
+    """S_j(start): the cheapest whole-VM rental (boot included) plus tardiness of running ``jv`` alone from ``start``
+    on a ``usable`` configuration, ``overhead`` seconds added to its remaining work; inf if none is usable."""
+    t = (1.0 - jv.done) * jv.estimates + overhead
+    span = table.boot + t
+    total = table.price * span + jv.job.weight * np.maximum(0.0, start + span - jv.job.deadline)
+    total = np.where(usable & np.isfinite(t), total, np.inf)
+    return float(total.min()) if total.size else math.inf

@@ -1,0 +1,135 @@
+"""The MILP policy: joint capacity planning and scheduling at each decision, solved by HiGHS, CBC or Gurobi via PuLP.
+
+``build_model`` (reductions + formulation) turns the Snapshot into a ``Model``; ``solve`` runs one solver on it;
+``MILP.decide`` turns the answer into a Plan (``to_plan``) or falls back to another policy.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, ClassVar
+
+from optim.base import Policy, build, register
+from optim.milp.formulation import build_model
+from optim.milp.model import Model
+from optim.milp.solution import set_warm_start, to_plan
+from optim.milp.solvers import SOLVERS, report_licence_once, solve
+from optim.milp.waiting import WAIT_ESTIMATES
+from sim.model import CapsimError, DecisionInfo, Plan, Snapshot
+
+__all__ = ["MILP"]
+
+
+@register("milp")
+class MILP(Policy):
+    """Joint capacity planning and scheduling by one MILP per decision (docs/milp.md); falls back on failure.
+
+    Options: ``solver`` (highs, cbc, gurobi), ``time_limit`` (s), ``gap`` (relative), ``threads``, ``warm_start``
+    (from the fallback's plan), ``fallback`` (a policy name, default edf), ``preempt`` (running jobs may be moved,
+    resized or sent back), ``urgency`` (REFERENCE §4's extra waiting charge factor, default 0), ``wait_estimate``
+    (Δ in the waiting penalty: ``mean`` or ``earliest`` running completion, see ``next_decision_delay``), ``dominance``
+    (``safe``: exact reductions only; ``pareto``: also drop configs beaten across VM types, faster but a heuristic),
+    ``solver_path`` (a CBC binary), ``solver_options`` (passed to the solver as they are), ``extra_constraints``
+    (a callable adding constraints to the Model: research and tests only), ``msg`` (solver log on stdout).
+    ``fallback_policy`` is the fallback built from its name: derived, not a parameter.
+    """
+
+    may_preempt: ClassVar[bool] = False
+    may_share: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        solver: str = "highs",
+        time_limit: float | None = 10.0,
+        gap: float | None = 0.01,
+        threads: int = 1,
+        warm_start: bool = True,
+        fallback: str = "edf",
+        preempt: bool = False,
+        urgency: float = 0.0,
+        dominance: str = "safe",
+        wait_estimate: str = "mean",
+        solver_path: str | None = None,
+        solver_options: dict[str, Any] | None = None,
+        extra_constraints: Callable[[Model], None] | None = None,
+        msg: bool = False,
+    ):
+        if solver not in SOLVERS:
+            raise CapsimError(f"milp policy: unknown solver {solver!r}; choose one of {', '.join(SOLVERS)}")
+        if fallback == "milp":
+            raise CapsimError("milp policy: fallback must be another policy (e.g. edf), not milp itself")
+        if time_limit is not None and time_limit <= 0:
+            raise CapsimError(f"milp policy: time_limit must be positive seconds, got {time_limit}")
+        if gap is not None and not 0 <= gap < 1:
+            raise CapsimError(f"milp policy: gap is a relative gap in [0, 1), got {gap}")
+        self.solver = solver
+        self.time_limit = time_limit
+        self.gap = gap
+        self.threads = int(threads)
+        self.warm_start = bool(warm_start)
+        self.fallback = fallback
+        self.fallback_policy = build(fallback)
+        self.preempt = bool(preempt)
+        self.may_preempt = self.preempt  # type: ignore[misc]
+        self.urgency = float(urgency)
+        if dominance not in ("pareto", "safe"):
+            raise CapsimError(f"milp policy: dominance must be 'pareto' or 'safe', got {dominance!r}")
+        self.dominance = dominance
+        if wait_estimate not in WAIT_ESTIMATES:
+            raise CapsimError(f"milp policy: wait_estimate must be one of {', '.join(WAIT_ESTIMATES)}, "
+                              f"got {wait_estimate!r}")
+        self.wait_estimate = wait_estimate
+        self.solver_path = solver_path
+        self.solver_options = dict(solver_options) if solver_options is not None else None
+        self.extra_constraints = extra_constraints
+        self.msg = bool(msg)
+
+    def _fall_back(self, snapshot: Snapshot, status: str, reason: str | None, size: tuple[int, int] | None) -> Plan:
+        plan = self.fallback_policy.decide(snapshot)
+        info = DecisionInfo(
+            status=status,
+            solver=self.solver,
+            variables=size[0] if size else None,
+            constraints=size[1] if size else None,
+            fallback=self.fallback,
+            reason=reason,
+        )
+        return Plan(plan.vms, plan.start, plan.move, plan.preempt, plan.keep_idle, info)
+
+    def decide(self, snapshot: Snapshot) -> Plan:
+        if not snapshot.waiting and not (self.preempt and snapshot.running):
+            return Plan(info=DecisionInfo(status="nothing_to_decide"))
+        try:
+            model = build_model(snapshot, self.preempt, self.urgency, self.dominance, self.extra_constraints,
+                                self.wait_estimate)
+        except CapsimError:
+            raise
+        except Exception as e:  # noqa: BLE001  (a modelling failure must not lose jobs)
+            return self._fall_back(snapshot, "error", f"building the model failed: {type(e).__name__}: {e}", None)
+        size = model.size
+        if not model.placements:
+            return Plan(info=DecisionInfo(status="no_candidates", solver=self.solver, variables=0, constraints=0))
+        warm = False
+        if self.warm_start:
+            warm = set_warm_start(model, self.fallback_policy.decide(snapshot)) > 0 or self.preempt
+        out = solve(
+            model, self.solver, self.time_limit, self.gap, self.threads, warm, self.solver_path, self.msg,
+            self.solver_options,
+        )
+        if not out.usable:
+            if out.status == "licence":
+                report_licence_once(out.reason or "", self.fallback)
+            return self._fall_back(snapshot, out.status, out.reason, size)
+        info = DecisionInfo(
+            status=out.status,
+            solver=self.solver,
+            objective=out.objective,
+            gap=out.gap,
+            variables=size[0],
+            constraints=size[1],
+            reason=out.reason,
+        )
+        plan = to_plan(model, info)
+        kept_running = len(snapshot.running) - len(plan.preempt)
+        if snapshot.waiting and kept_running == 0 and not plan.start and not plan.move:
+            return self._fall_back(snapshot, "no_progress", "the solution left every job waiting", size)
+        return plan

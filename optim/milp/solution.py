@@ -1,0 +1,83 @@
+"""Between a solved model and the engine: the Plan the chosen placements make, and a Plan written back into the
+model as a warm start."""
+
+from __future__ import annotations
+
+from optim.common import config_table
+from optim.milp.model import Model, Placement
+from sim.model import Assignment, DecisionInfo, Plan
+
+__all__ = ["chosen", "to_plan", "set_warm_start"]
+
+
+def chosen(model: Model) -> list[Placement]:
+    """The placements the current variable values select (x = 1)."""
+    return [pl for pl, v in zip(model.placements, model.x) if (v.varValue or 0.0) > 0.5]
+
+
+def to_plan(model: Model, info: DecisionInfo) -> Plan:
+    """Turn the selected placements into a Plan: VMs per node, starts, and (with preemption) moves and preemptions."""
+    snap = model.snapshot
+    picks = chosen(model)
+    vm_after: dict[int, str] = {n: vm for n, (vm, _) in model.pinned.items()}
+    for pl in picks:
+        vm_after[pl.node] = pl.vm
+    vms: dict[int, str | None] = {}
+    for nv in snap.nodes:
+        now_vm = nv.vm.name if nv.vm is not None else None
+        after = vm_after.get(nv.index)
+        if after != now_vm:
+            vms[nv.index] = after
+    start, move = [], []
+    placed = set()
+    for pl in picks:
+        jv = model.jobs[pl.job]
+        placed.add(pl.job)
+        if not jv.running:
+            start.append(Assignment(pl.job, pl.node, pl.gpus))
+        elif (pl.node, pl.config) != (jv.node, jv.config):
+            move.append(Assignment(pl.job, pl.node, pl.gpus))
+    preempt = tuple(r.id for r in snap.running if model.preempt and r.id not in placed)
+    return Plan(vms=vms, start=tuple(start), move=tuple(move), preempt=preempt, info=info)
+
+
+def set_warm_start(model: Model, plan: Plan) -> int:
+    """Set variable values from a baseline plan (mapped onto kept slots); returns how many jobs it placed."""
+    snap = model.snapshot
+    for v in model.x:
+        v.setInitialValue(0)
+    for v in model.y.values():
+        v.setInitialValue(0)
+    for v in model.z.values():
+        v.setInitialValue(1)
+    for (n, _), v in model.h.items():
+        v.setInitialValue(model.pinned[n][1] if n in model.pinned else 0.0)
+    index = {(pl.job, pl.node, pl.config): i for i, pl in enumerate(model.placements)}
+    config_index = config_table(snap.configs).index
+    spare = {key: [n for n in members] for key, members in model.classes.items()}
+    placed = 0
+    wanted: list[tuple[int, int, int]] = []
+    if model.preempt:
+        wanted += [(r.id, r.node, r.config) for r in snap.running]
+    for a in plan.start:
+        vm = plan.vms.get(a.node) or (snap.nodes[a.node].vm.name if snap.nodes[a.node].vm else None)
+        wanted.append((a.job_id, a.node, config_index.get((vm, a.gpus), -1)))
+    for job, node, k in wanted:
+        key = model.node_class.get(node)
+        if key is not None:
+            if not spare[key]:
+                continue
+            node = node if node in spare[key] else spare[key][0]
+            spare[key].remove(node)
+        i = index.get((job, node, k))
+        if i is None:
+            continue
+        pl = model.placements[i]
+        model.x[i].setInitialValue(1)
+        model.z[job].setInitialValue(0)
+        if (node, pl.vm) in model.y:
+            model.y[node, pl.vm].setInitialValue(1)
+        hv = model.h[node, pl.vm]
+        hv.setInitialValue(max(hv.varValue or 0.0, pl.span))
+        placed += 1
+    return placed
