@@ -20,9 +20,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.instances import instance, runtime_table  # noqa: E402
 from optim.milp import build_model, solve  # noqa: E402
 from sim.catalogue import configurations, vm_types  # noqa: E402
+from tests.instances import instance, runtime_table  # noqa: E402
 
 DEFAULT_SIZES = "2x5,5x15,8x24,10x30,20x60,30x90,50x150"
 GUROBI_LIMIT = 2000

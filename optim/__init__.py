@@ -5,7 +5,7 @@ arrays and index, D*, a job's standalone cost); each policy is one module (or pa
 registers itself.
 """
 
-from optim.base import Policy, build, register, registry
 from optim import baselines, greedy, milp  # noqa: F401  (registers fifo, edf, priority, ps, greedy, milp)
+from optim.base import Policy, build, register, registry
 
 __all__ = ["Policy", "build", "register", "registry"]

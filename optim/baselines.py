@@ -6,12 +6,12 @@ no sharing, no preemption, strict head-of-line blocking when the head cannot be 
 
 from __future__ import annotations
 
-from typing import Callable, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
 from optim.base import Policy, alias, register
-from optim.common import config_table, d_star
+from optim.common import config_table, d_star, hosted
 from sim.model import Assignment, JobView, Plan, Snapshot
 
 __all__ = ["ListScheduler", "FIFO", "EDF", "Priority"]
@@ -27,7 +27,11 @@ class ListScheduler(Policy):
 
     may_preempt: ClassVar[bool] = False
     may_share: ClassVar[bool] = False
-    order: ClassVar[Callable[[JobView], tuple]]
+
+    @staticmethod
+    def order(jv: JobView) -> tuple:
+        """The queue key of a waiting job: smallest first (each subclass gives its own)."""
+        raise NotImplementedError
 
     def decide(self, snapshot: Snapshot) -> Plan:
         if not snapshot.waiting or not (snapshot.empty_nodes or snapshot.idle_nodes):
@@ -39,7 +43,7 @@ class ListScheduler(Policy):
             free.setdefault(nodes[n].allowed, []).append(n)
         hosting: dict[str, list[int]] = {}  # idle VMs by type, lowest index last
         for n in reversed(snapshot.idle_nodes):
-            hosting.setdefault(nodes[n].vm.name, []).append(n)
+            hosting.setdefault(hosted(nodes[n]).name, []).append(n)
         taken: set[int] = set()
         queue = sorted(snapshot.waiting, key=type(self).order)
         vms: dict[int, str] = {}

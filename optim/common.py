@@ -11,9 +11,9 @@ import math
 
 import numpy as np
 
-from sim.model import Config, JobView
+from sim.model import Config, JobView, NodeView, VMType
 
-__all__ = ["ConfigTable", "config_table", "d_star", "standalone_cost"]
+__all__ = ["ConfigTable", "config_table", "d_star", "standalone_cost", "where", "hosted"]
 
 
 class ConfigTable:
@@ -97,3 +97,17 @@ def standalone_cost(jv: JobView, start: float, table: ConfigTable, usable: np.nd
     total = table.price * span + jv.job.weight * np.maximum(0.0, start + span - jv.job.deadline)
     total = np.where(usable & np.isfinite(t), total, np.inf)
     return float(total.min()) if total.size else math.inf
+
+
+def where(jv: JobView) -> tuple[int, int]:
+    """(node, config index) of a running job; a waiting job has neither (ValueError)."""
+    if jv.node is None or jv.config is None:
+        raise ValueError(f"job {jv.id} is not running: it has no node and configuration")
+    return jv.node, jv.config
+
+
+def hosted(nv: NodeView) -> VMType:
+    """The VM node ``nv`` hosts (one that runs or has just run a job always hosts one; ValueError otherwise)."""
+    if nv.vm is None:
+        raise ValueError(f"node {nv.index} hosts no VM")
+    return nv.vm

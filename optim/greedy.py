@@ -34,7 +34,6 @@ class Greedy(Policy):
         table = config_table(snapshot.configs)
         configs = snapshot.configs
         cfg = table.index
-        vm_types = snapshot.vm_types
         # node state after the plan so far: VM, free GPUs, and whether it is newly opened here
         vm_of: dict[int, VMType] = {nv.index: nv.vm for nv in snapshot.nodes if nv.vm is not None and nv.used_gpus}
         free = {n: vm_of[n].gpus - snapshot.nodes[n].used_gpus for n in vm_of}

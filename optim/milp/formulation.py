@@ -8,6 +8,7 @@ from typing import Callable
 
 import pulp
 
+from optim.common import hosted, where
 from optim.milp.model import Model
 from optim.milp.reductions import reduce_snapshot
 from sim.model import Snapshot
@@ -68,8 +69,8 @@ def write_problem(model: Model) -> None:
     constant = 0.0
     for n, (vm, horizon) in pinned.items():
         for r in on_node[n]:
-            constant += r.job.weight * max(0.0, now + max(0.0, nodes[n].ready_at - now) + r.remaining(r.config)
-                                           - r.job.deadline)
+            end = now + max(0.0, nodes[n].ready_at - now) + r.remaining(where(r)[1])
+            constant += r.job.weight * max(0.0, end - r.job.deadline)
     obj = pulp.LpAffineExpression(
         [(h[key], vm_by_name[key[1]].price_per_second) for key in h]
         + [(x[i], pl.cost) for i, pl in enumerate(placements) if pl.cost != 0.0]
@@ -97,7 +98,7 @@ def write_problem(model: Model) -> None:
         n_v = float(vm_by_name[vm].gpus)
         terms = [(x[i], float(placements[i].gpus)) for i in idx]
         if n in pinned:
-            cap = nodes[n].vm.gpus - nodes[n].used_gpus
+            cap = hosted(nodes[n]).gpus - nodes[n].used_gpus
             prob += pulp.LpAffineExpression(terms) <= cap, f"cap_{n}_{vm_pos[vm]}"
         else:
             terms.append((y[n, vm], -n_v))

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from optim.common import config_table
+from optim.common import config_table, hosted, where
 from optim.milp.model import Model, Placement
 from optim.milp.waiting import next_decision_delay, waiting_penalty
 from sim.model import JobView, Snapshot
@@ -46,7 +46,7 @@ def pareto_configs(
     cov = np.array([[covers[a, b] for b in names] for a in names])
     le = (crit[None, :, :] <= crit[:, None, :] + 1e-12).all(axis=2)
     lt = (crit[None, :, :] < crit[:, None, :] - 1e-12).any(axis=2)
-    beaten = (le & lt & cov).any(axis=1)
+    beaten = np.asarray((le & lt & cov).any(axis=1))
     return [k for k, b in zip(candidates, beaten) if not b]
 
 
@@ -131,7 +131,7 @@ def reduce_snapshot(
     jobs = list(snapshot.waiting) + movable
     on_node: dict[int, list[JobView]] = {}
     for r in snapshot.running:
-        on_node.setdefault(r.node, []).append(r)
+        on_node.setdefault(where(r)[0], []).append(r)
 
     # node slots: pinned (running jobs stay, non-preemptive), or free to choose a VM
     pinned: dict[int, tuple[str, float]] = {}
@@ -139,12 +139,11 @@ def reduce_snapshot(
     free_nodes: list[int] = []
     for nv in nodes:
         if nv.index in on_node and not preempt:
-            horizon = max(max(0.0, nv.ready_at - now) + r.remaining(r.config) for r in on_node[nv.index])
-            pinned[nv.index] = (nv.vm.name, horizon)
-            pinned_area[nv.index] = sum(
-                snapshot.configs[r.config].gpus * (max(0.0, nv.ready_at - now) + r.remaining(r.config))
-                for r in on_node[nv.index]
-            ) / nv.vm.gpus
+            host, here = hosted(nv), on_node[nv.index]
+            ready = max(0.0, nv.ready_at - now)
+            ends = [ready + r.remaining(where(r)[1]) for r in here]
+            pinned[nv.index] = (host.name, max(ends))
+            pinned_area[nv.index] = sum(configs[where(r)[1]].gpus * end for r, end in zip(here, ends)) / host.gpus
         else:
             free_nodes.append(nv.index)
 
@@ -166,7 +165,7 @@ def reduce_snapshot(
             nv = nodes[n]
             if n in pinned:
                 vm_fixed = pinned[n][0]
-                cap = nv.vm.gpus - nv.used_gpus
+                cap = hosted(nv).gpus - nv.used_gpus
             ks = cands[jv.id]
             if nv.vm is not None and dominance == "pareto":
                 # a VM that is already there keeps every exact option: sharing it is what the heuristic would lose

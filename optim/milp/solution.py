@@ -3,7 +3,7 @@ model as a warm start."""
 
 from __future__ import annotations
 
-from optim.common import config_table
+from optim.common import config_table, where
 from optim.milp.model import Model, Placement
 from sim.model import Assignment, DecisionInfo, Plan
 
@@ -58,10 +58,11 @@ def set_warm_start(model: Model, plan: Plan) -> int:
     placed = 0
     wanted: list[tuple[int, int, int]] = []
     if model.preempt:
-        wanted += [(r.id, r.node, r.config) for r in snap.running]
+        wanted += [(r.id, *where(r)) for r in snap.running]
     for a in plan.start:
-        vm = plan.vms.get(a.node) or (snap.nodes[a.node].vm.name if snap.nodes[a.node].vm else None)
-        wanted.append((a.job_id, a.node, config_index.get((vm, a.gpus), -1)))
+        host = snap.nodes[a.node].vm
+        vm = plan.vms.get(a.node) or (host.name if host else None)
+        wanted.append((a.job_id, a.node, -1 if vm is None else config_index.get((vm, a.gpus), -1)))
     for job, node, k in wanted:
         key = model.node_class.get(node)
         if key is not None:

@@ -173,6 +173,9 @@ def solve(
     """Solve ``model`` in place (variable values set) and say how it went; never raises for solver trouble."""
     if not model.placements and not model.h:
         return SolveOutcome("optimal", model.constant + sum(model.penalties.values()), 0.0, "nothing can start")
+    problem = model.problem
+    if problem is None:
+        raise ValueError("solve: the model has no problem written; build it with build_model")
     try:
         s = make_solver(solver, time_limit, gap, threads, warm_start, path, msg, options)
     except CapsimError:
@@ -183,9 +186,9 @@ def solve(
         if not s.available():
             return SolveOutcome("missing_solver", reason=f"solver {solver!r} is not available ({path or 'default'})")
         started = time.perf_counter()
-        model.problem.solve(s)
+        problem.solve(s)
         reader = {"highs": _read_highs, "cbc": _read_cbc, "gurobi": _read_gurobi}[solver]
-        out = reader(model.problem)
+        out = reader(problem)
         if out.status == "infeasible" and time_limit and time.perf_counter() - started >= time_limit:
             # the model is feasible by construction (everyone may wait); CBC says "infeasible" when cut off early
             out = SolveOutcome("no_solution", reason=f"{solver} stopped on its time limit ({out.reason})")
@@ -201,7 +204,7 @@ def solve(
                 pass
     if out.usable:
         try:
-            obj = pulp.value(model.problem.objective)
+            obj = pulp.value(problem.objective)
         except Exception:  # noqa: BLE001
             obj = None
         if obj is None or not math.isfinite(obj):

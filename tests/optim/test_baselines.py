@@ -8,8 +8,8 @@ import pytest
 
 import optim
 from optim.common import config_table, d_star
-from sim.model import Assignment, NodeView, VMType
 from sim.catalogue import configurations, gpu
+from sim.model import Assignment, NodeView, VMType
 from tests.optim.helpers import BIG, CONFIGS, SMALL, job, snapshot
 
 INF = math.inf
@@ -154,7 +154,8 @@ def test_a_completion_frees_the_node_for_the_queue_at_that_instant():
     """One node; job 0 (A) at t=0 takes big x2 (cost tie 0.10 with small x1, faster: 50 s); job 1 (B) at t=1 waits,
     then starts exactly when job 0 ends, on small x1 (50 s, $0.05 < big x2 30 s, $0.06), replacing the idle VM."""
     from sim.engine import Simulation
-    from tests.sim.helpers import A, B, cluster, job as sim_job, table
+    from tests.sim.helpers import A, B, cluster, table
+    from tests.sim.helpers import job as sim_job
 
     for kind in ("fifo", "edf", "priority"):
         res = Simulation(cluster(1), [sim_job(0, A, 0.0), sim_job(1, B, 1.0)], optim.build(kind), table()).run()

@@ -12,9 +12,9 @@ import pytest
 import optim
 import optim.milp.solvers as milp_solvers
 import predictors
-from tests.instances import instance, runtime_table
 from sim.catalogue import configurations, vm_types
 from sim.model import CapsimError
+from tests.instances import instance, runtime_table
 from tests.optim.helpers import job, snapshot
 
 engine = pytest.importorskip("sim.engine", reason="the SimPy engine (sim/engine.py) is not there yet")
