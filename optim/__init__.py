@@ -1,8 +1,9 @@
 """The deciders: policies that turn a Snapshot into a Plan. Importing this package registers the built-in policies.
 
 ``optim.base`` holds the contract and the registry, ``optim.common`` the helpers every policy shares (configuration
-arrays and index, D*, a job's standalone cost); each policy is one module (or package, like ``optim.milp``) that
-registers itself.
+arrays and index, D*, a job's standalone cost). Each policy is one module (or a package, like ``optim.milp``) that
+registers itself with ``@register(name)``; a new one is that module plus its name in the import line below, and the
+conformance suite (``tests/optim/test_conformance.py``) then checks it.
 """
 
 from optim import baselines, greedy, milp  # noqa: F401  (registers fifo, edf, priority, ps, greedy, milp)
