@@ -29,6 +29,20 @@ def _unknown_params(cls: Any, params: dict[str, Any], what: str, path: tuple) ->
                     f"(parameters: {', '.join(known) or 'none'})") for k in params if k not in known]
 
 
+def _check_params(cls: Any, params: dict[str, Any], what: str, at: tuple, build: Any, problems: list[Problem]) -> None:
+    """A problem per parameter ``cls`` does not take; if there is none, a trial ``build()`` whose failure is one."""
+    hints = _unknown_params(cls, params, what, at)
+    if hints:
+        problems.extend(hints)
+        return
+    try:
+        build()
+    except CapsimError as e:
+        problems.append(Problem(at, str(e)))
+    except Exception as e:  # noqa: BLE001 (a constructor rejecting its parameters is a user mistake)
+        problems.append(Problem(at, f"{what} rejected its parameters: {type(e).__name__}: {e}"))
+
+
 def _check_predictor(spec: dict[str, Any] | PredictorSpec, path: tuple, known: dict, problems: list[Problem]) -> None:
     d = spec.model_dump() if isinstance(spec, PredictorSpec) else dict(spec)
     kind = d.pop("kind", None)
@@ -42,18 +56,9 @@ def _check_predictor(spec: dict[str, Any] | PredictorSpec, path: tuple, known: d
         _check_predictor(d["base"], path + ("base",), known, problems)
         if problems:
             return
-    hints = _unknown_params(known[kind], d, f"predictor {kind!r}", path)
-    if hints:
-        problems.extend(hints)
-        return
-    try:
-        import predictors
+    import predictors
 
-        predictors.build(kind, **d)
-    except CapsimError as e:
-        problems.append(Problem(path, str(e)))
-    except Exception as e:  # noqa: BLE001 (a constructor rejecting its parameters is a user mistake)
-        problems.append(Problem(path, f"predictor {kind!r} rejected its parameters: {type(e).__name__}: {e}"))
+    _check_params(known[kind], d, f"predictor {kind!r}", path, lambda: predictors.build(kind, **d), problems)
 
 
 def _check_trace(sc: Scenario, trace: TraceSpec, problems: list[Problem]) -> None:
@@ -68,17 +73,10 @@ def _check_trace(sc: Scenario, trace: TraceSpec, problems: list[Problem]) -> Non
                                 f"{did_you_mean(trace.format, formats)} (known formats: {', '.join(sorted(formats))})"))
         return
     reader = formats[trace.format]
-    hints = _unknown_params(reader, trace.options, f"trace format {trace.format!r}", at)
-    if hints:
-        problems.extend(hints)
-        return
-    try:
-        TRACE_FORMATS.build(trace.format, **trace.options)
-    except CapsimError as e:
-        problems.append(Problem(at, str(e)))
-        return
-    except Exception as e:  # noqa: BLE001 (a reader rejecting its options is a user mistake)
-        problems.append(Problem(at, f"trace format {trace.format!r} rejected its options: {type(e).__name__}: {e}"))
+    before = len(problems)
+    _check_params(reader, trace.options, f"trace format {trace.format!r}", at,
+                  lambda: TRACE_FORMATS.build(trace.format, **trace.options), problems)
+    if len(problems) > before:
         return
     tp = sc.trace_path()
     if tp is not None and not tp.is_file():
@@ -160,17 +158,8 @@ def semantic_problems(sc: Scenario) -> list[Problem]:
                 problems.append(Problem(("policies", i, "name"), f"policy name {p.label!r} is used twice "
                                         f"(also policies[{seen[p.label]}]); give each a distinct `name:`"))
             seen[p.label] = i
-            hints = _unknown_params(known_pol[p.kind], p.params, f"policy {p.kind!r}", ("policies", i))
-            if hints:
-                problems.extend(hints)
-                continue
-            try:
-                optim.build(p.kind, **p.params)
-            except CapsimError as e:
-                problems.append(Problem(("policies", i), str(e)))
-            except Exception as e:  # noqa: BLE001 (a constructor rejecting its parameters is a user mistake)
-                problems.append(Problem(("policies", i), f"policy {p.kind!r} rejected its parameters: "
-                                        f"{type(e).__name__}: {e}"))
+            _check_params(known_pol[p.kind], p.params, f"policy {p.kind!r}", ("policies", i),
+                          lambda p=p: optim.build(p.kind, **p.params), problems)
     elif not known_pol:
         problems.append(Problem(("policies",), "no policies are registered; list some under `policies:`"))
     return problems
