@@ -35,7 +35,8 @@ class _Version(argparse.Action):
             text = version("capsim")
         except PackageNotFoundError:
             text = "unknown (not installed; run `pip install -e .`)"
-        parser.exit(message=f"capsim {text}\n")
+        print(f"capsim {text}")
+        parser.exit()
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -58,8 +59,7 @@ def _parser() -> argparse.ArgumentParser:
             if e.name == f"experiments.commands.{module_name}":
                 continue
             raise
-        text = module.HELP.replace("%", "%%")
-        p = sub.add_parser(name, help=text, description=text)
+        p = sub.add_parser(name, help=module.HELP.replace("%", "%%"), description=module.HELP)
         module.add_arguments(p)
         p.set_defaults(_run=module.run)
     return parser
