@@ -153,7 +153,7 @@ class TraceSpec(BaseModel):
 def _trace_tag(v: Any) -> str | None:
     if isinstance(v, str):
         return "<path>"
-    if isinstance(v, dict):
+    if isinstance(v, (dict, TraceSpec)):  # a mapping when validating, the model when serialising
         return "<file>"
     return None
 
