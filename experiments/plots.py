@@ -1,4 +1,4 @@
-"""Figures of a sweep directory, as PNG and PDF (TrueType fonts embedded), one colour per policy in every figure."""
+"""Figures of a result directory, as PNG and PDF (TrueType fonts embedded), one colour per policy in every figure."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Writing and reading results: deterministic tables, atomic writes, Parquet datasets of a sweep directory.
+"""Writing and reading results: deterministic tables, atomic writes, Parquet datasets of a result folder.
 
 Same scenario and seed give byte-identical files: rows are sorted by their labels in a stable way, columns keep a
 fixed order and dtypes, Parquet is written by pyarrow with zstd and no pandas index. Every file is written to a
