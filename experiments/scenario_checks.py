@@ -80,7 +80,7 @@ def _check_trace(sc: Scenario, trace: TraceSpec, problems: list[Problem]) -> Non
         return
     tp = sc.trace_path()
     if tp is not None and not tp.is_file():
-        problems.append(Problem(at + (("path",) if mapping else ()), f"expected a {reader.file_kind} file (relative "
+        problems.append(Problem(at + (("path",) if mapping else ()), f"expected a {getattr(reader, 'file_kind', 'trace')} file (relative "
                                 f"to the scenario file), found no file at {tp}"))
 
 

@@ -190,8 +190,11 @@ def trace_jobs(
     drawn_d, drawn_w = _deadlines_weights(submit_a, t_min, streams(seed), deadline_factor, weight_range)
     order = sorted(range(n), key=lambda k: submit[k])
     return [
-        Job(id=new, spec=specs[k], submit_time=submit[k],
-            deadline=float(given_d[k]) if given_d[k] is not None else float(drawn_d[k]),
-            weight=float(given_w[k]) if given_w[k] is not None else float(drawn_w[k]))
+        Job(id=new, spec=specs[k], submit_time=submit[k], deadline=_given_or(given_d[k], drawn_d[k]),
+            weight=_given_or(given_w[k], drawn_w[k]))
         for new, k in enumerate(order)
     ]
+
+
+def _given_or(given: float | None, drawn: float) -> float:
+    return float(given) if given is not None else float(drawn)

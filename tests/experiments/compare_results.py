@@ -43,8 +43,8 @@ def compare(base: Path, new: Path) -> list[str]:
         if fa.suffix == ".parquet" and (new / fa.stem).is_dir():
             _frames(pd.read_parquet(fa), new_tables[fa.stem].drop(columns="config", errors="ignore"), fa.name, problems)
         elif fa.suffix == ".csv" and fb.is_file():
-            _frames(pd.read_csv(fa, dtype=str, keep_default_na=False), pd.read_csv(fb, dtype=str, keep_default_na=False),
-                    fa.name, problems)
+            text = {"dtype": str, "keep_default_na": False}
+            _frames(pd.read_csv(fa, **text), pd.read_csv(fb, **text), fa.name, problems)
         elif fa.is_dir() and fb.is_dir():
             names = sorted(p.name for p in fa.glob("*.parquet") if not p.name.startswith("."))
             missing = [n for n in names if not (fb / n).is_file()]
