@@ -1,12 +1,15 @@
-"""The ``capsim`` command line: one sub-command per module in ``experiments.commands``."""
+"""The ``capsim`` command line: one sub-command per module in ``experiments.commands``.
+
+Building the parser imports only the standard library: each command module keeps its heavy imports (pandas, pyarrow,
+matplotlib, scipy, the solvers) inside the functions that run it, so ``capsim --help`` answers at once.
+"""
 
 from __future__ import annotations
 
 import argparse
 import importlib
 import sys
-
-from sim.model import CapsimError
+from typing import Any, Sequence
 
 # sub-command name -> module in experiments.commands exposing ``HELP``, ``add_arguments(parser)``, ``run(args) -> int``
 COMMANDS = {
@@ -16,6 +19,24 @@ COMMANDS = {
     "plot": "plot",
     "predict": "predict",
 }
+
+
+class _Version(argparse.Action):
+    """``--version``: the installed package's version, read from its metadata only when asked."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kw: Any):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="print capsim's version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            text = version("capsim")
+        except PackageNotFoundError:
+            text = "unknown (not installed; run `pip install -e .`)"
+        print(f"capsim {text}")
+        parser.exit()
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -29,6 +50,7 @@ def _parser() -> argparse.ArgumentParser:
                "  capsim plot results/qs",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, module_name in COMMANDS.items():
         try:
@@ -37,8 +59,7 @@ def _parser() -> argparse.ArgumentParser:
             if e.name == f"experiments.commands.{module_name}":
                 continue
             raise
-        text = module.HELP.replace("%", "%%")
-        p = sub.add_parser(name, help=text, description=text)
+        p = sub.add_parser(name, help=module.HELP.replace("%", "%%"), description=module.HELP)
         module.add_arguments(p)
         p.set_defaults(_run=module.run)
     return parser
@@ -46,6 +67,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    from sim.model import CapsimError
+
     try:
         return int(args._run(args) or 0)
     except CapsimError as e:

@@ -1,4 +1,4 @@
-"""Figures of a sweep directory, as PNG and PDF (TrueType fonts embedded), one colour per policy in every figure."""
+"""Figures of a result directory, as PNG and PDF (TrueType fonts embedded), one colour per policy in every figure."""
 
 from __future__ import annotations
 
@@ -13,8 +13,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from sim.metrics import METRICS  # noqa: E402
+
 from experiments.report import aggregate  # noqa: E402
 from experiments.results import atomic_write  # noqa: E402
+from experiments.tables import metric_label  # noqa: E402
 
 __all__ = ["policy_colours", "plot_all", "FIGURES"]
 
@@ -95,18 +98,18 @@ def fig_cost_breakdown(agg: pd.DataFrame, fields: Sequence[str], colours: dict) 
     for ax, (label, g) in zip(axes, pts):
         x = np.arange(len(g))
         cols = [colours[p] for p in g["policy"]]
-        ax.bar(x, g["vm_cost_mean"], color=cols, edgecolor="black", linewidth=0.5, label="VM cost")
+        ax.bar(x, g["vm_cost_mean"], color=cols, edgecolor="black", linewidth=0.5, label=METRICS["vm_cost"].label)
         ax.bar(x, g["tardiness_cost_mean"], bottom=g["vm_cost_mean"], color=cols, alpha=0.45, hatch="//",
-               edgecolor="black", linewidth=0.5, label="tardiness cost")
+               edgecolor="black", linewidth=0.5, label=METRICS["tardiness_cost"].label)
         ax.errorbar(x, g["total_cost_mean"], yerr=[_nan0(v) for v in g["total_cost_ci95"]], fmt="none",
                     ecolor="black", capsize=3, linewidth=1)
         ax.set_xticks(x, g["policy"], rotation=30, ha="right")
-        ax.set_ylabel("cost ($)")
+        ax.set_ylabel(metric_label("total_cost"))
         ax.set_title(label, fontsize=9)
     handles = [plt.Rectangle((0, 0), 1, 1, facecolor="0.6", edgecolor="black"),
                plt.Rectangle((0, 0), 1, 1, facecolor="0.85", hatch="//", edgecolor="black")]
-    fig.legend(handles, ["VM cost", "tardiness cost"], loc="upper center", ncol=2, frameon=False,
-               bbox_to_anchor=(0.5, 1.04))
+    fig.legend(handles, [METRICS["vm_cost"].label, METRICS["tardiness_cost"].label], loc="upper center", ncol=2,
+               frameon=False, bbox_to_anchor=(0.5, 1.04))
     fig.suptitle("Total cost per policy (mean over seeds, 95% CI)", y=1.09)
     fig.tight_layout()
     return fig
@@ -133,11 +136,23 @@ def fig_tardiness_late(agg: pd.DataFrame, fields: Sequence[str], colours: dict, 
     """Weighted tardiness (tardiness cost) and late jobs per policy and grid point."""
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.4))
     _grouped_bars(a, agg, fields, "tardiness_cost", colours, policies)
-    a.set_ylabel("weighted tardiness ($)")
+    a.set_ylabel(metric_label("tardiness_cost"))
     _grouped_bars(b, agg, fields, "late_jobs", colours, policies)
-    b.set_ylabel("late jobs")
+    b.set_ylabel(metric_label("late_jobs"))
     b.legend(frameon=False, fontsize=8)
     fig.suptitle("Weighted tardiness and late jobs (mean over seeds, 95% CI)")
+    fig.tight_layout()
+    return fig
+
+
+def fig_metric(agg: pd.DataFrame, fields: Sequence[str], metric: str, colours: dict,
+               policies: Sequence[str]) -> plt.Figure:
+    """One metric of ``sim.metrics`` per policy and grid point (mean over seeds, 95% CI), labelled by its declaration."""
+    fig, ax = plt.subplots(figsize=(5.2, 3.4))
+    _grouped_bars(ax, agg, fields, metric, colours, policies)
+    ax.set_ylabel(metric_label(metric))
+    ax.legend(frameon=False, fontsize=8)
+    ax.set_title(f"{METRICS[metric].label if metric in METRICS else metric} (mean over seeds, 95% CI)")
     fig.tight_layout()
     return fig
 
@@ -164,8 +179,8 @@ def fig_pareto(agg: pd.DataFrame, fields: Sequence[str], colours: dict) -> plt.F
     ax.plot(pts[front, 0], pts[front, 1], color="black", linestyle="--", linewidth=1, zorder=2,
             drawstyle="steps-post", label="Pareto front")
     ax.scatter(pts[front, 0], pts[front, 1], s=110, facecolor="none", edgecolor="black", linewidth=1, zorder=4)
-    ax.set_xlabel("VM cost ($)")
-    ax.set_ylabel("weighted tardiness ($)")
+    ax.set_xlabel(metric_label("vm_cost"))
+    ax.set_ylabel(metric_label("tardiness_cost"))
     ax.set_title("Cost vs tardiness (means per policy and grid point)")
     ax.legend(frameon=False, fontsize=8)
     fig.tight_layout()
@@ -213,7 +228,7 @@ def fig_cost_vs(summary: pd.DataFrame, field: str, colours: dict, policies: Sequ
         ax.plot(x, y, marker="o", color=colours[pol], label=pol)
         ax.fill_between(x, y - e, y + e, color=colours[pol], alpha=0.18, linewidth=0)
     ax.set_xlabel(field)
-    ax.set_ylabel("total cost ($)")
+    ax.set_ylabel(metric_label("total_cost"))
     ax.set_title(f"Total cost against {field.split('.')[-1]} (mean, 95% CI)")
     ax.legend(frameon=False, fontsize=8)
     fig.tight_layout()
@@ -283,8 +298,10 @@ def fig_timeline(nodes: pd.DataFrame, jobs: pd.DataFrame, run_id: str, title: st
 
 
 def plot_all(tables: dict[str, pd.DataFrame], fields: Sequence[str], policies: Sequence[str], out: Path,
-             run_id: str | None = None, only: Sequence[str] | None = None) -> list[Path]:
-    """The figures of a sweep directory (all, or those in ``only``; see FIGURES) into ``out``; returns the files."""
+             run_id: str | None = None, only: Sequence[str] | None = None,
+             metrics: Sequence[str] = ()) -> list[Path]:
+    """The figures of a result directory (all, or those in ``only``; see FIGURES) into ``out``, plus one
+    ``metric_<name>`` figure per metric in ``metrics``; returns the files."""
     want = set(only or FIGURES)
     summary = tables["summary"]
     policies = [p for p in policies if p in set(summary["policy"])] + \
@@ -304,6 +321,10 @@ def plot_all(tables: dict[str, pd.DataFrame], fields: Sequence[str], policies: S
     for f in fields if "cost_vs" in want else []:
         if pd.api.types.is_numeric_dtype(summary[f]) and summary[f].nunique() > 1:
             written += _save(fig_cost_vs(summary, f, colours, policies), out, f"cost_vs_{f.split('.')[-1]}")
+    if metrics:
+        per_metric = aggregate(summary, fields, list(metrics), policies)
+        for m in metrics:
+            written += _save(fig_metric(per_metric, fields, m, colours, policies), out, f"metric_{m}")
     if "decision_time" in want and not tables["decisions"].empty:
         written += _save(fig_decision_time(tables["decisions"], colours, policies), out, "decision_time")
     if "timeline" not in want:

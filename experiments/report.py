@@ -9,20 +9,11 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from experiments.tables import format_table
+from sim.metrics import METRICS
 
-__all__ = ["METRICS", "aggregate", "render"]
+from experiments.tables import format_table, metric_digits, metric_label
 
-METRICS = {
-    "total_cost": "total cost ($)",
-    "vm_cost": "VM cost ($)",
-    "tardiness_cost": "tardiness cost ($)",
-    "late_jobs": "late jobs",
-    "mean_jct": "mean JCT (s)",
-    "p95_jct": "p95 JCT (s)",
-    "gpu_utilisation": "GPU utilisation",
-    "decision_wall_sum": "decision time (s)",
-}
+__all__ = ["aggregate", "render", "ci95"]
 
 
 def ci95(values: np.ndarray) -> float:
@@ -35,7 +26,8 @@ def ci95(values: np.ndarray) -> float:
 
 def aggregate(summary: pd.DataFrame, fields: Sequence[str], metrics: Sequence[str] | None = None,
               policy_order: Sequence[str] = ()) -> pd.DataFrame:
-    """One row per grid point × policy: ``n`` seeds, then ``<metric>_mean`` and ``<metric>_ci95`` per metric."""
+    """One row per grid point × policy: ``n`` seeds, then ``<metric>_mean`` and ``<metric>_ci95`` per metric
+    (default: every metric of ``sim.metrics`` the summary has)."""
     metrics = [m for m in (metrics or METRICS) if m in summary.columns]
     keys = [f for f in fields if f in summary.columns] + ["policy"]
     rows = []
@@ -63,10 +55,6 @@ def _pm(mean: float, ci: float, digits: int, sep: str) -> str:
     return f"{mean:,.{digits}f}{sep}{ci:,.{digits}f}"
 
 
-def _digits(metric: str) -> int:
-    return 3 if metric in ("gpu_utilisation", "decision_wall_sum") else (1 if metric.endswith("jct") else 2)
-
-
 def render(agg: pd.DataFrame, fields: Sequence[str], metrics: Sequence[str], fmt: str = "table") -> str:
     """The aggregate as a terminal table, CSV, a Markdown table or a LaTeX tabular (booktabs)."""
     metrics = [m for m in metrics if f"{m}_mean" in agg.columns]
@@ -75,11 +63,11 @@ def render(agg: pd.DataFrame, fields: Sequence[str], metrics: Sequence[str], fmt
         cols = fields + ["policy", "n"] + [c for m in metrics for c in (f"{m}_mean", f"{m}_ci95")]
         return agg[cols].to_csv(index=False, float_format="%.6g", lineterminator="\n")
     sep = {"table": " ± ", "markdown": " ± ", "latex": r" $\pm$ "}[fmt]
-    headers = fields + ["policy", "n"] + [METRICS.get(m, m) for m in metrics]
+    headers = fields + ["policy", "n"] + [metric_label(m) for m in metrics]
     rows = []
     for _, r in agg.iterrows():
         rows.append([str(r[f]) for f in fields] + [str(r["policy"]), str(int(r["n"]))]
-                    + [_pm(r[f"{m}_mean"], r[f"{m}_ci95"], _digits(m), sep) for m in metrics])
+                    + [_pm(r[f"{m}_mean"], r[f"{m}_ci95"], metric_digits(m), sep) for m in metrics])
     if fmt == "table":
         return format_table(headers, rows)
     if fmt == "markdown":

@@ -1,4 +1,4 @@
-"""Writing and reading results: deterministic tables, atomic writes, Parquet datasets of a sweep directory.
+"""Writing and reading results: deterministic tables, atomic writes, Parquet datasets of a result folder.
 
 Same scenario and seed give byte-identical files: rows are sorted by their labels in a stable way, columns keep a
 fixed order and dtypes, Parquet is written by pyarrow with zstd and no pandas index. Every file is written to a
@@ -16,6 +16,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from sim.metrics import HEADLINE, METRICS
+
 __all__ = [
     "atomic_write",
     "atomic_write_bytes",
@@ -28,7 +30,9 @@ __all__ = [
     "SUMMARY_FIRST",
 ]
 
-SUMMARY_FIRST = ["policy", "seed", "vm_cost", "tardiness_cost", "total_cost", "late_jobs", "mean_jct", "makespan"]
+SUMMARY_FIRST = ["policy", "seed", *(m for m in METRICS if m in HEADLINE), "makespan"]
+"""The leading columns of a summary table: labels, the headline metrics in declaration order, then makespan (the
+order ``summary.csv`` has always had); every other column follows in its own order."""
 TMP_PREFIX = ".tmp-"
 
 
@@ -87,8 +91,9 @@ def tidy(frames: Iterable[pd.DataFrame], by: list[str]) -> pd.DataFrame:
     return df
 
 
-def summary_frame(rows: list[dict[str, Any]], by: list[str]) -> pd.DataFrame:
-    """Summary rows as a frame with the label columns and the headline metrics first."""
+def summary_frame(rows: list[dict[str, Any]] | pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """Summary rows as a frame with the label columns ``by``, then ``SUMMARY_FIRST``, first; rows sorted stably by
+    ``by``."""
     df = pd.DataFrame(rows)
     if df.empty:
         return df

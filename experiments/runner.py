@@ -21,7 +21,9 @@ from experiments.scenario import PolicySpec, Scenario
 
 __all__ = ["Task", "Outcome", "execute", "run_tasks", "Progress", "TABLES"]
 
-TABLES = ("jobs", "nodes", "decisions")
+TABLES = ("jobs", "nodes", "decisions", "segments")
+"""The per-run record tables of ``sim.engine.RunResult`` that are stored (one row per job, node interval, decision,
+run segment of a job on a node)."""
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from experiments.loading import Problem, did_you_mean, path_str, pydantic_problems, raise_problems, read_yaml
 from experiments.runner import Task
 from experiments.scenario import PolicySpec, Scenario, validate_scenario
+from experiments.store import new_manifest
 
 __all__ = ["SweepFile", "Sweep", "load_sweep", "grid_value_label"]
 
@@ -145,9 +146,9 @@ class Sweep:
 
     def manifest(self, tasks: list[Task] | None = None) -> dict[str, Any]:
         """What this sweep covers, for reports: grid fields, policy order, seeds and the run ids."""
-        ids = sorted(t.run_id for t in (tasks if tasks is not None else self.tasks()))
-        return {"name": self.name, "file": self.file, "grid_fields": self.fields,
-                "policies": [p.label for p in self.policies], "seeds": self.seeds, "run_ids": ids}
+        ids = [t.run_id for t in (tasks if tasks is not None else self.tasks())]
+        return new_manifest("sweep", self.name, self.file, self.fields, [p.label for p in self.policies], self.seeds,
+                            ids)
 
 
 def _read_chain(path: Path, stack: tuple[str, ...], problems: list[Problem]) -> tuple[dict, Path]:

@@ -34,25 +34,35 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join(out)
 
 
-RUN_COLUMNS = [
-    ("total_cost", "total $"),
-    ("vm_cost", "VM $"),
-    ("tardiness_cost", "tardiness $"),
-    ("late_jobs", "late jobs"),
-    ("mean_jct", "mean JCT s"),
-]
+def metric_label(name: str) -> str:
+    """A column or axis label from the metric's declaration in ``sim.metrics``: ``total cost ($)``; a count whose
+    label already names its unit stays bare (``late jobs``); an undeclared column keeps its name."""
+    from sim.metrics import METRICS, label_with_unit
+
+    m = METRICS.get(name)
+    if m is None:
+        return name
+    return label_with_unit(m.label, "" if m.label.split()[-1] == m.unit else m.unit)
+
+
+def metric_digits(name: str) -> int:
+    """Decimals of a metric in tables (its declaration's ``digits``; 2 for an undeclared column)."""
+    from sim.metrics import METRICS
+
+    m = METRICS.get(name)
+    return m.digits if m is not None else 2
 
 
 def policy_means(summary: pd.DataFrame, order: Sequence[str] | None = None) -> str:
-    """The ``capsim run`` table: per policy, the mean over seeds of costs, late jobs and mean JCT."""
+    """The ``capsim run`` table: per policy, the number of seeds and the mean over seeds of each headline metric."""
+    from sim.metrics import HEADLINE
+
     if summary.empty:
         return "(no finished runs)"
+    columns = [m for m in HEADLINE if m in summary.columns]
     g = summary.groupby("policy", sort=False)
-    means = g[[c for c, _ in RUN_COLUMNS if c in summary.columns]].mean()
+    means = g[columns].mean()
     counts = g.size()
     names = [p for p in (order or means.index) if p in means.index]
-    rows = []
-    for p in names:
-        r = means.loc[p]
-        rows.append([p, int(counts[p])] + [float(r[c]) if c in r else None for c, _ in RUN_COLUMNS])
-    return format_table(["policy", "seeds"] + [h for _, h in RUN_COLUMNS], rows)
+    rows = [[p, int(counts[p])] + [fmt(float(means.loc[p, m]), metric_digits(m)) for m in columns] for p in names]
+    return format_table(["policy", "seeds"] + [metric_label(m) for m in columns], rows)

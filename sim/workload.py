@@ -16,6 +16,7 @@ import pandas as pd
 from sim.contracts import Predictor
 from sim.catalogue import job_types
 from sim.model import CapsimError, Config, Job, JobSpec
+from sim.traces.base import REQUIRED as _TRACE_REQUIRED
 
 __all__ = ["WorkloadSpec", "STREAMS", "streams", "poisson_jobs", "trace_jobs", "fastest_runtimes"]
 
@@ -115,9 +116,6 @@ def poisson_jobs(spec: WorkloadSpec, truth: Predictor, configs: Sequence[Config]
     ]
 
 
-_TRACE_REQUIRED = ("submit_time", "application", "framework", "iterations", "batch_size")
-
-
 def _trace_error(source: str, row: Any, column: str, value: Any, expected: str) -> CapsimError:
     where = f"row {row}" if row is not None else "header"
     return CapsimError(f"{source}: {where}, column {column!r}: expected {expected}, found {value!r}")
@@ -139,12 +137,13 @@ def trace_jobs(
     rows: pd.DataFrame, truth: Predictor, configs: Sequence[Config], seed: int, source: str, *,
     deadline_factor: tuple[float, float] = (1.0, 3.0), weight_range: tuple[float, float] = (0.003, 0.015),
 ) -> list[Job]:
-    """Jobs replayed from a trace table, ids 0..n-1 in submission order (ties keep the row order).
+    """Jobs replayed from a trace table (read from a file by a ``sim.traces`` reader), ids 0..n-1 in submission
+    order (ties keep the row order).
 
-    Columns: submit_time, application, framework, iterations, batch_size, and optionally name, deadline, weight.
-    Missing deadlines and weights (absent column or empty cell) are drawn as in ``poisson_jobs`` with
-    ``deadline_factor`` and ``weight_range``. Rows are numbered from 1 as in a CSV file after its header; a bad cell raises a CapsimError naming
-    ``source``, the row and the column.
+    Columns: ``sim.traces.REQUIRED`` (submit_time, application, framework, iterations, batch_size), and optionally
+    name, deadline, weight; others are ignored. Missing deadlines and weights (absent column or empty cell) are drawn
+    as in ``poisson_jobs`` with ``deadline_factor`` and ``weight_range``. Rows are numbered from 1 in table order (a
+    CSV file's rows after its header); a bad cell raises a CapsimError naming ``source``, the row and the column.
     """
     missing = [c for c in _TRACE_REQUIRED if c not in rows.columns]
     if missing:
@@ -191,8 +190,11 @@ def trace_jobs(
     drawn_d, drawn_w = _deadlines_weights(submit_a, t_min, streams(seed), deadline_factor, weight_range)
     order = sorted(range(n), key=lambda k: submit[k])
     return [
-        Job(id=new, spec=specs[k], submit_time=submit[k],
-            deadline=float(given_d[k]) if given_d[k] is not None else float(drawn_d[k]),
-            weight=float(given_w[k]) if given_w[k] is not None else float(drawn_w[k]))
+        Job(id=new, spec=specs[k], submit_time=submit[k], deadline=_given_or(given_d[k], drawn_d[k]),
+            weight=_given_or(given_w[k], drawn_w[k]))
         for new, k in enumerate(order)
     ]
+
+
+def _given_or(given: float | None, drawn: float) -> float:
+    return float(given) if given is not None else float(drawn)

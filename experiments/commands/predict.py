@@ -7,15 +7,10 @@ import math
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from sim.model import CapsimError, JobSpec, VMType  # noqa: E402
+if TYPE_CHECKING:  # the heavy libraries are imported where they are used, so `capsim --help` starts at once
+    import pandas as pd
 
 HELP = "evaluate the runtime predictors (MAPE per application x GPU x protocol) or show one job's predictions"
 
@@ -50,6 +45,8 @@ def _names(text: str | None, default: tuple[str, ...]) -> list[str]:
 
 def parse_app(app: str, framework: str | None) -> tuple[str, str]:
     """(application, framework) from ``resnet50_pt`` or ``resnet50`` + ``--framework``."""
+    from sim.model import CapsimError
+
     short = {"pt": "pytorch", "tf": "tensorflow"}
     if "_" in app and app.rsplit("_", 1)[1] in short:
         name, fw = app.rsplit("_", 1)
@@ -64,6 +61,7 @@ def parse_app(app: str, framework: str | None) -> tuple[str, str]:
 def _show(args: argparse.Namespace) -> int:
     from predictors import build
     from sim.catalogue import gpu
+    from sim.model import CapsimError, JobSpec, VMType
 
     application, framework = parse_app(args.app, args.framework)
     if args.gpus < 1 or args.batch < 1 or args.iterations < 1:
@@ -82,6 +80,12 @@ def _show(args: argparse.Namespace) -> int:
 
 def _plot(pred: pd.DataFrame, protocol: str, path: Path) -> None:
     """Predicted vs measured runtime, one panel per predictor that answered, one colour per application."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
     sub = pred[(pred["protocol"] == protocol) & np.isfinite(pred["predicted"]) & (pred["predicted"] > 0)]
     names = sorted(sub["predictor"].unique())
     if not names:
@@ -111,6 +115,8 @@ def _plot(pred: pd.DataFrame, protocol: str, path: Path) -> None:
 def format_table(summary: pd.DataFrame, rows: tuple[str, ...] = ("protocol", "app")) -> str:
     """MAPE % per ``rows`` (protocol × application [× GPU]) and predictor (columns), coverage when below 100 %,
     the repeat noise floor and the best predictor (lowest MAPE among those answering over half the runs)."""
+    import numpy as np
+
     s = summary.copy()
     s["cell"] = [
         "-" if not np.isfinite(m) else f"{100 * m:.1f}" + ("" if c > 0.995 else f" ({100 * c:.0f}%)")
@@ -128,6 +134,7 @@ def format_table(summary: pd.DataFrame, rows: tuple[str, ...] = ("protocol", "ap
 
 def _evaluate(args: argparse.Namespace) -> int:
     from experiments.results import write_csv
+    from sim.model import CapsimError
     from predictors.evaluation import PREDICTORS, PROTOCOLS, evaluate, summarise
 
     protocols = _names(args.protocols, PROTOCOLS)

@@ -1,72 +1,80 @@
-"""``capsim report``: mean ± 95% confidence interval over seeds per policy and grid point of a sweep directory."""
+"""``capsim report``: mean ± 95% confidence interval over seeds per policy and grid point of a result directory."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from sim.model import CapsimError
-
-from experiments.report import METRICS, aggregate, render
-from experiments.store import load_results
+if TYPE_CHECKING:
+    import pandas as pd
 
 HELP = "summarise a sweep (or run) directory: mean ± 95% CI over seeds per policy and grid point"
 
-DEFAULT_METRICS = ["total_cost", "vm_cost", "tardiness_cost", "late_jobs", "mean_jct"]
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("dir", metavar="DIR", help="a sweep's result directory (capsim sweep --out DIR)")
+    p.add_argument("dir", metavar="DIR", help="a result directory (capsim run or capsim sweep --out DIR)")
     p.add_argument("--format", choices=["table", "csv", "markdown", "latex"], default="table")
     p.add_argument("--metrics", metavar="NAMES",
-                   help=f"comma-separated summary columns (default {','.join(DEFAULT_METRICS)}; "
-                        f"also {','.join(m for m in METRICS if m not in DEFAULT_METRICS)}, ...)")
+                   help="comma-separated metrics declared in sim/metrics.py (default: the headline ones, total, VM "
+                        "and tardiness cost, late jobs, mean JCT); `--metrics list` prints every declared metric")
+    p.add_argument("--recompute", action="store_true",
+                   help="compute the metrics afresh from the stored per-run tables instead of reading the stored "
+                        "summaries (for a metric declared after the runs were made)")
     p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of printing")
-    p.add_argument("--all", action="store_true", help="every finished run in DIR, not only the latest sweep's")
+    p.add_argument("--all", action="store_true", help="every finished run in DIR, not only the latest command's")
 
 
-def load_summary(directory: str, all_runs: bool = False) -> tuple[dict, list[str], list[str]]:
-    """Tables, grid fields and policy order of a sweep directory, or of a ``capsim run`` output directory."""
-    import pandas as pd
+def metrics_table() -> str:
+    """Every declared metric: name, label with unit, decimals, which way is better, what it measures."""
+    from sim.metrics import METRICS
 
-    from experiments.store import ResultStore
+    from experiments.tables import format_table, metric_label
 
-    d = Path(directory)
-    if (d / "summary").is_dir():
-        tables = load_results(d, all_runs=all_runs)
-        manifest = ResultStore(d).manifest()
-        fields, order = manifest.get("grid_fields", []), manifest.get("policies", [])
-    elif (d / "summary.csv").is_file():
-        tables = {"summary": pd.read_csv(d / "summary.csv"), "failures": pd.DataFrame()}
-        for name in ("jobs", "nodes", "decisions"):
-            f = d / f"{name}.parquet"
-            tables[name] = pd.read_parquet(f) if f.is_file() else pd.DataFrame()
-        fields, order = [], list(dict.fromkeys(tables["summary"]["policy"]))
-    else:
-        raise CapsimError(f"{d}: not a result directory (no summary/ from `capsim sweep` nor summary.csv from "
-                          f"`capsim run`); run `capsim sweep FILE --out {d}` first")
-    if tables["summary"].empty:
-        raise CapsimError(f"{d}: no finished runs yet")
-    return tables, fields, order
+    rows = [[m.name, metric_label(m.name), str(m.digits), m.better or "-", m.description] for m in METRICS.values()]
+    return format_table(["metric", "label", "digits", "better", "what it measures"], rows)
+
+
+def choose_metrics(text: str | None, summary: pd.DataFrame, directory: str, recomputed: bool) -> list[str]:
+    """The metrics named in ``--metrics`` (default: the headline ones), each declared or a numeric summary column."""
+    from sim.metrics import HEADLINE, METRICS
+    from sim.model import CapsimError
+
+    from experiments.loading import did_you_mean
+
+    if not text:
+        return list(HEADLINE)
+    metrics = [m.strip() for m in text.split(",") if m.strip()]
+    numeric = {c for c in summary.columns if summary[c].dtype.kind in "fiub" and c != "seed"}
+    unknown = [m for m in metrics if m not in METRICS and m not in numeric]
+    if unknown:
+        hint = did_you_mean(unknown[0], METRICS)
+        raise CapsimError(f"--metrics: unknown metric {', '.join(unknown)}{hint}; declared metrics: "
+                          f"{', '.join(METRICS)} (`--metrics list` describes them)")
+    missing = [m for m in metrics if m not in summary.columns]
+    if missing and not recomputed:
+        raise CapsimError(f"--metrics: {', '.join(missing)} is not in the stored summaries of {directory} (its runs "
+                          f"were made before it was declared); add --recompute to compute it from the stored tables")
+    return metrics
 
 
 def run(args: argparse.Namespace) -> int:
-    tables, fields, order = load_summary(args.dir, args.all)
-    summary = tables["summary"]
-    metrics = DEFAULT_METRICS
-    if args.metrics:
-        metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
-        bad = [m for m in metrics if m not in summary.columns or summary[m].dtype.kind not in "fiub"]
-        if bad:
-            numeric = [c for c in summary.columns if summary[c].dtype.kind in "fi" and c != "seed"]
-            raise CapsimError(f"--metrics: not a numeric summary column: {', '.join(bad)}; known: {', '.join(numeric)}")
-    agg = aggregate(summary, fields, metrics, order)
-    text = render(agg, fields, metrics, args.format)
+    from experiments.report import aggregate, render
+    from experiments.store import open_results
+
+    if args.metrics and args.metrics.strip() == "list":
+        print(metrics_table())
+        return 0
+    res = open_results(args.dir, args.all, recompute_metrics=args.recompute)
+    summary = res.tables["summary"]
+    metrics = choose_metrics(args.metrics, summary, args.dir, args.recompute)
+    agg = aggregate(summary, res.fields, metrics, res.policies)
+    text = render(agg, res.fields, metrics, args.format)
     if args.output:
         Path(args.output).write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
     else:
         print(text.rstrip("\n"))
-    failures = tables["failures"]
+    failures = res.tables["failures"]
     if not failures.empty:
         print(f"\n({len(failures)} failed runs are not included; see {args.dir}/failures/)")
     return 0

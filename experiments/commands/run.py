@@ -1,4 +1,4 @@
-"""``capsim run``: run one scenario (every policy × seed), print a table, write summary.csv and Parquet tables."""
+"""``capsim run``: run one scenario (every policy × seed), print a table, store the results (``experiments.store``)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,10 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from sim.model import CapsimError
-
-from experiments.results import atomic_write_bytes, summary_frame, tidy, write_csv, write_parquet
-from experiments.runner import TABLES, Outcome, Progress, Task, run_tasks
-from experiments.scenario import PolicySpec, Scenario, load_scenario, parse_seeds
-from experiments.tables import policy_means
+if TYPE_CHECKING:
+    from experiments.scenario import PolicySpec, Scenario
 
 HELP = "run a scenario (the embedded default if none is given) for every policy and seed"
 
@@ -32,6 +29,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def select_policies(sc: Scenario, names: str | None) -> list[PolicySpec]:
     """The scenario's policies, or those named (a scenario policy's name or any registered kind)."""
+    from sim.model import CapsimError
+
+    from experiments.scenario import PolicySpec
+
     specs = sc.policy_specs()
     if not names:
         return specs
@@ -54,6 +55,14 @@ def select_policies(sc: Scenario, names: str | None) -> list[PolicySpec]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from sim.model import CapsimError
+
+    from experiments.results import summary_frame
+    from experiments.runner import Outcome, Progress, Task, run_tasks
+    from experiments.scenario import load_scenario, parse_seeds
+    from experiments.store import ResultStore, new_manifest
+    from experiments.tables import policy_means
+
     sc = load_scenario(args.scenario)
     seeds = sc.seeds
     if args.seeds:
@@ -68,10 +77,14 @@ def run(args: argparse.Namespace) -> int:
 
     print(f"{sc.name}: {len(policies)} policies × {len(seeds)} seeds, {sc.n_jobs} jobs on "
           f"{sc.cluster.node_count} nodes (scenario {sc.file})", flush=True)
+    store = ResultStore(out)
+    store.prepare()
+    store.write_manifest(new_manifest("run", sc.name, sc.file, [], order, seeds, [t.run_id for t in tasks]))
     outcomes: list[Outcome] = []
     progress = Progress(len(tasks), quiet=args.quiet)
 
     def collect(o: Outcome) -> None:
+        store.write(o)
         outcomes.append(o)
         progress.update(o.ok)
 
@@ -79,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         run_tasks(tasks, collect, workers=max(1, min(args.workers, os.cpu_count() or 1, len(tasks))))
     finally:
-        write_outputs(out, outcomes, order)
+        store.export_summary()
     ok = [o for o in outcomes if o.ok]
     failed = [o for o in outcomes if not o.ok]
     summary = summary_frame([o.summary for o in ok], LABELS)
@@ -90,26 +103,6 @@ def run(args: argparse.Namespace) -> int:
         last = o.error.strip().splitlines()[-1] if o.error else "?"
         print(f"capsim: run failed: policy {o.task.policy_label}, seed {o.task.seed}: {last}", file=sys.stderr)
     if failed:
-        print(f"capsim: {len(failed)} of {len(tasks)} runs failed; tracebacks in {out}/failures.txt", file=sys.stderr)
+        print(f"capsim: {len(failed)} of {len(tasks)} runs failed; tracebacks in {out}/failures/", file=sys.stderr)
         return 1
     return 0
-
-
-def write_outputs(out: Path, outcomes: list[Outcome], order: list[str]) -> None:
-    """Write summary.csv, the Parquet tables and failures.txt for the outcomes so far, sorted by policy order."""
-    rank = {p: i for i, p in enumerate(order)}
-    ok = sorted((o for o in outcomes if o.ok), key=lambda o: (rank.get(o.task.policy_label, 1e9), o.task.seed))
-    out.mkdir(parents=True, exist_ok=True)
-    if ok:
-        summary = summary_frame([o.summary for o in ok], [])
-        write_csv(summary, out / "summary.csv")
-        for name in TABLES:
-            write_parquet(tidy([o.tables[name] for o in ok], []), out / f"{name}.parquet")
-    failed = [o for o in outcomes if not o.ok]
-    fail_file = out / "failures.txt"
-    if failed:
-        text = "\n".join(f"== policy {o.task.policy_label}, seed {o.task.seed}, run {o.task.run_id}\n{o.error}"
-                         for o in failed)
-        atomic_write_bytes(fail_file, text.encode("utf-8"))
-    elif fail_file.exists():
-        fail_file.unlink()

@@ -9,12 +9,6 @@ import sys
 import time
 from pathlib import Path
 
-from sim.model import CapsimError
-
-from experiments.runner import Outcome, Progress, run_tasks
-from experiments.store import ResultStore
-from experiments.sweep import load_sweep
-
 HELP = "run a sweep file (grid × policies × seeds); finished runs are never redone"
 
 
@@ -29,6 +23,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from sim.model import CapsimError
+
+    from experiments.runner import Outcome, Progress, run_tasks
+    from experiments.store import ResultStore
+    from experiments.sweep import load_sweep
+
     sweep = load_sweep(args.file)
     out = Path(args.out) if args.out else Path("results") / sweep.name
     if args.workers < 1:
@@ -67,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if dask_tmp:
             shutil.rmtree(dask_tmp, ignore_errors=True)
+        store.export_summary()
     wall = time.perf_counter() - t0
     ran = len(todo) - len(failures)
     print(f"sweep {sweep.name}: {ran} runs finished in {wall:.1f} s, {len(tasks) - len(todo)} were already done; "

@@ -14,6 +14,7 @@ from optim.base import Policy
 from sim.model import Plan, Snapshot
 
 from experiments.cli import main
+from experiments.tables import metric_label
 
 from .conftest import small_scenario, write_yaml
 
@@ -28,18 +29,20 @@ def test_capsim_run_through_the_console_script(tiny: Path, tmp_path: Path) -> No
     proc = subprocess.run(capsim() + ["run", str(tiny), "--out", str(out), "--quiet"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert "fifo" in proc.stdout and "edf" in proc.stdout and "total $" in proc.stdout
+    assert "fifo" in proc.stdout and "edf" in proc.stdout and metric_label("total_cost") in proc.stdout
     summary = pd.read_csv(out / "summary.csv")
     assert list(summary.columns[:8]) == ["policy", "seed", "vm_cost", "tardiness_cost", "total_cost", "late_jobs",
                                          "mean_jct", "makespan"]
     assert list(zip(summary.policy, summary.seed)) == [("fifo", 0), ("fifo", 1), ("edf", 0), ("edf", 1)]
     assert (summary.total_cost - summary.vm_cost - summary.tardiness_cost).abs().max() < 1e-9
-    jobs = pd.read_parquet(out / "jobs.parquet")
+    jobs = pd.read_parquet(out / "jobs")
     assert len(jobs) == 4 * 6 and {"policy", "seed", "run_id"} <= set(jobs.columns)
-    nodes = pd.read_parquet(out / "nodes.parquet")
+    assert sorted(p.stem for p in (out / "jobs").glob("*.parquet")) == sorted(summary.run_id)
+    nodes = pd.read_parquet(out / "nodes")
     for (p, s), cost in nodes.groupby(["policy", "seed"])["cost"].sum().items():
         assert cost == pytest.approx(summary.set_index(["policy", "seed"]).loc[(p, s), "vm_cost"])
-    assert len(pd.read_parquet(out / "decisions.parquet")) > 0
+    assert len(pd.read_parquet(out / "decisions")) > 0
+    assert set(pd.read_parquet(out / "segments")["job_id"]) == set(jobs["job_id"])
 
 
 def test_bad_scenario_exits_2_with_the_message(tmp_path: Path, capsys) -> None:
@@ -57,9 +60,12 @@ def test_same_scenario_and_seed_give_identical_files(tiny: Path, tmp_path: Path)
     a, b = tmp_path / "a", tmp_path / "b"
     assert main(["run", str(tiny), "--out", str(a), "--quiet"]) == 0
     assert main(["run", str(tiny), "--out", str(b), "--quiet", "--workers", "2"]) == 0
-    for name in ("jobs.parquet", "nodes.parquet"):
-        assert (a / name).read_bytes() == (b / name).read_bytes(), name
-    for name in ("decisions.parquet",):
+    files = sorted(str(p.relative_to(a)) for p in a.rglob("*.parquet"))
+    assert files == sorted(str(p.relative_to(b)) for p in b.rglob("*.parquet")) and len(files) == 4 * 5
+    for name in files:
+        if name.startswith(("jobs/", "nodes/", "segments/")):
+            assert (a / name).read_bytes() == (b / name).read_bytes(), name
+    for name in ("decisions", "summary"):
         pd.testing.assert_frame_equal(_without_wall(pd.read_parquet(a / name)), _without_wall(pd.read_parquet(b / name)))
     pd.testing.assert_frame_equal(_without_wall(pd.read_csv(a / "summary.csv")),
                                   _without_wall(pd.read_csv(b / "summary.csv")))
@@ -78,10 +84,11 @@ def test_failing_policy_keeps_finished_results(tiny: Path, tmp_path: Path, monke
     out = tmp_path / "out"
     assert main(["run", str(p), "--out", str(out), "--quiet", "--workers", "1"]) == 1
     err = capsys.readouterr().err
-    assert "2 of 4 runs failed" in err and "this policy always fails" in err
+    assert "2 of 4 runs failed" in err and "this policy always fails" in err and f"{out}/failures/" in err
     summary = pd.read_csv(out / "summary.csv")
     assert set(summary.policy) == {"fifo"} and len(summary) == 2
-    assert "RuntimeError" in (out / "failures.txt").read_text()
+    failures = pd.read_parquet(out / "failures")
+    assert list(failures.policy) == ["breaks", "breaks"] and failures.traceback.str.contains("RuntimeError").all()
 
 
 def test_policies_and_seeds_options(tiny: Path, tmp_path: Path) -> None:
@@ -117,7 +124,7 @@ def test_noisy_estimator_against_the_measured_truth_from_yaml(tmp_path: Path) ->
     )
     out = tmp_path / "out"
     assert main(["run", str(write_yaml(tmp_path / "noisy.yaml", sc)), "--out", str(out), "--quiet"]) == 0
-    jobs = pd.read_parquet(out / "jobs.parquet")
+    jobs = pd.read_parquet(out / "jobs")
     assert len(jobs) == 2 * 12 and jobs["end_time"].notna().all()
     err = (jobs["est_runtime"] / jobs["true_runtime"] - 1).abs()
     assert err.min() > 0 and 0.05 < err.mean() < 1.0

@@ -183,7 +183,7 @@ def test_trace_replayed_relative_to_the_scenario_file(tmp_path: Path) -> None:
     assert main(["run", str(p), "--out", str(out), "--quiet", "--workers", "1"]) == 0
     import pandas as pd
 
-    jobs = pd.read_parquet(out / "jobs.parquet")
+    jobs = pd.read_parquet(out / "jobs")
     fifo = jobs[jobs.policy == "fifo"].sort_values("job_id")
     assert list(fifo.start_time) == [0.0, 400.0] and list(fifo.end_time) == [400.0, 1300.0]
     assert list(fifo.lateness) == [0.0, 800.0]

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from experiments.cli import main
+from experiments.runner import TABLES
 from experiments.store import ResultStore, load_results
 from experiments.sweep import load_sweep
 from sim.model import CapsimError
@@ -199,7 +200,7 @@ def test_a_grown_grid_runs_only_the_new_points(sweep_file: Path, tmp_path: Path,
     text = capsys.readouterr().out
     assert "4 runs finished" in text and "8 were already done" in text
     after = files_of(out)
-    assert all(after[k] == v for k, v in before.items()) and len(after) == len(before) + 4 * 4
+    assert all(after[k] == v for k, v in before.items()) and len(after) == len(before) + 4 * (1 + len(TABLES))
     assert len(load_results(out)["summary"]) == 12
 
 
@@ -220,7 +221,7 @@ def test_resume_after_a_kill(sweep_file: Path, tmp_path: Path) -> None:
     after = files_of(out)
     assert not list(out.rglob(".tmp-*"))
     redone = {k for k in after if before.get(k) != after[k]}
-    assert redone == {f"{t}/{victim}.parquet" for t in ("summary", "jobs", "decisions", "nodes")}
+    assert redone == {f"{t}/{victim}.parquet" for t in ("summary", *TABLES)}
     again = load_results(out)
     for name in ("summary", "jobs", "nodes"):
         cols = [c for c in complete[name].columns if "wall" not in c]

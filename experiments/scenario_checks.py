@@ -1,0 +1,192 @@
+"""Checks of a scenario that its models cannot express: unknown names (VM types, GPU models, job types, policies,
+predictors, trace formats), parameters a component does not take (read from ``Component.param_names()``), files.
+
+``validate_scenario`` runs the models and these checks and returns every problem at once.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from sim.model import CapsimError
+
+from experiments.loading import Problem, did_you_mean, pydantic_problems
+from experiments.scenario_build import param_names
+from experiments.scenario_spec import PredictorSpec, Scenario, TraceSpec
+
+__all__ = ["semantic_problems", "validate_scenario"]
+
+
+def _unknown_params(cls: Any, params: dict[str, Any], what: str, path: tuple) -> list[Problem]:
+    """A problem per parameter ``cls`` does not take (with a close match and the accepted ones)."""
+    known = param_names(cls)
+    if known is None:
+        return []
+    return [Problem(path + (k,), f"unknown parameter {k!r} for {what}{did_you_mean(k, known)} "
+                    f"(parameters: {', '.join(known) or 'none'})") for k in params if k not in known]
+
+
+def _check_params(cls: Any, params: dict[str, Any], what: str, at: tuple, build: Any, problems: list[Problem]) -> None:
+    """A problem per parameter ``cls`` does not take; if there is none, a trial ``build()`` whose failure is one."""
+    hints = _unknown_params(cls, params, what, at)
+    if hints:
+        problems.extend(hints)
+        return
+    try:
+        build()
+    except CapsimError as e:
+        problems.append(Problem(at, str(e)))
+    except Exception as e:  # noqa: BLE001 (a constructor rejecting its parameters is a user mistake)
+        problems.append(Problem(at, f"{what} rejected its parameters: {type(e).__name__}: {e}"))
+
+
+def _check_predictor(spec: dict[str, Any] | PredictorSpec, path: tuple, known: dict, problems: list[Problem]) -> None:
+    d = spec.model_dump() if isinstance(spec, PredictorSpec) else dict(spec)
+    kind = d.pop("kind", None)
+    if kind not in known:
+        problems.append(
+            Problem(path + ("kind",), f"unknown predictor {kind!r}{did_you_mean(str(kind), known)} "
+                    f"(known predictors: {', '.join(sorted(known))})")
+        )
+        return
+    if isinstance(d.get("base"), dict):
+        _check_predictor(d["base"], path + ("base",), known, problems)
+        if problems:
+            return
+    import predictors
+
+    _check_params(known[kind], d, f"predictor {kind!r}", path, lambda: predictors.build(kind, **d), problems)
+
+
+def _check_trace(sc: Scenario, trace: TraceSpec, problems: list[Problem]) -> None:
+    """The trace's format is registered, its options are the reader's parameters, and its file exists."""
+    from sim.traces import TRACE_FORMATS
+
+    mapping = not isinstance(sc.workload.trace, str)
+    at = ("workload", "trace")
+    formats = TRACE_FORMATS.kinds()
+    if trace.format not in formats:
+        problems.append(Problem(at + ("format",), f"unknown trace format {trace.format!r}"
+                                f"{did_you_mean(trace.format, formats)} (known formats: {', '.join(sorted(formats))})"))
+        return
+    reader = formats[trace.format]
+    before = len(problems)
+    _check_params(reader, trace.options, f"trace format {trace.format!r}", at,
+                  lambda: TRACE_FORMATS.build(trace.format, **trace.options), problems)
+    if len(problems) > before:
+        return
+    tp = sc.trace_path()
+    if tp is not None and not tp.is_file():
+        problems.append(Problem(at + (("path",) if mapping else ()), f"expected a {getattr(reader, 'file_kind', 'trace')} file (relative "
+                                f"to the scenario file), found no file at {tp}"))
+
+
+def semantic_problems(sc: Scenario) -> list[Problem]:
+    """Problems pydantic cannot see: unknown names (VM types, GPUs, job types, policies, predictors), files."""
+    from sim import catalogue
+
+    problems: list[Problem] = []
+    catalogue_vms = catalogue.vm_types()
+    cluster_vm_names: list[str] = []
+    if sc.cluster.vm_types is None:
+        cluster_vm_names = list(catalogue_vms)
+    else:
+        for i, v in enumerate(sc.cluster.vm_types):
+            name = v if isinstance(v, str) else v.name
+            if isinstance(v, str) and v not in catalogue_vms:
+                problems.append(Problem(("cluster", "vm_types", i), f"unknown VM type {v!r}{did_you_mean(v, catalogue_vms)} "
+                                        f"(the catalogue has {', '.join(catalogue_vms)}; or define it inline)"))
+            if not isinstance(v, str) and v.gpu not in catalogue.gpu_models():
+                models = catalogue.gpu_models()
+                problems.append(Problem(("cluster", "vm_types", i, "gpu"), f"unknown GPU model {v.gpu!r}"
+                                        f"{did_you_mean(v.gpu, models)} (known: {', '.join(models)})"))
+            if name in cluster_vm_names:
+                problems.append(Problem(("cluster", "vm_types", i), f"VM type {name!r} is listed twice"))
+            cluster_vm_names.append(name)
+    if isinstance(sc.cluster.nodes, list):
+        for gi, g in enumerate(sc.cluster.nodes):
+            for vi, v in enumerate(g.vm_types or []):
+                if v not in cluster_vm_names:
+                    problems.append(Problem(("cluster", "nodes", gi, "vm_types", vi),
+                                            f"expected one of the cluster's VM types ({', '.join(cluster_vm_names)}), "
+                                            f"found {v!r}{did_you_mean(v, cluster_vm_names)}"))
+    jt = catalogue.job_types()
+    mix = sc.workload.mix
+    if isinstance(mix, dict):
+        for name in mix:
+            if name not in jt:
+                problems.append(Problem(("workload", "mix", name), f"unknown job type {name!r}{did_you_mean(name, jt)} "
+                                        f"(known: {', '.join(jt)}; or give a list of full job specs)"))
+    elif isinstance(mix, list):
+        for i, j in enumerate(mix):
+            if j.application is None and j.name not in jt:
+                problems.append(Problem(("workload", "mix", i, "name"),
+                                        f"expected a catalogue job type ({', '.join(jt)}) or a full spec "
+                                        f"(application, framework, iterations, batch_size), found {j.name!r}"))
+    trace = sc.trace_spec()
+    if trace is not None:
+        for name in sorted(sc.workload.model_fields_set - {"trace", "deadline_factor", "weight_range"}):
+            problems.append(Problem(("workload", name), f"expected no {name!r} with a trace (the trace file gives the "
+                                    f"jobs and their arrival times; only deadline_factor and weight_range apply, to "
+                                    f"rows without a deadline or weight), found "
+                                    f"{getattr(sc.workload, name)!r}; remove it or remove `trace`"))
+        _check_trace(sc, trace, problems)
+
+    import optim
+    import predictors
+
+    known_pred = predictors.registry()
+    for field in ("predictor", "estimator", "truth"):
+        spec = getattr(sc, field)
+        if spec is not None:
+            _check_predictor(spec, (field,), known_pred, problems)
+
+    known_pol = optim.registry()
+    if sc.policies is not None:
+        if not sc.policies:
+            problems.append(Problem(("policies",), "expected at least one policy, found an empty list"))
+        seen: dict[str, int] = {}
+        for i, p in enumerate(sc.policies):
+            if p.kind not in known_pol:
+                problems.append(Problem(("policies", i, "kind"), f"unknown policy {p.kind!r}"
+                                        f"{did_you_mean(p.kind, known_pol)} (known policies: {', '.join(sorted(known_pol))})"))
+                continue
+            if p.label in seen:
+                problems.append(Problem(("policies", i, "name"), f"policy name {p.label!r} is used twice "
+                                        f"(also policies[{seen[p.label]}]); give each a distinct `name:`"))
+            seen[p.label] = i
+            _check_params(known_pol[p.kind], p.params, f"policy {p.kind!r}", ("policies", i),
+                          lambda p=p: optim.build(p.kind, **p.params), problems)
+    elif not known_pol:
+        problems.append(Problem(("policies",), "no policies are registered; list some under `policies:`"))
+    return problems
+
+
+def validate_scenario(data: Any, file: str, base_dir: Path, prefix: tuple = ()) -> tuple[Scenario | None, list[Problem]]:
+    """Validate plain data as a Scenario; return it (or None) and every problem found, paths under ``prefix``."""
+    if not isinstance(data, dict):
+        return None, [Problem(prefix, f"expected a mapping of scenario fields, found {type(data).__name__}")]
+    try:
+        sc = Scenario.model_validate(data)
+    except ValidationError as e:
+        problems = pydantic_problems(e, Scenario)
+        bad_top = {p.path[0] for p in problems if p.path} | {"name"}
+        try:
+            partial = Scenario.model_validate({k: v for k, v in data.items() if k not in bad_top})
+        except ValidationError:
+            partial = None
+        if partial is not None:
+            partial._base_dir = base_dir
+            problems += [p for p in semantic_problems(partial) if p.path and p.path[0] not in bad_top]
+        for p in problems:
+            p.path = tuple(prefix) + tuple(p.path)
+        return None, problems
+    sc._base_dir = base_dir
+    sc._file = file
+    problems = semantic_problems(sc)
+    for p in problems:
+        p.path = tuple(prefix) + tuple(p.path)
+    return (sc if not problems else None), problems

@@ -1,0 +1,334 @@
+"""The models of a scenario file (pydantic; unknown keys are errors) and its fully resolved configuration.
+
+``Scenario`` holds what a YAML scenario says, resolves it (defaults filled, catalogue names replaced by their
+definitions, a trace by its content hash) for the run id, and builds the simulator's objects through the
+``ScenarioBuild`` mix-in (``experiments.scenario_build``). Checks the models cannot express (unknown names, files)
+live in ``experiments.scenario_checks``; ``experiments.scenario`` is the public face of all three.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    PositiveFloat,
+    PositiveInt,
+    PrivateAttr,
+    Tag,
+    field_validator,
+    model_validator,
+)
+
+from sim.traces.base import DEFAULT_FORMAT
+
+from experiments.scenario_build import ScenarioBuild, registered_policies
+
+__all__ = ["Scenario", "ClusterSpec", "WorkloadSpec", "TraceSpec", "PolicySpec", "PredictorSpec", "parse_seeds"]
+
+NonNeg = Annotated[float, Field(ge=0)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CustomVM(_Strict):
+    """A VM type not in the catalogue, defined inline."""
+
+    name: str
+    gpu: str
+    gpus: PositiveInt
+    price_per_hour: NonNeg
+    boot_time: NonNeg = 0.0
+    provider: str = "custom"
+
+
+class SlotGroup(_Strict):
+    """``count`` node slots that may host only the listed VM types (all of the cluster's types if omitted)."""
+
+    count: PositiveInt = 1
+    vm_types: list[str] | None = None
+
+
+def _nodes_tag(v: Any) -> str | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return "<count>"
+    if isinstance(v, list):
+        return "<groups>"
+    return None
+
+
+def _vm_tag(v: Any) -> str | None:
+    if isinstance(v, str):
+        return "<name>"
+    if isinstance(v, dict):
+        return "<custom>"
+    return None
+
+
+VMEntry = Annotated[
+    Annotated[str, Tag("<name>")] | Annotated[CustomVM, Tag("<custom>")],
+    Discriminator(
+        _vm_tag,
+        custom_error_type="capsim_choice",
+        custom_error_message="expected a catalogue VM type name or a mapping {name, gpu, gpus, price_per_hour}",
+    ),
+]
+
+
+class ClusterSpec(_Strict):
+    """Node slots and the VM types they may host, billing and rescheduling options."""
+
+    nodes: Annotated[
+        Annotated[PositiveInt, Tag("<count>")] | Annotated[list[SlotGroup], Tag("<groups>")],
+        Discriminator(
+            _nodes_tag,
+            custom_error_type="capsim_choice",
+            custom_error_message="expected a number of nodes or a list of slot groups {count, vm_types}",
+        ),
+    ] = 5
+    vm_types: list[VMEntry] | None = None
+    billing_quantum: NonNeg = 0.0
+    restart_overhead: NonNeg = 0.0
+    decision_interval: PositiveFloat | None = None
+
+    @property
+    def node_count(self) -> int:
+        return self.nodes if isinstance(self.nodes, int) else sum(g.count for g in self.nodes)
+
+
+class JobTypeSpec(_Strict):
+    """A job type in the mix: a catalogue name (``J1``) alone, or a full spec; ``weight`` is its share of the mix."""
+
+    name: str
+    application: str | None = None
+    framework: Literal["pytorch", "tensorflow"] | None = None
+    iterations: PositiveInt | None = None
+    batch_size: PositiveInt | None = None
+    depth: PositiveInt | None = None
+    weight: PositiveFloat = 1.0
+
+    @model_validator(mode="after")
+    def _complete(self) -> "JobTypeSpec":
+        given = [self.application, self.framework, self.iterations, self.batch_size]
+        if any(x is not None for x in given) and any(x is None for x in given):
+            missing = [n for n, x in zip(("application", "framework", "iterations", "batch_size"), given) if x is None]
+            raise ValueError(f"expected a full job spec or only a catalogue name, found {', '.join(missing)} missing")
+        return self
+
+
+def _mix_tag(v: Any) -> str | None:
+    if isinstance(v, dict):
+        return "<weights>"
+    if isinstance(v, list):
+        return "<specs>"
+    return None
+
+
+Range = Annotated[list[NonNeg], Field(min_length=2, max_length=2)]
+
+
+class TraceSpec(BaseModel):
+    """A trace file in a registered format (``sim.traces``); further keys are that format's reader options."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    path: str
+    format: str = DEFAULT_FORMAT
+
+    @property
+    def options(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+def _trace_tag(v: Any) -> str | None:
+    if isinstance(v, str):
+        return "<path>"
+    if isinstance(v, (dict, TraceSpec)):  # a mapping when validating, the model when serialising
+        return "<file>"
+    return None
+
+
+TraceEntry = Annotated[
+    Annotated[str, Tag("<path>")] | Annotated[TraceSpec, Tag("<file>")],
+    Discriminator(
+        _trace_tag,
+        custom_error_type="capsim_choice",
+        custom_error_message="expected a file path or a mapping {path, format, <reader options>}",
+    ),
+]
+
+
+class WorkloadSpec(_Strict):
+    """Poisson arrivals of a job mix (or a trace file), deadlines and tardiness weights."""
+
+    jobs: PositiveInt | None = None
+    mean_interarrival: PositiveFloat = 30.0
+    mix: (
+        Annotated[
+            Annotated[dict[str, PositiveFloat], Tag("<weights>")] | Annotated[list[JobTypeSpec], Tag("<specs>")],
+            Discriminator(
+                _mix_tag,
+                custom_error_type="capsim_choice",
+                custom_error_message="expected a mapping {J1: weight, ...} or a list of job specs",
+            ),
+        ]
+        | None
+    ) = None
+    deadline_factor: Range = [1.0, 3.0]
+    weight_range: Range = [0.003, 0.015]
+    trace: TraceEntry | None = None
+
+    @field_validator("deadline_factor", "weight_range")
+    @classmethod
+    def _ordered(cls, v: list[float]) -> list[float]:
+        if v[0] > v[1]:
+            raise ValueError(f"expected [low, high] with low ≤ high, found {v}")
+        return v
+
+
+class PolicySpec(BaseModel):
+    """A policy: its registry ``kind``, an optional display ``name``, and any parameters for ``optim.build``."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    kind: str
+    name: str | None = None
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+    @property
+    def label(self) -> str:
+        return self.name or self.kind
+
+
+class PredictorSpec(BaseModel):
+    """A predictor: its registry ``kind`` plus parameters for ``predictors.build`` (nested ``base:`` allowed)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    kind: str
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+_SEED_RANGE = re.compile(r"^\s*(\d+)\s*(?:-|\.\.)\s*(\d+)\s*$")
+
+
+def parse_seeds(value: Any) -> list[int]:
+    """Seeds from a list of whole numbers, one number, or an inclusive range text ``"0-4"`` / ``"0..4"``."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a list of seeds or a range like '0-4', found {value!r}")
+    if isinstance(value, int):
+        return [value]
+    if isinstance(value, str):
+        m = _SEED_RANGE.match(value)
+        if m and int(m.group(1)) <= int(m.group(2)):
+            return list(range(int(m.group(1)), int(m.group(2)) + 1))
+        if re.fullmatch(r"\s*\d+(\s*,\s*\d+)*\s*", value):
+            return [int(x) for x in value.split(",")]
+        raise ValueError(f"expected a list of seeds or a range like '0-4', found {value!r}")
+    if isinstance(value, list) and value and all(isinstance(x, int) and not isinstance(x, bool) for x in value):
+        if any(x < 0 for x in value):
+            raise ValueError(f"expected seeds ≥ 0, found {value}")
+        if len(set(value)) != len(value):
+            raise ValueError(f"expected distinct seeds, found {value}")
+        return list(value)
+    raise ValueError(f"expected a non-empty list of whole-number seeds or a range like '0-4', found {value!r}")
+
+
+class Scenario(_Strict, ScenarioBuild):
+    """One experiment: cluster, workload, predictor (estimator and truth default to it), policies and seeds."""
+
+    name: str = "scenario"
+    cluster: ClusterSpec = ClusterSpec()
+    workload: WorkloadSpec = WorkloadSpec()
+    predictor: PredictorSpec = PredictorSpec(kind="measured")
+    estimator: PredictorSpec | None = None
+    truth: PredictorSpec | None = None
+    policies: list[PolicySpec] | None = None
+    seeds: list[int] = [0]
+
+    _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
+    _file: str = PrivateAttr(default="<scenario>")
+
+    @field_validator("seeds", mode="before")
+    @classmethod
+    def _seeds(cls, v: Any) -> list[int]:
+        return parse_seeds(v)
+
+    # ----- resolution helpers -------------------------------------------------------------------------------------
+    @property
+    def base_dir(self) -> Path:
+        return self._base_dir
+
+    @property
+    def file(self) -> str:
+        return self._file
+
+    @property
+    def n_jobs(self) -> int:
+        return self.workload.jobs if self.workload.jobs is not None else 10 * self.cluster.node_count
+
+    def policy_specs(self) -> list[PolicySpec]:
+        """The policies to run: those listed, else every registered policy with default parameters."""
+        if self.policies is not None:
+            return list(self.policies)
+        return [PolicySpec(kind=k) for k in registered_policies()]
+
+    def trace_spec(self) -> TraceSpec | None:
+        """The trace as path, format and reader options (a bare path is a file of the default format)."""
+        t = self.workload.trace
+        return TraceSpec(path=t) if isinstance(t, str) else t
+
+    def trace_path(self) -> Path | None:
+        t = self.trace_spec()
+        if t is None:
+            return None
+        p = Path(t.path)
+        return p if p.is_absolute() else self._base_dir / p
+
+    def resolved(self, policy: PolicySpec | None = None, seed: int | None = None) -> dict[str, Any]:
+        """The fully resolved configuration as plain data: defaults filled, catalogue names replaced by their
+        definitions (VM types, job types), a trace by its content hash."""
+        d = self.model_dump(mode="json", exclude={"policies", "seeds"})
+        d["cluster"]["vm_types"] = [
+            {"name": v.name, "gpu": v.gpu.name, "gpus": v.gpus, "price_per_hour": v.price_per_hour,
+             "boot_time": v.boot_time, "provider": v.provider} for v in self.vm_types()
+        ]
+        if self.workload.trace is None:
+            d["workload"]["mix"] = [
+                {"name": s.name, "application": s.application, "framework": s.framework, "iterations": s.iterations,
+                 "batch_size": s.batch_size, "depth": s.depth, "weight": w} for s, w in self.job_mix()
+            ]
+        d["workload"]["jobs"] = self.n_jobs
+        d["estimator"] = d["estimator"] or d["predictor"]
+        d["truth"] = d["truth"] or d["predictor"]
+        t, tp = self.trace_spec(), self.trace_path()
+        if t is not None and tp is not None:
+            d["workload"]["trace"] = {"sha256": hashlib.sha256(tp.read_bytes()).hexdigest()}
+            if t.format != DEFAULT_FORMAT or t.options:  # a bare path hashes as it always did
+                d["workload"]["trace"].update(format=t.format, options=t.options)
+        if policy is not None:
+            d["policy"] = policy.model_dump(mode="json")
+        if seed is not None:
+            d["seed"] = seed
+        return d
+
+    def run_id(self, policy: PolicySpec, seed: int) -> str:
+        """A stable id: the hash of the fully resolved configuration of this policy and seed (the name aside)."""
+        resolved = self.resolved(policy, seed)
+        resolved.pop("name")
+        blob = json.dumps(resolved, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]

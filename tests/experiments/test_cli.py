@@ -1,0 +1,61 @@
+"""The command line starts at once: no heavy library is imported to build the parser or print any help."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from importlib.metadata import version
+
+import pytest
+
+from experiments.cli import COMMANDS, main
+
+HEAVY = ("pandas", "scipy", "matplotlib", "pulp", "sklearn", "pyarrow", "highspy", "simpy")
+HELPS = [[], *([c] for c in COMMANDS), ["predict", "evaluate"], ["predict", "show"]]
+
+_PROBE = """
+import contextlib, io, json, sys
+from experiments.cli import main
+seen = {}
+for argv in json.loads(sys.argv[1]):
+    with contextlib.redirect_stdout(io.StringIO()):
+        try:
+            main(argv + ["--help"])
+        except SystemExit:
+            pass
+    seen[" ".join(argv) or "capsim"] = sorted(m for m in json.loads(sys.argv[2]) if m in sys.modules)
+print(json.dumps(seen))
+"""
+
+
+def test_no_help_imports_a_heavy_library() -> None:
+    import json
+
+    proc = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(HELPS), json.dumps(HEAVY)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    seen = json.loads(proc.stdout)
+    assert len(seen) == len(HELPS)
+    assert {k: v for k, v in seen.items() if v} == {}, "help must not import these (import them where they are used)"
+
+
+def test_the_probe_sees_an_import(tmp_path) -> None:
+    """The check above can fail: running a command (not its help) does import pandas."""
+    code = _PROBE.replace('main(argv + ["--help"])', 'main(argv)')
+    proc = subprocess.run([sys.executable, "-c", code, '[["report", "' + str(tmp_path) + '"]]', '["pandas"]'],
+                          capture_output=True, text=True, timeout=60)
+    assert '"pandas"' in proc.stdout
+
+
+def test_version_comes_from_the_package_metadata(capsys) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0
+    assert capsys.readouterr().out.strip() == f"capsim {version('capsim')}"
+
+
+def test_help_shows_percent_signs_once(capsys) -> None:
+    with pytest.raises(SystemExit):
+        main(["report", "--help"])
+    out = capsys.readouterr().out
+    assert "95% CI" in out and "%%" not in out

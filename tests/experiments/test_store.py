@@ -1,0 +1,167 @@
+"""The one result store: `run` and `sweep` write the same layout, metrics recompute from the stored tables, a metric
+declared later shows up in report and plot, and folders of the older layout are read or named."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from experiments.cli import main
+from experiments.runner import TABLES
+from experiments.store import MANIFEST, ResultStore, load_results, open_results, recompute
+from sim import metrics as sim_metrics
+from sim.model import CapsimError
+
+from .conftest import small_scenario, write_yaml
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("store")
+    sc = small_scenario(policies=[{"kind": "fifo"}, {"kind": "greedy"}], cluster={"nodes": 2, "billing_quantum": 60,
+                                                                                 "vm_types": ["NC6", "NC12"]})
+    assert main(["run", str(write_yaml(d / "s.yaml", sc)), "--out", str(d / "out"), "--quiet", "--workers", "1"]) == 0
+    return d / "out"
+
+
+@pytest.fixture(scope="module")
+def sweep_dir(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("store-sweep")
+    base = small_scenario()
+    sweep = {"name": "g", "scenario": {k: v for k, v in base.items() if k not in ("policies", "seeds", "name")},
+             "policies": [{"kind": "edf"}, {"kind": "fifo"}], "seeds": [0, 1],
+             "grid": {"cluster.nodes": [1, 2]}}
+    assert main(["sweep", str(write_yaml(d / "s.yaml", sweep)), "--out", str(d / "out"), "--workers", "1",
+                 "--quiet"]) == 0
+    return d / "out"
+
+
+def test_run_and_sweep_write_one_layout(run_dir: Path, sweep_dir: Path) -> None:
+    for d, kind, n in ((run_dir, "run", 4), (sweep_dir, "sweep", 8)):
+        manifest = json.loads((d / MANIFEST).read_text())
+        assert manifest["kind"] == kind and len(manifest["run_ids"]) == n
+        for table in ("summary", *TABLES):
+            assert {p.stem for p in (d / table).glob("*.parquet")} == set(manifest["run_ids"]), (d, table)
+    assert json.loads((sweep_dir / MANIFEST).read_text())["grid_fields"] == ["cluster.nodes"]
+
+
+def test_summary_csv_is_the_flat_export_of_the_finished_runs(run_dir: Path, sweep_dir: Path) -> None:
+    for d, first in ((run_dir, ["policy", "seed"]), (sweep_dir, ["cluster.nodes", "policy", "seed"])):
+        flat = pd.read_csv(d / "summary.csv")
+        stored = load_results(d)["summary"]
+        assert list(flat.columns[:len(first) + 3]) == first + ["vm_cost", "tardiness_cost", "total_cost"]
+        assert "config" not in flat.columns and set(flat.columns) == set(stored.columns) - {"config"}
+        assert list(flat.run_id) == list(stored.run_id)
+        np.testing.assert_allclose(flat.total_cost, stored.total_cost, rtol=1e-11)
+    policies = list(pd.read_csv(sweep_dir / "summary.csv").policy)
+    assert policies == ["edf", "edf", "fifo", "fifo"] * 2, "rows follow the grid, the sweep's policy order, seeds"
+
+
+def test_recompute_gives_the_stored_metrics_exactly(run_dir: Path) -> None:
+    tables = load_results(run_dir)
+    again = recompute(tables, with_segments=ResultStore(run_dir).runs_with("segments"))
+    pd.testing.assert_frame_equal(again, tables["summary"], check_exact=True)
+    assert (tables["summary"]["gpu_utilisation"] > 0).all()
+
+
+def test_recompute_without_segments_falls_back_to_the_node_table(run_dir: Path) -> None:
+    tables = load_results(run_dir)
+    again = recompute(tables, with_segments=set())
+    names = [m for m in sim_metrics.METRICS if m != "gpu_utilisation"]
+    pd.testing.assert_frame_equal(again[names], tables["summary"][names], check_exact=True)
+    np.testing.assert_allclose(again.gpu_utilisation, tables["summary"].gpu_utilisation, rtol=1e-12)
+
+
+def test_recompute_of_chosen_metrics_leaves_the_others(run_dir: Path) -> None:
+    tables = load_results(run_dir)
+    tables["summary"]["late_jobs"] = -1.0
+    again = recompute(tables, metrics=["vm_cost"])
+    assert (again.late_jobs == -1.0).all() and (again.vm_cost == load_results(run_dir)["summary"].vm_cost).all()
+
+
+@pytest.fixture
+def new_metric(monkeypatch):
+    """A metric declared after the runs were made: the largest GPU count any job got."""
+    m = sim_metrics.Metric("max_gpus", "largest GPU count", "GPUs", 0, lambda t: float(t.jobs["gpus"].max()))
+    monkeypatch.setitem(sim_metrics.METRICS, m.name, m)
+    return m
+
+
+def test_a_metric_declared_later_shows_up_in_report(run_dir: Path, new_metric, capsys) -> None:
+    assert main(["report", str(run_dir), "--metrics", "max_gpus"]) == 2
+    assert "--recompute" in capsys.readouterr().err
+    assert main(["report", str(run_dir), "--metrics", "total_cost,max_gpus", "--recompute", "--format", "csv"]) == 0
+    df = pd.read_csv(pd.io.common.StringIO(capsys.readouterr().out))
+    jobs = load_results(run_dir)["jobs"]
+    for policy, g in jobs.groupby("policy"):
+        expected = g.groupby("run_id")["gpus"].max().mean()
+        assert df.set_index("policy").loc[policy, "max_gpus_mean"] == pytest.approx(expected)
+    assert main(["report", str(run_dir), "--metrics", "max_gpus", "--recompute"]) == 0
+    assert "largest GPU count (GPUs)" in capsys.readouterr().out
+
+
+def test_a_metric_declared_later_shows_up_in_plot(run_dir: Path, new_metric, tmp_path: Path, monkeypatch) -> None:
+    from experiments import plots
+
+    labels = []
+    real = plots.fig_metric
+
+    def spy(agg, fields, metric, colours, policies):
+        fig = real(agg, fields, metric, colours, policies)
+        labels.append(fig.axes[0].get_ylabel())
+        return fig
+
+    monkeypatch.setattr(plots, "fig_metric", spy)
+    assert main(["plot", str(run_dir), "--out", str(tmp_path), "--only", "pareto", "--metrics", "max_gpus",
+                 "--recompute"]) == 0
+    assert labels == ["largest GPU count (GPUs)"]
+    assert (tmp_path / "metric_max_gpus.png").stat().st_size > 1000
+
+
+def test_unknown_metric_is_named(run_dir: Path, capsys) -> None:
+    assert main(["report", str(run_dir), "--metrics", "total_cots"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown metric total_cots" in err and "did you mean 'total_cost'" in err
+
+
+def test_metrics_list_describes_every_declared_metric(run_dir: Path, capsys) -> None:
+    assert main(["report", str(run_dir), "--metrics", "list"]) == 0
+    out = capsys.readouterr().out
+    for m in sim_metrics.METRICS.values():
+        assert m.name in out and m.description in out
+
+
+def test_a_folder_of_the_earlier_sweep_layout_is_read(sweep_dir: Path, tmp_path: Path) -> None:
+    import shutil
+
+    old = tmp_path / "old"
+    shutil.copytree(sweep_dir, old)
+    shutil.rmtree(old / "segments")
+    manifest = json.loads((old / MANIFEST).read_text())
+    manifest["run_ids"] = manifest["run_ids"][:3]
+    (old / "sweep.json").write_text(json.dumps(manifest))
+    (old / MANIFEST).unlink()
+    res = open_results(old, recompute_metrics=True)
+    assert len(res.tables["summary"]) == 3 and res.fields == ["cluster.nodes"] and res.tables["segments"].empty
+    assert len(open_results(old, all_runs=True).tables["summary"]) == 8
+
+
+def test_a_flat_folder_of_an_older_run_is_named(tmp_path: Path) -> None:
+    (tmp_path / "jobs.parquet").write_bytes(b"")
+    with pytest.raises(CapsimError, match="older `capsim run`"):
+        open_results(tmp_path)
+
+
+def test_a_second_run_into_the_folder_keeps_the_first_runs(run_dir: Path, tmp_path: Path) -> None:
+    import shutil
+
+    d = tmp_path / "again"
+    shutil.copytree(run_dir, d)
+    sc = small_scenario(policies=[{"kind": "edf"}], seeds=[7])
+    assert main(["run", str(write_yaml(tmp_path / "s.yaml", sc)), "--out", str(d), "--quiet", "--workers", "1"]) == 0
+    assert list(pd.read_csv(d / "summary.csv").policy) == ["edf"]
+    assert len(load_results(d, all_runs=True)["summary"]) == 5
