@@ -37,12 +37,10 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 def metric_label(name: str) -> str:
     """A column or axis label from the metric's declaration in ``sim.metrics``: ``total cost ($)``; a count whose
     label already names its unit stays bare (``late jobs``); an undeclared column keeps its name."""
-    from sim.metrics import METRICS, label_with_unit
+    from sim.metrics import METRICS
 
     m = METRICS.get(name)
-    if m is None:
-        return name
-    return label_with_unit(m.label, "" if m.label.split()[-1] == m.unit else m.unit)
+    return name if m is None else m.axis_label()
 
 
 def metric_digits(name: str) -> int:

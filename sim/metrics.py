@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["Metric", "RunTables", "METRICS", "HEADLINE", "metric", "summarise", "label_with_unit"]
 
@@ -55,8 +57,9 @@ class Metric:
 
 
 def label_with_unit(label: str, unit: str) -> str:
-    """``total cost ($)``, or the bare label for a unitless quantity."""
-    return f"{label} ({unit})" if unit else label
+    """``total cost ($)``; the bare label for a unitless quantity or one whose label ends with its unit
+    (``late jobs``, not ``late jobs (jobs)``)."""
+    return f"{label} ({unit})" if unit and label.split()[-1] != unit else label
 
 
 def _ordered_sum(values: Iterable[float] | np.ndarray) -> float:
