@@ -17,21 +17,21 @@ from simpy.events import NORMAL, URGENT, Event
 
 __all__ = ["Clock", "Call", "URGENT", "NORMAL", "LAST"]
 
+_new = object.__new__
+
 LAST = NORMAL + 1
 """A priority after every ``URGENT`` and ``NORMAL`` call of the same instant (the engine's decision)."""
 
 
 class Call(Event):
-    """A SimPy event that calls ``callback(call)`` at ``time``; ``value`` is the argument it carries."""
+    """A SimPy event that calls ``callback(call)`` at ``time``; ``value`` is the argument it carries.
 
-    def __init__(self, env: simpy.Environment, time: float, callback: Callable[[Call], Any], value: Any):
-        # Like simpy.events.Timeout: an event triggered on creation, processed when its time comes.
-        self.env = env
-        self.callbacks = [callback]
-        self._value = value
-        self._ok = True
-        self.time = time
-        """The exact time the call is due (equal to ``env.now`` while it runs)."""
+    Made only by ``Clock.at``, which fills it in the way SimPy's own ``Timeout.__init__`` does (an event triggered
+    on creation, processed when its time comes) without the cost of an ``__init__`` call per event.
+    """
+
+    time: float
+    """The exact time the call is due (equal to ``env.now`` while it runs)."""
 
 
 class _DelayTo(float):
@@ -66,7 +66,12 @@ class Clock:
         delay = time - now
         if not delay >= 0:
             raise ValueError(f"clock: cannot schedule at t={time!r}, before now (t={now!r})")
-        call = Call(env, time, callback, value)
+        call = _new(Call)
+        call.env = env
+        call.callbacks = [callback]
+        call._value = value
+        call._ok = True
+        call.time = time
         if now + delay != time:
             delay = _DelayTo(delay)
             delay.target = time

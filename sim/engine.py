@@ -25,8 +25,8 @@ from sim.cluster import Cluster, NodeSlot
 from sim.contracts import Policy, Predictor
 from sim.metrics import RunTables, summarise
 from sim.model import CapsimError, Job, JobView, Plan, VMType
-from sim.records import (DECISION_COLUMNS, JOB_COLUMNS, NODE_COLUMNS, SEGMENT_COLUMNS, DecisionRecord, JobRecord,
-                         NodeRecord, SegmentRecord, frame)
+from sim.records import (DECISION_COLUMNS, JOB_COLUMNS, NODE_COLUMNS, SEGMENT_COLUMNS, Decisions, Jobs, Nodes,
+                         Segments)
 from sim.rules import PlanRejected, as_index, check_plan
 from sim.state import Interval, JobState, NodeState, World
 
@@ -50,7 +50,7 @@ class RunResult:
     nodes: pd.DataFrame
     decisions: pd.DataFrame
     summary: dict[str, float]
-    segments: pd.DataFrame = field(default_factory=lambda: frame([], SegmentRecord))
+    segments: pd.DataFrame = field(default_factory=lambda: Segments().frame())
     """One row per run segment of a job on a node (a job preempted or moved has several)."""
 
 
@@ -80,7 +80,8 @@ class Simulation:
                     f"submit {j.submit_time}, deadline {j.deadline}, weight {j.weight}"
                 )
         self._est = self._cache(self.estimator)
-        self._true = self._est if self.truth is self.estimator else self._cache(self.truth)
+        true = self._est if self.truth is self.estimator else self._cache(self.truth)
+        self._true = {spec: row.tolist() for spec, row in true.items()}  # Python floats: times stay plain floats
         for spec, row in self._est.items():
             if not np.isfinite(row).any():
                 raise CapsimError(
@@ -150,16 +151,16 @@ class Simulation:
         self._booting = 0
         self._pending = 0
         self._idle_ticks = 0
-        self._node_rows: list[NodeRecord] = []
-        self._segment_rows: list[SegmentRecord] = []
-        self._decision_rows: list[DecisionRecord] = []
+        self._nodes_t = Nodes()
+        self._segments_t = Segments()
+        self._decisions_t = Decisions()
 
     # ------------------------------------------------------------------ events
 
-    def _trigger(self, bit: int) -> None:
-        """Fold ``bit`` into the decision of this instant, scheduling it after every other event of the instant."""
+    def _trigger(self, bit: int, now: float) -> None:
+        """Fold ``bit`` into the decision at ``now``, scheduling it after every other event of this instant."""
         if not self._pending:
-            self._clock.at(self._clock.now, self._on_decide, priority=LAST)
+            self._clock.at(now, self._on_decide, priority=LAST)
         self._pending |= bit
 
     def _on_arrival(self, call: Call) -> None:
@@ -170,7 +171,7 @@ class Simulation:
         if self._next_arrival < len(self._states):
             nxt = self._states[self._next_arrival]
             self._clock.at(nxt.job.submit_time, self._on_arrival, nxt)
-        self._trigger(_ARRIVAL)
+        self._trigger(_ARRIVAL, call.time)
 
     def _on_complete(self, call: Call) -> None:
         self._events += 1
@@ -181,7 +182,7 @@ class Simulation:
         st.event = None
         self._world.unrun(st.job.id)
         self._completed += 1
-        self._trigger(_COMPLETION)
+        self._trigger(_COMPLETION, call.time)
 
     def _on_ready(self, call: Call) -> None:
         self._events += 1
@@ -190,7 +191,7 @@ class Simulation:
             interval.booting = False
             self._booting -= 1
             if self._world.waiting or node.jobs:
-                self._trigger(_READY)
+                self._trigger(_READY, call.time)
 
     def _on_periodic(self, call: Call) -> None:
         self._events += 1
@@ -198,7 +199,7 @@ class Simulation:
             if self._pending:
                 self._pending |= _PERIODIC
             return
-        self._trigger(_PERIODIC)
+        self._trigger(_PERIODIC, call.time)
         self._clock.at(call.time + self.cluster.decision_interval, self._on_periodic)
 
     def _on_decide(self, call: Call) -> None:
@@ -242,13 +243,25 @@ class Simulation:
         elif self._world.idle:
             self._stop_idle((), now)
         info = plan.info
-        self._decision_rows.append(DecisionRecord(
-            decision=len(self._decision_rows), time=now, trigger=trigger, policy=self._label, status=info.status,
-            solver=info.solver, objective=info.objective, gap=info.gap, variables=info.variables,
-            constraints=info.constraints, fallback=info.fallback, reason=info.reason, waiting=len(snap.waiting),
-            running=len(snap.running), started=len(plan.start), preempted=len(plan.preempt), moved=len(plan.move),
-            wall_time=wall,
-        ))
+        d = self._decisions_t
+        d.decision.append(len(d.decision))
+        d.time.append(now)
+        d.trigger.append(trigger)
+        d.policy.append(self._label)
+        d.status.append(info.status)
+        d.solver.append(info.solver)
+        d.objective.append(info.objective)
+        d.gap.append(info.gap)
+        d.variables.append(info.variables)
+        d.constraints.append(info.constraints)
+        d.fallback.append(info.fallback)
+        d.reason.append(info.reason)
+        d.waiting.append(len(snap.waiting))
+        d.running.append(len(snap.running))
+        d.started.append(len(plan.start))
+        d.preempted.append(len(plan.preempt))
+        d.moved.append(len(plan.move))
+        d.wall_time.append(wall)
 
     def _apply(self, plan: Plan, now: float) -> None:
         """Apply a checked plan: preempt and lift moved jobs, set the VMs, place moved and started jobs, stop idle VMs."""
@@ -314,8 +327,14 @@ class Simulation:
         elapsed = now - st.since
         if elapsed >= 0:
             st.ran = True
-            self._segment_rows.append(SegmentRecord(job_id=st.job.id, node=node.index, vm_type=node.vm.name,
-                                                    gpus=st.gpus, start_time=st.since, end_time=now, done=st.done))
+            s = self._segments_t
+            s.job_id.append(st.job.id)
+            s.node.append(node.index)
+            s.vm_type.append(node.vm.name)
+            s.gpus.append(st.gpus)
+            s.start_time.append(st.since)
+            s.end_time.append(now)
+            s.done.append(st.done)
             if elapsed > 0:
                 secs = node.interval.gpu_secs
                 secs[st.job.id] = secs.get(st.job.id, 0.0) + st.gpus * elapsed
@@ -360,11 +379,18 @@ class Simulation:
             jobs = self._world.jobs
             for jid, gs in iv.gpu_secs.items():
                 jobs[jid].cost_share += cost * (gs / busy)
-        self._node_rows.append(NodeRecord(
-            node=node.index, vm_type=vm.name, gpus=vm.gpus, price_per_hour=vm.price_per_hour, start_time=iv.start,
-            ready_time=min(iv.ready, now), stop_time=now, billed_seconds=billed, cost=cost, busy_gpu_seconds=busy,
-            jobs=len(iv.gpu_secs),
-        ))
+        t = self._nodes_t
+        t.node.append(node.index)
+        t.vm_type.append(vm.name)
+        t.gpus.append(vm.gpus)
+        t.price_per_hour.append(vm.price_per_hour)
+        t.start_time.append(iv.start)
+        t.ready_time.append(min(iv.ready, now))
+        t.stop_time.append(now)
+        t.billed_seconds.append(billed)
+        t.cost.append(cost)
+        t.busy_gpu_seconds.append(busy)
+        t.jobs.append(len(iv.gpu_secs))
         node.vm = None
         node.interval = None
         node.ready_at = 0.0
@@ -373,21 +399,33 @@ class Simulation:
     # ------------------------------------------------------------------ records
 
     def _result(self) -> RunResult:
-        configs = self.cluster.configs
-        rows = []
-        for st in self._states:
-            j, s, c = st.job, st.job.spec, configs[st.cfg]
-            late = max(0.0, st.end - j.deadline)
-            rows.append(JobRecord(
-                job_id=j.id, name=s.name, application=s.application, framework=s.framework, iterations=s.iterations,
-                batch_size=s.batch_size, submit_time=j.submit_time, start_time=st.first_start, end_time=st.end,
-                deadline=j.deadline, weight=j.weight, vm_type=c.vm.name, gpus=c.gpus, node=st.node, runs=st.runs,
-                wait_time=st.first_start - j.submit_time, jct=st.end - j.submit_time, lateness=late,
-                tardiness_cost=j.weight * late, cost_share=st.cost_share, est_runtime=float(st.est[st.cfg]),
-                true_runtime=float(st.true[st.cfg]),
-            ))
-        jobs = frame(rows, JobRecord)
-        nodes = frame(self._node_rows, NodeRecord)
-        decisions = frame(self._decision_rows, DecisionRecord)
-        segments = frame(self._segment_rows, SegmentRecord)
-        return RunResult(jobs, nodes, decisions, summarise(RunTables(jobs, nodes, decisions, segments)), segments)
+        """The four tables and the summary; the job table is built here, column by column, from the job states."""
+        states = self._states
+        jobs = [st.job for st in states]
+        specs = [j.spec for j in jobs]
+        configs = [self.cluster.configs[st.cfg] for st in states]
+        t = Jobs()
+        t.job_id = [j.id for j in jobs]
+        t.name = [s.name for s in specs]
+        t.application = [s.application for s in specs]
+        t.framework = [s.framework for s in specs]
+        t.iterations = [s.iterations for s in specs]
+        t.batch_size = [s.batch_size for s in specs]
+        t.submit_time = [j.submit_time for j in jobs]
+        t.start_time = [st.first_start for st in states]
+        t.end_time = [st.end for st in states]
+        t.deadline = [j.deadline for j in jobs]
+        t.weight = [j.weight for j in jobs]
+        t.vm_type = [c.vm.name for c in configs]
+        t.gpus = [c.gpus for c in configs]
+        t.node = [st.node for st in states]
+        t.runs = [st.runs for st in states]
+        t.wait_time = [st.first_start - j.submit_time for st, j in zip(states, jobs)]
+        t.jct = [st.end - j.submit_time for st, j in zip(states, jobs)]
+        t.lateness = [max(0.0, st.end - j.deadline) for st, j in zip(states, jobs)]
+        t.tardiness_cost = [j.weight * late for j, late in zip(jobs, t.lateness)]
+        t.cost_share = [st.cost_share for st in states]
+        t.est_runtime = [float(st.est[st.cfg]) for st in states]
+        t.true_runtime = [st.true[st.cfg] for st in states]
+        tables = RunTables(t.frame(), self._nodes_t.frame(), self._decisions_t.frame(), self._segments_t.frame())
+        return RunResult(tables.jobs, tables.nodes, tables.decisions, summarise(tables), tables.segments)

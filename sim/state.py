@@ -27,14 +27,16 @@ __all__ = ["JobState", "Interval", "NodeState", "World"]
 class JobState:
     """One job as the engine tracks it: progress, where and how it runs now, and what it has cost so far.
 
-    ``done`` is the fraction of work completed when the current run began; ``since`` is when that run began (after
+    ``est`` and ``true`` are the estimated and true runtimes of the whole job on each configuration (shared by the
+    jobs of one spec; ``true`` as Python floats so that times stay plain floats). ``done`` is the fraction of work
+    completed when the current run began; ``since`` is when that run began (after
     any boot), ``overhead`` the restart overhead it pays first; ``event`` its pending completion.
     """
 
     __slots__ = ("job", "est", "true", "done", "node", "cfg", "gpus", "since", "overhead", "event", "runs", "ran",
                  "first_start", "end", "cost_share")
 
-    def __init__(self, job: Job, est: np.ndarray, true: np.ndarray):
+    def __init__(self, job: Job, est: np.ndarray, true: list[float]):
         self.job = job
         self.est = est
         self.true = true
