@@ -10,16 +10,17 @@ the way SimPy's own ``Timeout`` does.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import simpy
-from simpy.events import NORMAL, URGENT, Event
+from simpy.events import NORMAL, URGENT, Event, EventPriority
 
 __all__ = ["Clock", "Call", "URGENT", "NORMAL", "LAST"]
 
 _new = object.__new__
 
-LAST = NORMAL + 1
+LAST = EventPriority(NORMAL + 1)
 """A priority after every ``URGENT`` and ``NORMAL`` call of the same instant (the engine's decision)."""
 
 
@@ -32,6 +33,11 @@ class Call(Event):
 
     time: float
     """The exact time the call is due (equal to ``env.now`` while it runs)."""
+
+    @property
+    def value(self) -> Any:
+        """The argument the call carries (always available: a call is triggered when it is made)."""
+        return self._value
 
 
 class _DelayTo(float):
@@ -54,18 +60,22 @@ class Clock:
 
     def __init__(self, start: float = 0.0):
         self.env = simpy.Environment(initial_time=start)
+        self.calls = 0
+        """Calls scheduled so far (SimPy processes each one, a cancelled one as a no-op)."""
 
     @property
     def now(self) -> float:
         return self.env.now
 
-    def at(self, time: float, callback: Callable[[Call], Any], value: Any = None, priority: int = NORMAL) -> Call:
+    def at(self, time: float, callback: Callable[[Call], Any], value: Any = None,
+           priority: EventPriority = NORMAL) -> Call:
         """Call ``callback(call)`` at exactly ``time`` (not before ``now``); ``call.value`` is ``value``."""
         env = self.env
         now = env.now
         delay = time - now
         if not delay >= 0:
             raise ValueError(f"clock: cannot schedule at t={time!r}, before now (t={now!r})")
+        self.calls += 1
         call = _new(Call)
         call.env = env
         call.callbacks = [callback]

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import gc
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from operator import index
 from time import perf_counter
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -25,9 +27,8 @@ from sim.cluster import Cluster, NodeSlot
 from sim.contracts import Policy, Predictor
 from sim.metrics import RunTables, summarise
 from sim.model import CapsimError, Job, JobView, Plan, VMType
-from sim.records import (DECISION_COLUMNS, JOB_COLUMNS, NODE_COLUMNS, SEGMENT_COLUMNS, Decisions, Jobs, Nodes,
-                         Segments)
-from sim.rules import PlanRejected, as_index, check_plan
+from sim.records import DECISION_COLUMNS, JOB_COLUMNS, NODE_COLUMNS, SEGMENT_COLUMNS, Decisions, Jobs, Nodes, Segments
+from sim.rules import PlanRejected, check_plan
 from sim.state import Interval, JobState, NodeState, World
 
 __all__ = ["Simulation", "RunResult", "Cluster", "NodeSlot", "JOB_COLUMNS", "NODE_COLUMNS", "DECISION_COLUMNS",
@@ -68,7 +69,7 @@ class Simulation:
         self.truth = truth if truth is not None else estimator
         self.jobs = sorted(jobs, key=lambda j: (j.submit_time, j.id))
         self._label = policy.describe()
-        self._events = 0
+        self._clock = Clock()
         ids = set()
         for j in self.jobs:
             if j.id in ids:
@@ -111,8 +112,8 @@ class Simulation:
 
     @property
     def events(self) -> int:
-        """Events processed by the last ``run`` (arrivals, completions, boots, ticks and decisions)."""
-        return self._events
+        """SimPy events processed by the last ``run`` (arrivals, completions, boots, ticks and decisions)."""
+        return self._clock.calls
 
     # ------------------------------------------------------------------ run
 
@@ -145,15 +146,14 @@ class Simulation:
         self._clock = Clock(self.jobs[0].submit_time if self.jobs else 0.0)
         self._states = [JobState(j, self._est[j.spec], self._true[j.spec]) for j in self.jobs]
         self._world = World(self.cluster, self._states)
-        self._events = 0
         self._next_arrival = 0
         self._completed = 0
         self._booting = 0
         self._pending = 0
         self._idle_ticks = 0
-        self._nodes_t = Nodes()
-        self._segments_t = Segments()
-        self._decisions_t = Decisions()
+        self._nodes = Nodes()
+        self._segments = Segments()
+        self._decisions = Decisions()
 
     # ------------------------------------------------------------------ events
 
@@ -164,9 +164,8 @@ class Simulation:
         self._pending |= bit
 
     def _on_arrival(self, call: Call) -> None:
-        self._events += 1
         st: JobState = call.value
-        self._world.wait(JobView(st.job, st.est))
+        self._world.add_waiting(JobView(st.job, st.est))
         self._next_arrival += 1
         if self._next_arrival < len(self._states):
             nxt = self._states[self._next_arrival]
@@ -174,18 +173,16 @@ class Simulation:
         self._trigger(_ARRIVAL, call.time)
 
     def _on_complete(self, call: Call) -> None:
-        self._events += 1
         st: JobState = call.value
         st.done = 1.0
         self._end_segment(st, call.time)
         st.end = call.time
         st.event = None
-        self._world.unrun(st.job.id)
+        self._world.drop_running(st.job.id)
         self._completed += 1
         self._trigger(_COMPLETION, call.time)
 
     def _on_ready(self, call: Call) -> None:
-        self._events += 1
         node, interval = call.value
         if interval.booting:
             interval.booting = False
@@ -194,7 +191,6 @@ class Simulation:
                 self._trigger(_READY, call.time)
 
     def _on_periodic(self, call: Call) -> None:
-        self._events += 1
         if self._completed == len(self._states):
             if self._pending:
                 self._pending |= _PERIODIC
@@ -203,7 +199,6 @@ class Simulation:
         self._clock.at(call.time + self.cluster.decision_interval, self._on_periodic)
 
     def _on_decide(self, call: Call) -> None:
-        self._events += 1
         mask, self._pending = self._pending, 0
         if gc.get_count()[0] > _YOUNG_LIMIT:
             gc.collect(1)
@@ -231,59 +226,42 @@ class Simulation:
         t0 = perf_counter()
         plan = self.policy.decide(snap)
         wall = perf_counter() - t0
-        try:
-            if not isinstance(plan, Plan):
-                raise PlanRejected(f"decide() returned {type(plan).__name__}, not a sim.model.Plan")
-            if plan.start or plan.vms or plan.move or plan.preempt or plan.keep_idle:
-                check_plan(plan, self._world, self.policy)
-        except PlanRejected as e:
-            raise CapsimError(f"policy {self._label!r}: plan rejected at t={now:g}: {e}") from None
+        if not isinstance(plan, Plan):
+            raise self._rejected(f"decide() returned {type(plan).__name__}, not a sim.model.Plan", now)
         if plan.start or plan.vms or plan.move or plan.preempt or plan.keep_idle:
+            try:
+                check_plan(plan, self._world, self.policy)
+            except PlanRejected as e:
+                raise self._rejected(str(e), now) from None
             self._apply(plan, now)
         elif self._world.idle:
             self._stop_idle((), now)
-        info = plan.info
-        d = self._decisions_t
-        d.decision.append(len(d.decision))
-        d.time.append(now)
-        d.trigger.append(trigger)
-        d.policy.append(self._label)
-        d.status.append(info.status)
-        d.solver.append(info.solver)
-        d.objective.append(info.objective)
-        d.gap.append(info.gap)
-        d.variables.append(info.variables)
-        d.constraints.append(info.constraints)
-        d.fallback.append(info.fallback)
-        d.reason.append(info.reason)
-        d.waiting.append(len(snap.waiting))
-        d.running.append(len(snap.running))
-        d.started.append(len(plan.start))
-        d.preempted.append(len(plan.preempt))
-        d.moved.append(len(plan.move))
-        d.wall_time.append(wall)
+        self._decisions.add(self._label, snap, plan, wall)
+
+    def _rejected(self, rule: str, now: float) -> CapsimError:
+        return CapsimError(f"policy {self._label!r}: plan rejected at t={now:g}: {rule}")
 
     def _apply(self, plan: Plan, now: float) -> None:
-        """Apply a checked plan: preempt and lift moved jobs, set the VMs, place moved and started jobs, stop idle VMs."""
+        """Apply a checked plan: preempt and lift moved jobs, set VMs, place moved and started jobs, stop idle VMs."""
         world = self._world
         jobs = world.jobs
         for jid in plan.preempt:
             st = jobs[jid]
             self._detach(st, now)
-            world.wait(JobView(st.job, st.est, st.done))
+            world.add_waiting(JobView(st.job, st.est, st.done))
         for a in plan.move:
             self._detach(jobs[a.job_id], now)
         for key, name in plan.vms.items():
-            node = world.nodes[as_index(key)]
+            node = world.nodes[index(key)]
             if node.vm is not None and (name is None or node.vm.name != name):
                 self._stop_vm(node, now)
             if name is not None and node.vm is None:
                 self._start_vm(node, world.vm_types[name], now)
         for a in plan.move:
-            self._place(jobs[a.job_id], as_index(a.node), as_index(a.gpus), now)
+            self._place(jobs[a.job_id], index(a.node), index(a.gpus), now)
         for a in plan.start:
-            world.unwait(a.job_id)
-            self._place(jobs[a.job_id], as_index(a.node), as_index(a.gpus), now)
+            world.drop_waiting(a.job_id)
+            self._place(jobs[a.job_id], index(a.node), index(a.gpus), now)
         if world.idle:
             self._stop_idle(plan.keep_idle, now)
 
@@ -300,11 +278,13 @@ class Simulation:
         """Run job ``st`` on node ``n`` with ``g`` GPUs from ``now`` (or once the node's VM is ready)."""
         world = self._world
         node = world.nodes[n]
-        k = world.config_index[(node.vm.name, g)]
+        vm = node.vm
+        assert vm is not None, "the plan rules put jobs only on nodes with a VM"
+        k = world.config_index[(vm.name, g)]
         true = st.true[k]
         if not math.isfinite(true):
             raise CapsimError(
-                f"job {st.job.id} ({st.job.spec.name or st.job.spec.app_key}) was put on {node.vm.name}x{g}: the "
+                f"job {st.job.id} ({st.job.spec.name or st.job.spec.app_key}) was put on {vm.name}x{g}: the "
                 f"estimator supports it but the truth predictor {type(self.truth).__name__} has no runtime; "
                 f"use a truth predictor that covers every configuration the estimator does"
             )
@@ -318,25 +298,20 @@ class Simulation:
         st.event = self._clock.at(since + ((1.0 - st.done) * true + overhead), self._on_complete, st)
         node.jobs[st.job.id] = st
         node.used += g
-        world.filled(n)
-        world.run(JobView(st.job, st.est, st.done, n, k, since))
+        world.job_placed(n)
+        world.add_running(JobView(st.job, st.est, st.done, n, k, since))
 
     def _end_segment(self, st: JobState, now: float) -> None:
         """Record the job's current run segment up to ``now``, credit its GPU-seconds, and take it off its node."""
         node = self._world.nodes[st.node]
+        iv = node.interval
+        assert iv is not None, "a job runs only on a node with a VM"
         elapsed = now - st.since
         if elapsed >= 0:
             st.ran = True
-            s = self._segments_t
-            s.job_id.append(st.job.id)
-            s.node.append(node.index)
-            s.vm_type.append(node.vm.name)
-            s.gpus.append(st.gpus)
-            s.start_time.append(st.since)
-            s.end_time.append(now)
-            s.done.append(st.done)
+            self._segments.add(st, iv.vm, now)
             if elapsed > 0:
-                secs = node.interval.gpu_secs
+                secs = iv.gpu_secs
                 secs[st.job.id] = secs.get(st.job.id, 0.0) + st.gpus * elapsed
         else:  # lifted before its VM was ready: the run never began
             st.runs -= 1
@@ -344,7 +319,7 @@ class Simulation:
                 st.first_start = math.nan
         del node.jobs[st.job.id]
         node.used -= st.gpus
-        self._world.emptied(node.index, not node.jobs)
+        self._world.job_left(node.index, not node.jobs)
 
     def _detach(self, st: JobState, now: float) -> None:
         """Lift a running job off its node (preempted or moved), keeping the work it has done."""
@@ -352,9 +327,10 @@ class Simulation:
         if elapsed > 0:
             st.done = min(1.0, st.done + max(0.0, elapsed - st.overhead) / st.true[st.cfg])
         self._end_segment(st, now)
+        assert st.event is not None, "a running job's completion is pending"
         self._clock.cancel(st.event)
         st.event = None
-        self._world.unrun(st.job.id)
+        self._world.drop_running(st.job.id)
 
     def _start_vm(self, node: NodeState, vm: VMType, now: float) -> None:
         node.vm = vm
@@ -368,6 +344,7 @@ class Simulation:
     def _stop_vm(self, node: NodeState, now: float) -> None:
         """Stop the node's VM, bill its interval and split the cost among its jobs by GPU-seconds."""
         iv = node.interval
+        assert iv is not None, "only a node with a VM is stopped"
         if iv.booting:
             iv.booting = False
             self._booting -= 1
@@ -379,18 +356,7 @@ class Simulation:
             jobs = self._world.jobs
             for jid, gs in iv.gpu_secs.items():
                 jobs[jid].cost_share += cost * (gs / busy)
-        t = self._nodes_t
-        t.node.append(node.index)
-        t.vm_type.append(vm.name)
-        t.gpus.append(vm.gpus)
-        t.price_per_hour.append(vm.price_per_hour)
-        t.start_time.append(iv.start)
-        t.ready_time.append(min(iv.ready, now))
-        t.stop_time.append(now)
-        t.billed_seconds.append(billed)
-        t.cost.append(cost)
-        t.busy_gpu_seconds.append(busy)
-        t.jobs.append(len(iv.gpu_secs))
+        self._nodes.add(node.index, iv, now, billed, cost, busy)
         node.vm = None
         node.interval = None
         node.ready_at = 0.0
@@ -399,33 +365,6 @@ class Simulation:
     # ------------------------------------------------------------------ records
 
     def _result(self) -> RunResult:
-        """The four tables and the summary; the job table is built here, column by column, from the job states."""
-        states = self._states
-        jobs = [st.job for st in states]
-        specs = [j.spec for j in jobs]
-        configs = [self.cluster.configs[st.cfg] for st in states]
-        t = Jobs()
-        t.job_id = [j.id for j in jobs]
-        t.name = [s.name for s in specs]
-        t.application = [s.application for s in specs]
-        t.framework = [s.framework for s in specs]
-        t.iterations = [s.iterations for s in specs]
-        t.batch_size = [s.batch_size for s in specs]
-        t.submit_time = [j.submit_time for j in jobs]
-        t.start_time = [st.first_start for st in states]
-        t.end_time = [st.end for st in states]
-        t.deadline = [j.deadline for j in jobs]
-        t.weight = [j.weight for j in jobs]
-        t.vm_type = [c.vm.name for c in configs]
-        t.gpus = [c.gpus for c in configs]
-        t.node = [st.node for st in states]
-        t.runs = [st.runs for st in states]
-        t.wait_time = [st.first_start - j.submit_time for st, j in zip(states, jobs)]
-        t.jct = [st.end - j.submit_time for st, j in zip(states, jobs)]
-        t.lateness = [max(0.0, st.end - j.deadline) for st, j in zip(states, jobs)]
-        t.tardiness_cost = [j.weight * late for j, late in zip(jobs, t.lateness)]
-        t.cost_share = [st.cost_share for st in states]
-        t.est_runtime = [float(st.est[st.cfg]) for st in states]
-        t.true_runtime = [st.true[st.cfg] for st in states]
-        tables = RunTables(t.frame(), self._nodes_t.frame(), self._decisions_t.frame(), self._segments_t.frame())
+        jobs = Jobs.of(self._states, self.cluster.configs)
+        tables = RunTables(jobs.frame(), self._nodes.frame(), self._decisions.frame(), self._segments.frame())
         return RunResult(tables.jobs, tables.nodes, tables.decisions, summarise(tables), tables.segments)

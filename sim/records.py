@@ -2,17 +2,23 @@
 
 A field ``name: list[T]`` is one column, in declaration order; ``T`` gives its dtype (``int`` → ``int64``, ``float``
 → ``float64``, ``str`` and ``str | None`` → ``object``, ``float | None`` → ``float64`` with NaN, ``int | None`` →
-nullable ``Int64``), so names, order and Parquet dtypes live in one place. The engine fills a table column by
-column, by name (``decisions.time.append(now)``), which costs less than building a row object per event, and
-``frame()`` checks that every column has the same length and returns the DataFrame.
+nullable ``Int64``), so names, order and Parquet dtypes live in one place. Each table's ``add`` (or ``Jobs.of``)
+reads one row off the run's state and appends it column by column, by name (``self.time.append(now)``): cheaper
+than a row object per event, and no positional tuple to keep in step with the columns. ``frame()`` checks that
+every column has the same length and returns the DataFrame.
 """
 
 from __future__ import annotations
 
-from typing import Any, get_args, get_type_hints
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, get_args, get_type_hints
 
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:
+    from sim.model import Config, Plan, Snapshot, VMType
+    from sim.state import Interval, JobState
 
 __all__ = ["Table", "Jobs", "Nodes", "Segments", "Decisions", "JOB_COLUMNS", "NODE_COLUMNS", "SEGMENT_COLUMNS",
            "DECISION_COLUMNS"]
@@ -24,7 +30,7 @@ _DTYPES: dict[Any, str] = {int: "int64", float: "float64", str: "object", str | 
 class Table:
     """One table of a run's records: a subclass declares the columns; an instance holds one list per column."""
 
-    dtypes: dict[str, str] = {}
+    dtypes: ClassVar[dict[str, str]] = {}
     """Column name → pandas dtype, in column order (derived from the subclass's annotations)."""
 
     def __init_subclass__(cls) -> None:
@@ -80,6 +86,37 @@ class Jobs(Table):
     est_runtime: list[float]
     true_runtime: list[float]
 
+    @classmethod
+    def of(cls, states: Sequence[JobState], configs: Sequence[Config]) -> Jobs:
+        """The job table of finished jobs, from their states (``configs``: the cluster's, indexed by ``cfg``)."""
+        t = cls()
+        jobs = [st.job for st in states]
+        specs = [j.spec for j in jobs]
+        last = [configs[st.cfg] for st in states]
+        t.job_id = [j.id for j in jobs]
+        t.name = [s.name for s in specs]
+        t.application = [s.application for s in specs]
+        t.framework = [s.framework for s in specs]
+        t.iterations = [s.iterations for s in specs]
+        t.batch_size = [s.batch_size for s in specs]
+        t.submit_time = [j.submit_time for j in jobs]
+        t.start_time = [st.first_start for st in states]
+        t.end_time = [st.end for st in states]
+        t.deadline = [j.deadline for j in jobs]
+        t.weight = [j.weight for j in jobs]
+        t.vm_type = [c.vm.name for c in last]
+        t.gpus = [c.gpus for c in last]
+        t.node = [st.node for st in states]
+        t.runs = [st.runs for st in states]
+        t.wait_time = [st.first_start - j.submit_time for st, j in zip(states, jobs)]
+        t.jct = [st.end - j.submit_time for st, j in zip(states, jobs)]
+        t.lateness = [max(0.0, st.end - j.deadline) for st, j in zip(states, jobs)]
+        t.tardiness_cost = [j.weight * late for j, late in zip(jobs, t.lateness)]
+        t.cost_share = [st.cost_share for st in states]
+        t.est_runtime = [float(st.est[st.cfg]) for st in states]
+        t.true_runtime = [st.true[st.cfg] for st in states]
+        return t
+
 
 class Nodes(Table):
     """One row per VM interval on a node: from start to stop, what it billed and how many jobs it served."""
@@ -97,6 +134,21 @@ class Nodes(Table):
     jobs: list[int]
     """Jobs that ran on it (0: its cost is idle cost)."""
 
+    def add(self, node: int, iv: Interval, now: float, billed: float, cost: float, busy: float) -> None:
+        """VM interval ``iv`` of node ``node``, stopped at ``now`` after ``busy`` GPU-seconds of work."""
+        vm = iv.vm
+        self.node.append(node)
+        self.vm_type.append(vm.name)
+        self.gpus.append(vm.gpus)
+        self.price_per_hour.append(vm.price_per_hour)
+        self.start_time.append(iv.start)
+        self.ready_time.append(min(iv.ready, now))
+        self.stop_time.append(now)
+        self.billed_seconds.append(billed)
+        self.cost.append(cost)
+        self.busy_gpu_seconds.append(busy)
+        self.jobs.append(len(iv.gpu_secs))
+
 
 class Segments(Table):
     """One row per run segment of a job on a node (a job preempted or moved has several)."""
@@ -109,6 +161,16 @@ class Segments(Table):
     end_time: list[float]
     done: list[float]
     """Fraction of the job's work completed at the end of the segment."""
+
+    def add(self, st: JobState, vm: VMType, now: float) -> None:
+        """The job's current run (on ``st.node``, a ``vm``), ending at ``now``."""
+        self.job_id.append(st.job.id)
+        self.node.append(st.node)
+        self.vm_type.append(vm.name)
+        self.gpus.append(st.gpus)
+        self.start_time.append(st.since)
+        self.end_time.append(now)
+        self.done.append(st.done)
 
 
 class Decisions(Table):
@@ -132,6 +194,28 @@ class Decisions(Table):
     preempted: list[int]
     moved: list[int]
     wall_time: list[float]
+
+    def add(self, policy: str, snap: Snapshot, plan: Plan, wall: float) -> None:
+        """The decision ``policy`` took on ``snap`` with ``plan``, in ``wall`` seconds."""
+        info = plan.info
+        self.decision.append(len(self.decision))
+        self.time.append(snap.time)
+        self.trigger.append(snap.trigger)
+        self.policy.append(policy)
+        self.status.append(info.status)
+        self.solver.append(info.solver)
+        self.objective.append(info.objective)
+        self.gap.append(info.gap)
+        self.variables.append(info.variables)
+        self.constraints.append(info.constraints)
+        self.fallback.append(info.fallback)
+        self.reason.append(info.reason)
+        self.waiting.append(len(snap.waiting))
+        self.running.append(len(snap.running))
+        self.started.append(len(plan.start))
+        self.preempted.append(len(plan.preempt))
+        self.moved.append(len(plan.move))
+        self.wall_time.append(wall)
 
 
 JOB_COLUMNS: dict[str, str] = dict(Jobs.dtypes)

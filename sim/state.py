@@ -18,8 +18,8 @@ import numpy as np
 from sim.model import Job, JobView, NodeView, Snapshot, VMType
 
 if TYPE_CHECKING:
-    from sim.cluster import Cluster, NodeSlot
     from sim.clock import Call
+    from sim.cluster import Cluster, NodeSlot
 
 __all__ = ["JobState", "Interval", "NodeState", "World"]
 
@@ -91,7 +91,6 @@ class World:
         self.config_index = {(c.vm.name, c.gpus): k for k, c in enumerate(self.configs)}
         self.vm_types = {v.name: v for v in cluster.vm_types}
         self.nodes = [NodeState(i, s) for i, s in enumerate(cluster.slots)]
-        self.states = states
         self.jobs = {s.job.id: s for s in states}
         self.waiting: dict[int, JobView] = {}
         self.running: dict[int, JobView] = {}
@@ -109,19 +108,19 @@ class World:
 
     # The engine reports every change through these, so the snapshot knows what to rebuild.
 
-    def wait(self, view: JobView) -> None:
+    def add_waiting(self, view: JobView) -> None:
         self.waiting[view.job.id] = view
         self._waiting_t = None
 
-    def unwait(self, job_id: int) -> None:
+    def drop_waiting(self, job_id: int) -> None:
         del self.waiting[job_id]
         self._waiting_t = None
 
-    def run(self, view: JobView) -> None:
+    def add_running(self, view: JobView) -> None:
         self.running[view.job.id] = view
         self._running_t = None
 
-    def unrun(self, job_id: int) -> None:
+    def drop_running(self, job_id: int) -> None:
         del self.running[job_id]
         self._running_t = None
 
@@ -140,14 +139,14 @@ class World:
             self._idle_t = None
         self._dirty.add(n)
 
-    def filled(self, n: int) -> None:
+    def job_placed(self, n: int) -> None:
         """A job was placed on node ``n``."""
         if n in self.idle:
             self.idle.discard(n)
             self._idle_t = None
         self._dirty.add(n)
 
-    def emptied(self, n: int, idle: bool) -> None:
+    def job_left(self, n: int, idle: bool) -> None:
         """A job left node ``n``; ``idle`` if it was the last one."""
         if idle:
             self.idle.add(n)
