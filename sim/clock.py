@@ -4,8 +4,8 @@ SimPy schedules an event at ``now + delay``. In floating point ``now + (t - now)
 when ``t`` is more than twice ``now``), and an event one ulp early or late would reorder the simulation. ``Clock.at``
 therefore hands ``Environment.schedule`` a plain float delay when it lands exactly on ``t`` (the usual case) and
 otherwise a ``_DelayTo``: a float equal to the delay whose sum with ``now`` is exactly ``t``. Only SimPy's public
-``Environment.schedule``, ``Environment.now`` and ``Environment.run`` are used; ``Call`` fills in a triggered event
-the way SimPy's own ``Timeout`` does.
+``Environment.schedule``, ``Environment.now`` and ``Environment.run`` are used; a ``Call`` is an ``Event`` subclass
+filled in as a triggered event the way SimPy's own ``Timeout`` fills itself in.
 """
 
 from __future__ import annotations

@@ -8,10 +8,11 @@
 2. ``keep_idle`` names existing nodes.
 3. ``preempt`` and ``move`` are only for a policy that declares ``may_preempt``, and name running jobs.
 4. A node whose VM the plan stops or changes keeps no job: every job running there is moved or preempted.
-5. ``start`` names waiting jobs (not unknown ones, not ones that have not arrived, not running ones).
+5. ``start`` names waiting jobs: not unknown ones, not ones yet to arrive, not running ones (a job the same plan
+   preempts is not waiting yet).
 6. No job appears twice across ``preempt``, ``move`` and ``start``.
-7. Every job started or moved goes to an existing node that has a VM once the plan's ``vms`` are applied, with
-   1 to that VM's GPU count GPUs, in a configuration the estimator does not mark infeasible (``inf``).
+7. Every job started or moved goes to an existing node that has a VM once the plan's ``vms`` are applied, on
+   between 1 and that VM's number of GPUs, in a configuration the estimator does not mark infeasible (``inf``).
 8. No node then uses more GPUs than its VM has, counting the jobs that stay there.
 9. A node hosts more than one job only for a policy that declares ``may_share``.
 
@@ -30,14 +31,14 @@ if TYPE_CHECKING:
     from sim.contracts import Policy
     from sim.state import World
 
-__all__ = ["PlanRejected", "check_plan", "as_index"]
+__all__ = ["PlanRejected", "check_plan"]
 
 
 class PlanRejected(CapsimError):
     """A plan broke one of the rules; the message names the rule."""
 
 
-def as_index(x: Any) -> int | None:
+def _as_index(x: Any) -> int | None:
     """``x`` as a Python ``int`` if it is an integer (``int`` or a numpy integer, not a ``bool``), else ``None``."""
     if x.__class__ is int:
         return x
@@ -57,7 +58,7 @@ def check_plan(plan: Plan, world: World, policy: Policy) -> None:
     # 1. vms: existing nodes, known VM types the slot allows. ``changes``: nodes whose VM stops or changes type.
     changes: dict[int, VMType | None] = {}
     for key, name in plan.vms.items():
-        n = key if key.__class__ is int else as_index(key)
+        n = key if key.__class__ is int else _as_index(key)
         if n is None or not 0 <= n <= last:
             raise PlanRejected(f"vms names node {key!r}, but the cluster has nodes 0..{last}")
         node = nodes[n]
@@ -75,7 +76,7 @@ def check_plan(plan: Plan, world: World, policy: Policy) -> None:
 
     # 2. keep_idle: existing nodes.
     for key in plan.keep_idle:
-        n = key if key.__class__ is int else as_index(key)
+        n = key if key.__class__ is int else _as_index(key)
         if n is None or not 0 <= n <= last:
             raise PlanRejected(f"keep_idle names node {key!r}, but the cluster has nodes 0..{last}")
 
@@ -116,13 +117,13 @@ def check_plan(plan: Plan, world: World, policy: Policy) -> None:
     # ``load``: node -> [GPUs used, jobs hosted, VM] after the plan, starting from the jobs that stay.
     load: dict[int, list] = {}
     for a in (plan.move + plan.start if plan.move else plan.start):
-        n = a.node if a.node.__class__ is int else as_index(a.node)
+        n = a.node if a.node.__class__ is int else _as_index(a.node)
         if n is None or not 0 <= n <= last:
             raise PlanRejected(f"job {a.job_id} is assigned to node {a.node!r}, but the cluster has nodes 0..{last}")
         vm = changes[n] if n in changes else nodes[n].vm
         if vm is None:
             raise PlanRejected(f"job {a.job_id} is started on node {n}, which has no VM after the plan")
-        g = a.gpus if a.gpus.__class__ is int else as_index(a.gpus)
+        g = a.gpus if a.gpus.__class__ is int else _as_index(a.gpus)
         if g is None or not 1 <= g <= vm.gpus:
             raise PlanRejected(f"job {a.job_id} asks for {a.gpus!r} GPUs on node {n}, whose {vm.name} has {vm.gpus}")
         if not math.isfinite(world.jobs[a.job_id].est[world.config_index[(vm.name, g)]]):
