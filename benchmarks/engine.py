@@ -157,7 +157,11 @@ def against(rev: str, repeat: int, jobs: int, args: list[str]) -> int:
     """Run the benchmark on revision ``rev`` and on the working tree, alternating; print throughputs and ratio."""
     tmp = Path(tempfile.mkdtemp(prefix="capsim-bench-"))
     old_tree = tmp / "tree"
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--quiet", "--detach", str(old_tree), rev], check=True)
+    added = subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--quiet", "--detach", str(old_tree), rev],
+                           capture_output=True, text=True)
+    if added.returncode:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise SystemExit(f"benchmark: cannot check out {rev!r}: {added.stderr.strip()}")
     try:
         cpu: dict[str, list[float]] = {"old": [], "new": []}
         trees = {"old": old_tree, "new": ROOT}

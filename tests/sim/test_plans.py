@@ -82,7 +82,7 @@ def test_numpy_integers_are_node_indices_and_gpu_counts():
 def test_a_configuration_the_truth_cannot_run_is_a_setup_error_not_a_plan_error():
     plan = Plan(vms={0: "big"}, start=(Assignment(0, 0, 2),))
     sim = Simulation(world(), [job(0, A, 0.0)], Scripted(lambda s: plan), table(), truth=table(A_big_2=math.inf))
-    with pytest.raises(CapsimError, match="estimator supports it but the truth predictor TablePredictor has no runtime"):
+    with pytest.raises(CapsimError, match="supports it but the truth predictor TablePredictor has no runtime"):
         sim.run()
 
 
