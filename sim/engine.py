@@ -143,6 +143,7 @@ class Simulation:
                 gc.enable()
 
     def _reset(self) -> None:
+        """A fresh clock, world and tables: ``run`` may be called again and gives the same records."""
         self._clock = Clock(self.jobs[0].submit_time if self.jobs else 0.0)
         self._states = [JobState(j, self._est[j.spec], self._true[j.spec]) for j in self.jobs]
         self._world = World(self.cluster, self._states)
@@ -293,7 +294,7 @@ class Simulation:
         st.node, st.cfg, st.gpus, st.since, st.overhead = n, k, g, since, overhead
         st.runs += 1
         self._idle_ticks = 0
-        if st.runs == 1 or st.first_start != st.first_start:
+        if st.runs == 1 or st.first_start != st.first_start:  # first run, or every earlier one lifted before it began
             st.first_start = since
         st.event = self._clock.at(since + ((1.0 - st.done) * true + overhead), self._on_complete, st)
         node.jobs[st.job.id] = st
