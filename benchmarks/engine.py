@@ -1,6 +1,12 @@
 """Engine throughput: simulate many jobs on many nodes with FIFO and print jobs/s, SimPy events/s and peak memory.
 
     .venv/bin/python benchmarks/engine.py --jobs 100000 --nodes 200 [--profile]
+    .venv/bin/python benchmarks/engine.py --jobs 50000 --nodes 200 --against e0205b0 [--repeat 3]
+
+``--against REV`` runs the same benchmark on the code of git revision REV (checked out into a temporary git worktree)
+and on the working tree, each in a subprocess of this Python with its tree first on ``sys.path``, alternating the
+order over ``--repeat`` repetitions, and prints both throughputs and their ratio (new / old, on CPU time: the machine
+is shared, and CPU time is the fairer clock).
 
 The load is set so the nodes keep up: the mean inter-arrival time is the mean runtime of the job mix on its
 cheapest configuration divided by (nodes x --load). Targets (issue 2): >= 10,000 jobs/s and < 1 GiB.
@@ -10,22 +16,28 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import os
 import pstats
+import re
 import resource
+import shutil
+import statistics
+import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-import optim  # noqa: E402
-import predictors  # noqa: E402
-from optim.base import Policy  # noqa: E402
-from sim.catalogue import job_types, vm_types  # noqa: E402
-from sim.cluster import Cluster, NodeSlot  # noqa: E402
-from sim.engine import Simulation  # noqa: E402
-from sim.model import Assignment, Plan, Snapshot  # noqa: E402
-from sim.workload import WorkloadSpec, poisson_jobs  # noqa: E402
+import optim
+import predictors
+from optim.base import Policy
+from sim.catalogue import job_types, vm_types
+from sim.cluster import Cluster, NodeSlot
+from sim.engine import Simulation
+from sim.model import Assignment, Plan, Snapshot
+from sim.workload import WorkloadSpec, poisson_jobs
 
 
 class CheapestOnEmpty(Policy):
@@ -60,7 +72,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--predictor", default="measured")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--profile", action="store_true", help="print the top of a cProfile of the run")
+    ap.add_argument("--against", metavar="REV", help="also run on git revision REV and print the ratio new / old")
+    ap.add_argument("--repeat", type=int, default=3, help="alternating repetitions with --against (default 3)")
     args = ap.parse_args(argv)
+    if args.against:
+        return against(args.against, args.repeat, args.jobs, _passed_on(sys.argv[1:] if argv is None else argv))
 
     vts = tuple(vm_types().values())
     cluster = Cluster(vts, tuple(NodeSlot() for _ in range(args.nodes)))
@@ -102,6 +118,66 @@ def main(argv: list[str] | None = None) -> int:
           f"late jobs {s['late_jobs']:.0f}, VM cost ${s['vm_cost']:.2f}")
     if prof:
         pstats.Stats(prof, stream=sys.stdout).sort_stats("tottime").print_stats(25)
+    return 0
+
+
+ROOT = Path(__file__).resolve().parents[1]
+_CPU = re.compile(r"^simulation \+ records\s+([\d.]+) s wall, ([\d.]+) s CPU", re.M)
+
+
+def _passed_on(argv: list[str]) -> list[str]:
+    """The benchmark's own arguments, without --against/--repeat/--profile (which concern this process)."""
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a in ("--against", "--repeat"):
+            skip = True
+        elif not (a.startswith(("--against=", "--repeat=")) or a == "--profile"):
+            out.append(a)
+    return out
+
+
+def _run_tree(tree: Path, args: list[str]) -> tuple[float, str]:
+    """CPU seconds of one run of ``tree``'s benchmark (its code first on sys.path), and its output."""
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    where = subprocess.run([sys.executable, "-c", "import sim; print(sim.__file__)"], env=env, cwd=tree,
+                           capture_output=True, text=True, check=True).stdout.strip()
+    if not Path(where).resolve().is_relative_to(tree.resolve()):
+        raise SystemExit(f"benchmark: {tree} imports sim from {where}, not from its own tree")
+    p = subprocess.run([sys.executable, str(tree / "benchmarks" / "engine.py"), *args], env=env, cwd=tree,
+                       capture_output=True, text=True)
+    m = _CPU.search(p.stdout)
+    if p.returncode or not m:
+        raise SystemExit(f"benchmark in {tree} failed (exit {p.returncode}):\n{p.stdout}{p.stderr}")
+    return float(m.group(2)), p.stdout
+
+
+def against(rev: str, repeat: int, jobs: int, args: list[str]) -> int:
+    """Run the benchmark on revision ``rev`` and on the working tree, alternating; print throughputs and ratio."""
+    tmp = Path(tempfile.mkdtemp(prefix="capsim-bench-"))
+    old_tree = tmp / "tree"
+    added = subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--quiet", "--detach", str(old_tree), rev],
+                           capture_output=True, text=True)
+    if added.returncode:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise SystemExit(f"benchmark: cannot check out {rev!r}: {added.stderr.strip()}")
+    try:
+        cpu: dict[str, list[float]] = {"old": [], "new": []}
+        trees = {"old": old_tree, "new": ROOT}
+        for i in range(repeat):
+            for which in (("old", "new") if i % 2 == 0 else ("new", "old")):
+                secs, out = _run_tree(trees[which], args)
+                cpu[which].append(secs)
+                print(f"  run {i + 1} {which}: {secs:7.2f} s CPU  {jobs / secs:8.0f} jobs/s", flush=True)
+        print(out.splitlines()[0])
+        old, new = statistics.median(cpu["old"]), statistics.median(cpu["new"])
+        print(f"old ({rev}): {jobs / old:8.0f} jobs/s CPU (median of {repeat}: {old:.2f} s)")
+        print(f"new (working tree): {jobs / new:8.0f} jobs/s CPU (median of {repeat}: {new:.2f} s)")
+        print(f"ratio new / old: {old / new:.3f} (> 1: the working tree is faster)")
+    finally:
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(old_tree)], check=False)
+        shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
 

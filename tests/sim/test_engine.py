@@ -218,3 +218,12 @@ def test_snapshot_lists_idle_nodes_freed_by_a_completion():
     assert at50.trigger == "completion" and at50.idle_nodes == (0,) and at50.empty_nodes == (2,)
     at60 = [s for s in pol.seen if s.time == 60.0][0]
     assert at60.idle_nodes == () and at60.empty_nodes == (0, 2)
+
+
+def test_events_count_every_simpy_event_including_a_cancelled_completion():
+    sim = Simulation(cluster(1), [job(0, A, 0.0), job(1, B, 10.0)], Scripted(preempt_job0_at_10, preempt=True),
+                     table())
+    assert sim.events == 0
+    sim.run()
+    arrivals, decisions, completions = 2, 4, 3  # decisions at t = 0, 10, 60, 150; job 0's first completion cancelled
+    assert sim.events == arrivals + decisions + completions

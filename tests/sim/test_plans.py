@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from sim.cluster import Cluster, NodeSlot
@@ -37,6 +38,24 @@ CASES = {
     "change a busy VM": (first_then(Plan(vms={0: "big"})), "changes the VM of node 0 to big while job 0 runs"),
     "preempt without may_preempt": (first_then(Plan(preempt=(0,))), "does not declare may_preempt"),
     "stop a busy VM": (first_then(Plan(vms={0: None})), "stops the VM of node 0 while job 0 runs"),
+    "keep_idle out of range": (lambda s: Plan(keep_idle=frozenset({2})), "keep_idle names node 2, but the cluster"),
+    "assignment node out of range": (lambda s: Plan(vms={0: "small"}, start=(Assignment(0, 5, 1),)),
+                                     "job 0 is assigned to node 5, but the cluster has nodes 0..1"),
+    "bool is not a node": (lambda s: Plan(vms={True: "small"}), "vms names node True"),
+    "float is not a GPU count": (lambda s: Plan(vms={0: "small"}, start=(Assignment(0, 0, 1.0),)), "asks for 1.0 GPUs"),
+    "not a plan": (lambda s: {"start": ()}, "decide\\(\\) returned dict, not a sim.model.Plan"),
+}
+
+PREEMPTING = {
+    "preempt a waiting job": (first_then(Plan(preempt=(1,))), "preempt/move names job 1, which is not running"),
+    "move a job never started": (lambda s: Plan(vms={0: "small"}, move=(Assignment(0, 0, 1),)),
+                                 "names job 0, which is not running"),
+    "preempt and move one job": (first_then(Plan(vms={1: "big"}, preempt=(0,), move=(Assignment(0, 1, 1),))),
+                                 "job 0 appears in two assignments"),
+    "preempt and restart at once": (first_then(Plan(preempt=(0,), start=(Assignment(0, 0, 1),))),
+                                    "start names job 0, which is not waiting"),
+    "move onto a full node": (first_then(Plan(vms={1: "big"}, start=(Assignment(1, 1, 2),),
+                                              move=(Assignment(0, 1, 1),))), "node 1 would use 3 GPUs"),
 }
 
 
@@ -44,12 +63,26 @@ def world(**kw):
     return Cluster((SMALL, BIG), (NodeSlot(), NodeSlot(frozenset({"big"}))), **kw)
 
 
-@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("case", list(CASES) + list(PREEMPTING))
 def test_rejected_plan_names_policy_and_rule(case):
-    script, rule = CASES[case]
+    script, rule = CASES[case] if case in CASES else PREEMPTING[case]
     pred = table(A_big_2=math.inf)
-    sim = Simulation(world(), [job(0, A, 0.0), job(1, B, 5.0)], Scripted(script), pred)
+    policy = Scripted(script, preempt=case in PREEMPTING, share=case == "move onto a full node")
+    sim = Simulation(world(), [job(0, A, 0.0), job(1, B, 5.0)], policy, pred)
     with pytest.raises(CapsimError, match=rf"policy 'scripted[^']*': plan rejected at t=\d+: .*{rule}"):
+        sim.run()
+
+
+def test_numpy_integers_are_node_indices_and_gpu_counts():
+    plan = Plan(vms={np.int64(1): "big"}, start=(Assignment(0, np.int32(1), np.int64(1)),))
+    r = Simulation(world(), [job(0, A, 0.0)], Scripted(lambda s: plan if s.waiting else Plan()), table()).run()
+    assert (r.jobs.node[0], r.jobs.gpus[0], r.jobs.end_time[0]) == (1, 1, 100.0)
+
+
+def test_a_configuration_the_truth_cannot_run_is_a_setup_error_not_a_plan_error():
+    plan = Plan(vms={0: "big"}, start=(Assignment(0, 0, 2),))
+    sim = Simulation(world(), [job(0, A, 0.0)], Scripted(lambda s: plan), table(), truth=table(A_big_2=math.inf))
+    with pytest.raises(CapsimError, match="supports it but the truth predictor TablePredictor has no runtime"):
         sim.run()
 
 
@@ -76,3 +109,11 @@ def test_changing_a_vm_type_needs_its_jobs_moved_first():
     a = r.jobs.set_index("job_id").loc[0]
     assert a.end_time == 5.0 + 0.95 * 50 + 1.0
     assert sorted(r.nodes.vm_type) == ["big", "big", "small"]
+
+
+def test_gpus_freed_by_a_job_moving_away_can_be_taken_in_the_same_plan():
+    swap = Plan(vms={1: "big"}, move=(Assignment(0, 1, 2),), start=(Assignment(1, 0, 1),))
+    pol = Scripted(first_then(swap), preempt=True)
+    r = Simulation(world(), [job(0, A, 0.0), job(1, B, 5.0)], pol, table()).run().jobs.set_index("job_id")
+    assert (r.node[0], r.gpus[0], r.end_time[0]) == (1, 2, 5.0 + 0.95 * 50)
+    assert (r.node[1], r.start_time[1], r.end_time[1]) == (0, 5.0, 55.0)

@@ -7,8 +7,9 @@ import pandas as pd
 import pytest
 
 from sim.engine import DECISION_COLUMNS, JOB_COLUMNS, NODE_COLUMNS, SEGMENT_COLUMNS, Simulation
-from sim.model import CapsimError, Plan
-from tests.sim.helpers import A, B, SLOW, SMALL, FirstFit, Scripted, cluster, job, preempt_job0_at_10, table
+from sim.model import Assignment, CapsimError, DecisionInfo, Plan
+from sim.records import Table
+from tests.sim.helpers import A, B, BIG, SLOW, SMALL, FirstFit, Scripted, cluster, job, preempt_job0_at_10, table
 
 SUMMARY_KEYS = {"vm_cost", "idle_cost", "tardiness_cost", "total_cost", "late_jobs", "jobs", "mean_jct", "p95_jct",
                 "mean_wait", "makespan", "gpu_utilisation", "decisions", "decision_wall_sum", "decision_wall_p95",
@@ -86,3 +87,70 @@ def test_segments_trace_a_preempted_job():
     pd.testing.assert_series_equal(r.segments.groupby("job_id").size(), pd.Series([2, 1], index=pd.Index([0, 1],
                                    name="job_id")))
     assert np.isclose(r.jobs.cost_share.sum(), r.summary["vm_cost"])
+
+
+class Sample(Table):
+    """Every kind of column annotation the record tables use."""
+
+    count: list[int]
+    share: list[float]
+    label: list[str]
+    note: list[str | None]
+    score: list[float | None]
+    size: list[int | None]
+
+
+def test_a_table_declares_names_order_and_dtypes_once():
+    assert Sample.dtypes == {"count": "int64", "share": "float64", "label": "object", "note": "object",
+                             "score": "float64", "size": "Int64"}
+    t = Sample()
+    for count, score, size in ((3, None, None), (4, 0.5, 7)):
+        t.count.append(count)
+        t.share.append(count / 8)
+        t.label.append(f"r{count}")
+        t.note.append(None)
+        t.score.append(score)
+        t.size.append(size)
+    df = t.frame()
+    assert list(df.columns) == list(Sample.dtypes) and [str(d) for d in df.dtypes] == list(Sample.dtypes.values())
+    assert df["score"].isna().tolist() == [True, False] and df["size"].isna().tolist() == [True, False]
+    assert df["size"].iloc[1] == 7 and df["note"].tolist() == [None, None]
+    empty = Sample().frame()
+    assert empty.empty and [str(d) for d in empty.dtypes] == list(Sample.dtypes.values())
+
+
+def test_a_row_missing_a_column_is_caught():
+    t = Sample()
+    t.count.append(1)
+    with pytest.raises(ValueError, match="unequal length"):
+        t.frame()
+
+
+def test_decision_rows_put_each_field_in_its_own_column():
+    info = DecisionInfo(status="optimal", solver="HiGHS", objective=1.5, gap=0.25, variables=7, constraints=3,
+                        fallback="fifo", reason="time limit")
+    script = Scripted(lambda s: Plan(vms=FirstFit().decide(s).vms, start=FirstFit().decide(s).start, info=info)
+                      if s.waiting else Plan())
+    r = Simulation(cluster(2), [job(0, A, 0.0), job(1, B, 0.0)], script, table()).run()
+    first, last = r.decisions.iloc[0], r.decisions.iloc[-1]
+    assert (first.decision, first.time, first.trigger, first.status, first.solver, first.objective, first.gap,
+            first.variables, first.constraints, first.fallback, first.reason) == (
+        0, 0.0, "arrival", "optimal", "HiGHS", 1.5, 0.25, 7, 3, "fifo", "time limit")
+    assert (first.waiting, first.running, first.started, first.preempted, first.moved) == (2, 0, 2, 0, 0)
+    assert first.policy.startswith("scripted")
+    assert (last.status, last.solver, last.fallback) == ("ok", None, None)
+    assert pd.isna(last.objective) and pd.isna(last.variables) and (last.time, last.running) == (100.0, 0)
+
+
+def test_node_rows_of_a_vm_stopped_while_booting_and_of_a_shared_vm():
+    pol = Scripted(lambda s: Plan(vms={0: "slow"}, keep_idle={0}) if s.time == 0.0 else
+                   (Plan(vms={0: "big"}, start=(Assignment(0, 0, 1), Assignment(1, 0, 1))) if s.waiting else Plan()),
+                   share=True)
+    r = Simulation(cluster(1, (SMALL, BIG, SLOW), decision_interval=5.0), [job(0, A, 0.0), job(1, B, 0.0)], pol,
+                   table()).run()
+    boot, shared = r.nodes.iloc[0], r.nodes.iloc[1]
+    assert (boot.vm_type, boot.start_time, boot.ready_time, boot.stop_time, boot.jobs) == ("slow", 0.0, 5.0, 5.0, 0)
+    assert boot.cost == pytest.approx(0.005) and boot.busy_gpu_seconds == 0.0
+    assert (shared.vm_type, shared.gpus, shared.start_time, shared.stop_time, shared.jobs) == ("big", 2, 5.0, 105.0, 2)
+    assert (shared.billed_seconds, shared.busy_gpu_seconds, shared.price_per_hour) == (100.0, 150.0, 7.2)
+    assert r.summary["idle_cost"] == pytest.approx(0.005)

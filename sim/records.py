@@ -1,0 +1,224 @@
+"""The records of a run, declared once per table: a ``Table`` subclass whose annotated fields are the columns.
+
+A field ``name: list[T]`` is one column, in declaration order; ``T`` gives its dtype (``int`` → ``int64``, ``float``
+→ ``float64``, ``str`` and ``str | None`` → ``object``, ``float | None`` → ``float64`` with NaN, ``int | None`` →
+nullable ``Int64``), so names, order and Parquet dtypes live in one place. Each table's ``add`` (or ``Jobs.of``)
+reads one row off the run's state and appends it column by column, by name (``self.time.append(now)``): cheaper
+than a row object per event, and no positional tuple to keep in step with the columns. ``frame()`` checks that
+every column has the same length and returns the DataFrame.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, get_args, get_type_hints
+
+import numpy as np
+import pandas as pd
+
+if TYPE_CHECKING:
+    from sim.model import Config, Plan, Snapshot, VMType
+    from sim.state import Interval, JobState
+
+__all__ = ["Table", "Jobs", "Nodes", "Segments", "Decisions", "JOB_COLUMNS", "NODE_COLUMNS", "SEGMENT_COLUMNS",
+           "DECISION_COLUMNS"]
+
+_DTYPES: dict[Any, str] = {int: "int64", float: "float64", str: "object", str | None: "object",
+                           float | None: "float64", int | None: "Int64"}
+
+
+class Table:
+    """One table of a run's records: a subclass declares the columns; an instance holds one list per column."""
+
+    dtypes: ClassVar[dict[str, str]] = {}
+    """Column name → pandas dtype, in column order (derived from the subclass's annotations)."""
+
+    def __init_subclass__(cls) -> None:
+        hints = get_type_hints(cls)
+        cls.dtypes = {name: _DTYPES[get_args(hints[name])[0]] for name in cls.__dict__.get("__annotations__", {})}
+
+    def __init__(self) -> None:
+        for name in self.dtypes:
+            setattr(self, name, [])
+
+    def frame(self) -> pd.DataFrame:
+        """The table as a DataFrame with its fixed column order and dtypes (identical Parquet every run)."""
+        cols = {name: getattr(self, name) for name in self.dtypes}
+        lengths = {name: len(v) for name, v in cols.items()}
+        if len(set(lengths.values())) > 1:
+            raise ValueError(f"{type(self).__name__}: columns of unequal length {lengths}")
+        data = {}
+        for name, dtype in self.dtypes.items():
+            if dtype == "object" or dtype == "Int64":
+                data[name] = pd.Series(cols[name], dtype=dtype)
+            else:
+                data[name] = pd.Series(np.asarray(cols[name], dtype=dtype))
+        return pd.DataFrame(data, columns=list(self.dtypes))
+
+
+class Jobs(Table):
+    """One row per job: what it was, when it ran, where it ended up, and what it cost."""
+
+    job_id: list[int]
+    name: list[str]
+    application: list[str]
+    framework: list[str]
+    iterations: list[int]
+    batch_size: list[int]
+    submit_time: list[float]
+    start_time: list[float]
+    """First start."""
+    end_time: list[float]
+    deadline: list[float]
+    weight: list[float]
+    vm_type: list[str]
+    """The configuration of its last run (as ``gpus`` and ``node``)."""
+    gpus: list[int]
+    node: list[int]
+    runs: list[int]
+    """Run segments: 1, plus one per preemption or move."""
+    wait_time: list[float]
+    jct: list[float]
+    lateness: list[float]
+    tardiness_cost: list[float]
+    cost_share: list[float]
+    """Its share of the VM cost, by GPU-seconds on each interval it ran on."""
+    est_runtime: list[float]
+    true_runtime: list[float]
+
+    @classmethod
+    def of(cls, states: Sequence[JobState], configs: Sequence[Config]) -> Jobs:
+        """The job table of finished jobs, from their states (``configs``: the cluster's, indexed by ``cfg``)."""
+        t = cls()
+        jobs = [st.job for st in states]
+        specs = [j.spec for j in jobs]
+        last = [configs[st.cfg] for st in states]
+        t.job_id = [j.id for j in jobs]
+        t.name = [s.name for s in specs]
+        t.application = [s.application for s in specs]
+        t.framework = [s.framework for s in specs]
+        t.iterations = [s.iterations for s in specs]
+        t.batch_size = [s.batch_size for s in specs]
+        t.submit_time = [j.submit_time for j in jobs]
+        t.start_time = [st.first_start for st in states]
+        t.end_time = [st.end for st in states]
+        t.deadline = [j.deadline for j in jobs]
+        t.weight = [j.weight for j in jobs]
+        t.vm_type = [c.vm.name for c in last]
+        t.gpus = [c.gpus for c in last]
+        t.node = [st.node for st in states]
+        t.runs = [st.runs for st in states]
+        t.wait_time = [st.first_start - j.submit_time for st, j in zip(states, jobs)]
+        t.jct = [st.end - j.submit_time for st, j in zip(states, jobs)]
+        t.lateness = [max(0.0, st.end - j.deadline) for st, j in zip(states, jobs)]
+        t.tardiness_cost = [j.weight * late for j, late in zip(jobs, t.lateness)]
+        t.cost_share = [st.cost_share for st in states]
+        t.est_runtime = [float(st.est[st.cfg]) for st in states]
+        t.true_runtime = [st.true[st.cfg] for st in states]
+        return t
+
+
+class Nodes(Table):
+    """One row per VM interval on a node: from start to stop, what it billed and how many jobs it served."""
+
+    node: list[int]
+    vm_type: list[str]
+    gpus: list[int]
+    price_per_hour: list[float]
+    start_time: list[float]
+    ready_time: list[float]
+    stop_time: list[float]
+    billed_seconds: list[float]
+    cost: list[float]
+    busy_gpu_seconds: list[float]
+    jobs: list[int]
+    """Jobs that ran on it (0: its cost is idle cost)."""
+
+    def add(self, node: int, iv: Interval, now: float, billed: float, cost: float, busy: float) -> None:
+        """VM interval ``iv`` of node ``node``, stopped at ``now`` after ``busy`` GPU-seconds of work."""
+        vm = iv.vm
+        self.node.append(node)
+        self.vm_type.append(vm.name)
+        self.gpus.append(vm.gpus)
+        self.price_per_hour.append(vm.price_per_hour)
+        self.start_time.append(iv.start)
+        self.ready_time.append(min(iv.ready, now))
+        self.stop_time.append(now)
+        self.billed_seconds.append(billed)
+        self.cost.append(cost)
+        self.busy_gpu_seconds.append(busy)
+        self.jobs.append(len(iv.gpu_secs))
+
+
+class Segments(Table):
+    """One row per run segment of a job on a node (a job preempted or moved has several)."""
+
+    job_id: list[int]
+    node: list[int]
+    vm_type: list[str]
+    gpus: list[int]
+    start_time: list[float]
+    end_time: list[float]
+    done: list[float]
+    """Fraction of the job's work completed at the end of the segment."""
+
+    def add(self, st: JobState, vm: VMType, now: float) -> None:
+        """The job's current run (on ``st.node``, a ``vm``), ending at ``now``."""
+        self.job_id.append(st.job.id)
+        self.node.append(st.node)
+        self.vm_type.append(vm.name)
+        self.gpus.append(st.gpus)
+        self.start_time.append(st.since)
+        self.end_time.append(now)
+        self.done.append(st.done)
+
+
+class Decisions(Table):
+    """One row per decision: when, why, who decided, how the solver fared, and what the plan did."""
+
+    decision: list[int]
+    time: list[float]
+    trigger: list[str]
+    policy: list[str]
+    status: list[str]
+    solver: list[str | None]
+    objective: list[float | None]
+    gap: list[float | None]
+    variables: list[int | None]
+    constraints: list[int | None]
+    fallback: list[str | None]
+    reason: list[str | None]
+    waiting: list[int]
+    running: list[int]
+    started: list[int]
+    preempted: list[int]
+    moved: list[int]
+    wall_time: list[float]
+
+    def add(self, policy: str, snap: Snapshot, plan: Plan, wall: float) -> None:
+        """The decision ``policy`` took on ``snap`` with ``plan``, in ``wall`` seconds."""
+        info = plan.info
+        self.decision.append(len(self.decision))
+        self.time.append(snap.time)
+        self.trigger.append(snap.trigger)
+        self.policy.append(policy)
+        self.status.append(info.status)
+        self.solver.append(info.solver)
+        self.objective.append(info.objective)
+        self.gap.append(info.gap)
+        self.variables.append(info.variables)
+        self.constraints.append(info.constraints)
+        self.fallback.append(info.fallback)
+        self.reason.append(info.reason)
+        self.waiting.append(len(snap.waiting))
+        self.running.append(len(snap.running))
+        self.started.append(len(plan.start))
+        self.preempted.append(len(plan.preempt))
+        self.moved.append(len(plan.move))
+        self.wall_time.append(wall)
+
+
+JOB_COLUMNS: dict[str, str] = dict(Jobs.dtypes)
+NODE_COLUMNS: dict[str, str] = dict(Nodes.dtypes)
+SEGMENT_COLUMNS: dict[str, str] = dict(Segments.dtypes)
+DECISION_COLUMNS: dict[str, str] = dict(Decisions.dtypes)

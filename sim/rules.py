@@ -1,0 +1,150 @@
+"""What a valid plan is: the rules the engine checks before it applies a policy's ``Plan``.
+
+``check_plan`` checks every rule before anything changes and raises ``PlanRejected`` naming the first one broken
+(the engine adds the policy's name and the time). The rules, in the order they are checked:
+
+1. ``vms`` names existing nodes (0..N-1); each gets ``None`` (stop its VM) or a VM type of the cluster that the
+   node's slot allows.
+2. ``keep_idle`` names existing nodes.
+3. ``preempt`` and ``move`` are only for a policy that declares ``may_preempt``, and name running jobs.
+4. A node whose VM the plan stops or changes keeps no job: every job running there is moved or preempted.
+5. ``start`` names waiting jobs: not unknown ones, not ones yet to arrive, not running ones (a job the same plan
+   preempts is not waiting yet).
+6. No job appears twice across ``preempt``, ``move`` and ``start``.
+7. Every job started or moved goes to an existing node that has a VM once the plan's ``vms`` are applied, on
+   between 1 and that VM's number of GPUs, in a configuration the estimator does not mark infeasible (``inf``).
+8. No node then uses more GPUs than its VM has, counting the jobs that stay there.
+9. A node hosts more than one job only for a policy that declares ``may_share``.
+
+Node indices and GPU counts may be any integer type (``int``, numpy integers); a ``bool`` or ``float`` is not one.
+"""
+
+from __future__ import annotations
+
+import math
+from itertools import chain
+from typing import TYPE_CHECKING, Any
+
+from sim.model import CapsimError, Plan, VMType
+
+if TYPE_CHECKING:
+    from sim.contracts import Policy
+    from sim.state import World
+
+__all__ = ["PlanRejected", "check_plan"]
+
+
+class PlanRejected(CapsimError):
+    """A plan broke one of the rules; the message names the rule."""
+
+
+def _as_index(x: Any) -> int | None:
+    """``x`` as a Python ``int`` if it is an integer (``int`` or a numpy integer, not a ``bool``), else ``None``."""
+    if x.__class__ is int:
+        return x
+    if isinstance(x, (bool, float, str)) or x is None:
+        return None
+    try:
+        return int(x.__index__())
+    except (AttributeError, TypeError):
+        return None
+
+
+def check_plan(plan: Plan, world: World, policy: Policy) -> None:
+    """Raise ``PlanRejected`` if ``plan`` breaks a rule (see the module docstring) in the current ``world``."""
+    nodes = world.nodes
+    last = len(nodes) - 1
+
+    # 1. vms: existing nodes, known VM types the slot allows. ``changes``: nodes whose VM stops or changes type.
+    changes: dict[int, VMType | None] = {}
+    for key, name in plan.vms.items():
+        n = key if key.__class__ is int else _as_index(key)
+        if n is None or not 0 <= n <= last:
+            raise PlanRejected(f"vms names node {key!r}, but the cluster has nodes 0..{last}")
+        node = nodes[n]
+        new = None
+        if name is not None:
+            new = world.vm_types.get(name)
+            if new is None:
+                raise PlanRejected(f"vms puts unknown VM type {name!r} on node {n}; the cluster has "
+                                   f"{list(world.vm_types)}")
+            allowed = node.slot.allowed
+            if allowed is not None and name not in allowed:
+                raise PlanRejected(f"vms puts VM type {name!r} on node {n}, which only allows {sorted(allowed)}")
+        if node.vm is not new and (node.vm is None or new is None or node.vm.name != new.name):
+            changes[n] = new
+
+    # 2. keep_idle: existing nodes.
+    for key in plan.keep_idle:
+        n = key if key.__class__ is int else _as_index(key)
+        if n is None or not 0 <= n <= last:
+            raise PlanRejected(f"keep_idle names node {key!r}, but the cluster has nodes 0..{last}")
+
+    # 3. preempt and move: declared, running jobs, each once (6). ``leaving``: jobs leaving each node.
+    seen: set[int] = set()
+    leaving: dict[int, int] = {}
+    if plan.preempt or plan.move:
+        if not policy.may_preempt:
+            raise PlanRejected("it preempts or moves running jobs but does not declare may_preempt")
+        for jid in chain(plan.preempt, (a.job_id for a in plan.move)):
+            if jid not in world.running:
+                raise PlanRejected(f"preempt/move names job {jid!r}, which is not running")
+            if jid in seen:
+                raise PlanRejected(f"job {jid} appears in two assignments")
+            seen.add(jid)
+            n = world.jobs[jid].node
+            leaving[n] = leaving.get(n, 0) + 1
+
+    # 4. A VM stopped or changed keeps no job.
+    for n, new in changes.items():
+        for jid in nodes[n].jobs:
+            if jid not in seen:
+                what = f"stops the VM of node {n}" if new is None else f"changes the VM of node {n} to {new.name}"
+                raise PlanRejected(f"it {what} while job {jid} runs there without being moved or preempted")
+
+    # 5. start: waiting jobs, each once (6).
+    for a in plan.start:
+        jid = a.job_id
+        if jid not in world.waiting:
+            raise PlanRejected(f"start names job {jid!r}, which is {'not waiting' if jid in world.jobs else 'unknown'}")
+        if jid in seen:
+            raise PlanRejected(f"job {jid} appears in two assignments")
+        seen.add(jid)
+    if not plan.start and not plan.move:
+        return
+
+    # 7. Each placement: an existing node with a VM after the plan, a GPU count that VM has, a feasible estimate.
+    # ``load``: node -> [GPUs used, jobs hosted, VM] after the plan, starting from the jobs that stay.
+    load: dict[int, list] = {}
+    for a in (plan.move + plan.start if plan.move else plan.start):
+        n = a.node if a.node.__class__ is int else _as_index(a.node)
+        if n is None or not 0 <= n <= last:
+            raise PlanRejected(f"job {a.job_id} is assigned to node {a.node!r}, but the cluster has nodes 0..{last}")
+        vm = changes[n] if n in changes else nodes[n].vm
+        if vm is None:
+            raise PlanRejected(f"job {a.job_id} is started on node {n}, which has no VM after the plan")
+        g = a.gpus if a.gpus.__class__ is int else _as_index(a.gpus)
+        if g is None or not 1 <= g <= vm.gpus:
+            raise PlanRejected(f"job {a.job_id} asks for {a.gpus!r} GPUs on node {n}, whose {vm.name} has {vm.gpus}")
+        if not math.isfinite(world.jobs[a.job_id].est[world.config_index[(vm.name, g)]]):
+            raise PlanRejected(f"job {a.job_id} is put on {vm.name}x{g}, a configuration the estimator marks "
+                               f"infeasible")
+        slot = load.get(n)
+        if slot is None:
+            node = nodes[n]
+            if n in changes:
+                slot = load[n] = [0, 0, vm]
+            elif n in leaving:
+                gone = [s.gpus for j, s in node.jobs.items() if j in seen]
+                slot = load[n] = [node.used - sum(gone), len(node.jobs) - len(gone), vm]
+            else:
+                slot = load[n] = [node.used, len(node.jobs), vm]
+        slot[0] += g
+        slot[1] += 1
+
+    # 8 and 9. GPUs within the VM; several jobs on one VM only when sharing is declared.
+    for n, (used, count, vm) in load.items():
+        if used > vm.gpus:
+            raise PlanRejected(f"node {n} would use {used} GPUs, more than its {vm.name} has ({vm.gpus})")
+        if count > 1 and not policy.may_share:
+            raise PlanRejected(f"node {n} would host {count} jobs, but the policy does not declare may_share")

@@ -1,0 +1,175 @@
+"""The mutable state of a run: jobs, nodes and VM intervals as the engine tracks them, and the policy's view of them.
+
+``World`` holds what the plan rules read (nodes, jobs by id, who waits, who runs, VM types, configuration index)
+and keeps the policy's view up to date incrementally: the engine reports each change (a job waits or runs, a node's
+VM starts, stops, fills or empties) and ``snapshot`` rebuilds only what changed since the last one, so a decision
+costs O(nodes + jobs in the system), never O(all jobs x configurations). None of this is ever shown to a policy
+except through ``Snapshot``.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left, insort
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from sim.model import Job, JobView, NodeView, Snapshot, VMType
+
+if TYPE_CHECKING:
+    from sim.clock import Call
+    from sim.cluster import Cluster, NodeSlot
+
+__all__ = ["JobState", "Interval", "NodeState", "World"]
+
+
+class JobState:
+    """One job as the engine tracks it: progress, where and how it runs now, and what it has cost so far.
+
+    ``est`` and ``true`` are the estimated and true runtimes of the whole job on each configuration (shared by the
+    jobs of one spec; ``true`` as Python floats so that times stay plain floats). ``done`` is the fraction of work
+    completed when the current run began; ``since`` is when that run began (after
+    any boot), ``overhead`` the restart overhead it pays first; ``event`` its pending completion.
+    """
+
+    __slots__ = ("job", "est", "true", "done", "node", "cfg", "gpus", "since", "overhead", "event", "runs", "ran",
+                 "first_start", "end", "cost_share")
+
+    def __init__(self, job: Job, est: np.ndarray, true: list[float]):
+        self.job = job
+        self.est = est
+        self.true = true
+        self.done = 0.0
+        self.node = -1
+        self.cfg = -1
+        self.gpus = 0
+        self.since = math.nan
+        self.overhead = 0.0
+        self.event: Call | None = None
+        self.runs = 0
+        self.ran = False
+        self.first_start = math.nan
+        self.end = math.nan
+        self.cost_share = 0.0
+
+
+class Interval:
+    """One VM on one node from start to stop, with the GPU-seconds each job ran on it (its billing shares)."""
+
+    __slots__ = ("vm", "start", "ready", "gpu_secs", "booting")
+
+    def __init__(self, vm: VMType, start: float):
+        self.vm = vm
+        self.start = start
+        self.ready = start + vm.boot_time
+        self.gpu_secs: dict[int, float] = {}
+        self.booting = vm.boot_time > 0
+
+
+class NodeState:
+    """One node slot: the VM it hosts (if any) and since when, GPUs in use, and the jobs running there."""
+
+    __slots__ = ("index", "slot", "vm", "ready_at", "used", "jobs", "interval")
+
+    def __init__(self, index: int, slot: NodeSlot):
+        self.index = index
+        self.slot = slot
+        self.vm: VMType | None = None
+        self.ready_at = 0.0
+        self.used = 0
+        self.jobs: dict[int, JobState] = {}
+        self.interval: Interval | None = None
+
+
+class World:
+    """Nodes, jobs, the waiting and running sets, and the cached policy view built from them."""
+
+    def __init__(self, cluster: Cluster, states: list[JobState]):
+        self.cluster = cluster
+        self.configs = cluster.configs
+        self.config_index = {(c.vm.name, c.gpus): k for k, c in enumerate(self.configs)}
+        self.vm_types = {v.name: v for v in cluster.vm_types}
+        self.nodes = [NodeState(i, s) for i, s in enumerate(cluster.slots)]
+        self.jobs = {s.job.id: s for s in states}
+        self.waiting: dict[int, JobView] = {}
+        self.running: dict[int, JobView] = {}
+        self.empty = list(range(len(self.nodes)))
+        """Nodes without a VM, in index order."""
+        self.idle: set[int] = set()
+        """Nodes whose VM hosts no job."""
+        self._node_views = [NodeView(i, s.allowed) for i, s in enumerate(cluster.slots)]
+        self._dirty: set[int] = set()
+        self._nodes_t = tuple(self._node_views)
+        self._waiting_t: tuple[JobView, ...] | None = None
+        self._running_t: tuple[JobView, ...] | None = None
+        self._empty_t: tuple[int, ...] | None = tuple(self.empty)
+        self._idle_t: tuple[int, ...] | None = ()
+
+    # The engine reports every change through these, so the snapshot knows what to rebuild.
+
+    def add_waiting(self, view: JobView) -> None:
+        self.waiting[view.job.id] = view
+        self._waiting_t = None
+
+    def drop_waiting(self, job_id: int) -> None:
+        del self.waiting[job_id]
+        self._waiting_t = None
+
+    def add_running(self, view: JobView) -> None:
+        self.running[view.job.id] = view
+        self._running_t = None
+
+    def drop_running(self, job_id: int) -> None:
+        del self.running[job_id]
+        self._running_t = None
+
+    def vm_started(self, n: int) -> None:
+        del self.empty[bisect_left(self.empty, n)]
+        self._empty_t = None
+        self.idle.add(n)
+        self._idle_t = None
+        self._dirty.add(n)
+
+    def vm_stopped(self, n: int) -> None:
+        insort(self.empty, n)
+        self._empty_t = None
+        if n in self.idle:
+            self.idle.discard(n)
+            self._idle_t = None
+        self._dirty.add(n)
+
+    def job_placed(self, n: int) -> None:
+        """A job was placed on node ``n``."""
+        if n in self.idle:
+            self.idle.discard(n)
+            self._idle_t = None
+        self._dirty.add(n)
+
+    def job_left(self, n: int, idle: bool) -> None:
+        """A job left node ``n``; ``idle`` if it was the last one."""
+        if idle:
+            self.idle.add(n)
+            self._idle_t = None
+        self._dirty.add(n)
+
+    def snapshot(self, now: float, trigger: str) -> Snapshot:
+        """What the policy may know now, rebuilding only the parts that changed since the last snapshot."""
+        if self._dirty:
+            views = self._node_views
+            for n in self._dirty:
+                node = self.nodes[n]
+                views[n] = NodeView(n, node.slot.allowed, node.vm, node.ready_at, node.used)
+            self._dirty.clear()
+            self._nodes_t = tuple(views)
+        if self._waiting_t is None:
+            self._waiting_t = tuple(self.waiting.values())
+        if self._running_t is None:
+            self._running_t = tuple(self.running.values())
+        if self._empty_t is None:
+            self._empty_t = tuple(self.empty)
+        if self._idle_t is None:
+            self._idle_t = tuple(sorted(self.idle))
+        c = self.cluster
+        return Snapshot(now, trigger, self.configs, c.vm_types, self._nodes_t, self._waiting_t, self._running_t,
+                        self._empty_t, c.restart_overhead, c.billing_quantum, self._idle_t)
