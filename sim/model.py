@@ -86,7 +86,9 @@ class JobSpec:
 
     ``application`` is the network key (``alexnet``, ``vgg19``, ``resnet50``, ``deepspeech``) and ``framework`` is
     ``pytorch`` or ``tensorflow``; ``name`` is a label such as ``J5``. ``depth`` is the network depth for families
-    measured at several depths (ResNet inner modules), ``None`` for the standard network.
+    measured at several depths (ResNet inner modules), ``None`` for the standard network. ``gpus`` is the number of
+    GPUs the job asks for, all started and stopped together (a gang, as in Gavel's and ElasticFlow's traces); ``None``
+    lets the policy choose the count, as in the published setting.
     """
 
     application: str
@@ -95,6 +97,7 @@ class JobSpec:
     batch_size: int
     name: str = ""
     depth: int | None = None
+    gpus: int | None = None
 
     @property
     def app_key(self) -> str:
