@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Annotated, Any, Iterable, Sequence, get_args, get_origin
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -130,16 +130,35 @@ _EXPECT = {
 
 
 def _model_at(model: type[BaseModel], loc: Sequence[Any]) -> type[BaseModel] | None:
-    """The pydantic model that owns the last key of ``loc`` (for listing known keys), if it can be found."""
+    """The pydantic model that owns the last key of ``loc`` (for listing known keys), if it can be found; a union's
+    tag in ``loc`` (``<custom>``) picks the member it names."""
     current: Any = model
     for part in loc:
-        if isinstance(part, int) or (isinstance(part, str) and part.startswith("<")):
+        if isinstance(part, int):
             continue
-        fields = getattr(current, "model_fields", None)
+        if isinstance(part, str) and part.startswith("<"):
+            current = _tagged(current, part) or current
+            continue
+        fields = getattr(_inner_model(current), "model_fields", None)
         if not fields or part not in fields:
             return None
-        current = _inner_model(fields[part].annotation)
+        current = fields[part].annotation
+    current = _inner_model(current)
     return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _tagged(annotation: Any, tag: str) -> Any:
+    """The member of a tagged union inside ``annotation`` whose ``Tag`` is ``tag``, or None."""
+    if get_origin(annotation) is Annotated:
+        base, *meta = get_args(annotation)
+        if any(getattr(m, "tag", None) == tag for m in meta):
+            return base
+        return _tagged(base, tag)
+    for arg in get_args(annotation):
+        found = _tagged(arg, tag)
+        if found is not None:
+            return found
+    return None
 
 
 def _inner_model(annotation: Any) -> Any:

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sim.model import JobSpec, VMType
+from sim.model import Billing, JobSpec, VMType
 
 if TYPE_CHECKING:
     from experiments.scenario_spec import ClusterSpec, PolicySpec, PredictorSpec, TraceSpec, WorkloadSpec
@@ -44,8 +44,12 @@ class ScenarioBuild:
         for v in self.cluster.vm_types:
             if isinstance(v, str):
                 out.append(catalogue.vm_type(v))
+            elif not hasattr(v, "name"):  # a cloud selection
+                out.extend(catalogue.select_vm_types(v.provider, v.region, v.gpu, v.gpus, v.boot_time))
             else:
-                out.append(VMType(v.name, catalogue.gpu(v.gpu), v.gpus, v.price_per_hour, v.boot_time, v.provider))
+                billing = Billing() if v.billing is None else Billing(v.billing.increment, v.billing.minimum)
+                out.append(VMType(v.name, catalogue.gpu(v.gpu), v.gpus, v.price_per_hour, v.boot_time, v.provider,
+                                  billing, v.spot_price_per_hour, v.region))
         return tuple(out)
 
     def slots(self) -> list[Any]:

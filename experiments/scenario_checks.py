@@ -15,7 +15,7 @@ from sim.model import CapsimError
 
 from experiments.loading import Problem, did_you_mean, pydantic_problems
 from experiments.scenario_build import param_names
-from experiments.scenario_spec import PredictorSpec, Scenario, TraceSpec
+from experiments.scenario_spec import CloudSelection, CustomVM, PredictorSpec, Scenario, TraceSpec
 
 __all__ = ["semantic_problems", "validate_scenario"]
 
@@ -84,6 +84,17 @@ def _check_trace(sc: Scenario, trace: TraceSpec, problems: list[Problem]) -> Non
                                 f"to the scenario file), found no file at {tp}"))
 
 
+def _selected(sel: CloudSelection, at: tuple, problems: list[Problem]) -> list[str]:
+    """The names of the cloud VM types ``sel`` selects; a problem (and none) if a filter matches nothing."""
+    from sim import catalogue
+
+    try:
+        return [v.name for v in catalogue.select_vm_types(sel.provider, sel.region, sel.gpu, sel.gpus)]
+    except CapsimError as e:
+        problems.append(Problem(at, str(e)))
+        return []
+
+
 def semantic_problems(sc: Scenario) -> list[Problem]:
     """Problems pydantic cannot see: unknown names (VM types, GPUs, job types, policies, predictors), files."""
     from sim import catalogue
@@ -94,18 +105,25 @@ def semantic_problems(sc: Scenario) -> list[Problem]:
     if sc.cluster.vm_types is None:
         cluster_vm_names = list(catalogue_vms)
     else:
+        known_vms = {**catalogue_vms, **catalogue.cloud_vm_types()}
         for i, v in enumerate(sc.cluster.vm_types):
-            name = v if isinstance(v, str) else v.name
-            if isinstance(v, str) and v not in catalogue_vms:
-                problems.append(Problem(("cluster", "vm_types", i), f"unknown VM type {v!r}{did_you_mean(v, catalogue_vms)} "
-                                        f"(the catalogue has {', '.join(catalogue_vms)}; or define it inline)"))
-            if not isinstance(v, str) and v.gpu not in catalogue.gpu_models():
+            if isinstance(v, CloudSelection):
+                names = _selected(v, ("cluster", "vm_types", i), problems)
+            else:
+                names = [v if isinstance(v, str) else v.name]
+            if isinstance(v, str) and v not in known_vms:
+                problems.append(Problem(("cluster", "vm_types", i), f"unknown VM type {v!r}{did_you_mean(v, known_vms)} "
+                                        f"(the catalogue has {', '.join(catalogue_vms)}; the cloud catalogue "
+                                        f"{len(known_vms) - len(catalogue_vms)} more, see docs/clouds.md; "
+                                        f"or define it inline)"))
+            if isinstance(v, CustomVM) and v.gpu not in catalogue.gpu_models():
                 models = catalogue.gpu_models()
                 problems.append(Problem(("cluster", "vm_types", i, "gpu"), f"unknown GPU model {v.gpu!r}"
                                         f"{did_you_mean(v.gpu, models)} (known: {', '.join(models)})"))
-            if name in cluster_vm_names:
-                problems.append(Problem(("cluster", "vm_types", i), f"VM type {name!r} is listed twice"))
-            cluster_vm_names.append(name)
+            for name in names:
+                if name in cluster_vm_names:
+                    problems.append(Problem(("cluster", "vm_types", i), f"VM type {name!r} is listed twice"))
+                cluster_vm_names.append(name)
     if isinstance(sc.cluster.nodes, list):
         for gi, g in enumerate(sc.cluster.nodes):
             for vi, v in enumerate(g.vm_types or []):

@@ -27,11 +27,13 @@ from pydantic import (
     model_validator,
 )
 
+from sim.model import Billing, VMType
 from sim.traces.base import DEFAULT_FORMAT
 
 from experiments.scenario_build import ScenarioBuild, registered_policies
 
-__all__ = ["Scenario", "ClusterSpec", "WorkloadSpec", "TraceSpec", "PolicySpec", "PredictorSpec", "parse_seeds"]
+__all__ = ["Scenario", "ClusterSpec", "CloudSelection", "WorkloadSpec", "TraceSpec", "PolicySpec", "PredictorSpec",
+           "parse_seeds"]
 
 NonNeg = Annotated[float, Field(ge=0)]
 
@@ -40,8 +42,15 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class BillingSpec(_Strict):
+    """A billing rule: time on rounded up to whole ``increment`` seconds (0: exact), at least ``minimum`` seconds."""
+
+    increment: NonNeg = 0.0
+    minimum: NonNeg = 0.0
+
+
 class CustomVM(_Strict):
-    """A VM type not in the catalogue, defined inline."""
+    """A VM type not in the catalogue, defined inline (billed exactly per second unless ``billing`` says otherwise)."""
 
     name: str
     gpu: str
@@ -49,6 +58,27 @@ class CustomVM(_Strict):
     price_per_hour: NonNeg
     boot_time: NonNeg = 0.0
     provider: str = "custom"
+    billing: BillingSpec | None = None
+    spot_price_per_hour: NonNeg | None = None
+    region: str = ""
+
+
+class CloudSelection(_Strict):
+    """Every VM type of the cloud catalogue matching the filters given: a provider, a region, GPU models, GPU counts;
+    ``boot_time`` replaces the provider's assumed boot time (``docs/clouds.md``)."""
+
+    provider: str | None = None
+    region: str | None = None
+    gpu: str | list[str] | None = None
+    gpus: PositiveInt | list[PositiveInt] | None = None
+    boot_time: NonNeg | None = None
+
+    @model_validator(mode="after")
+    def _some_filter(self) -> "CloudSelection":
+        if self.provider is None and self.region is None and self.gpu is None and self.gpus is None:
+            raise ValueError("expected at least one of provider, region, gpu, gpus to select cloud VM types, "
+                             "found none")
+        return self
 
 
 class SlotGroup(_Strict):
@@ -71,17 +101,20 @@ def _nodes_tag(v: Any) -> str | None:
 def _vm_tag(v: Any) -> str | None:
     if isinstance(v, str):
         return "<name>"
-    if isinstance(v, dict):
+    if isinstance(v, CustomVM) or (isinstance(v, dict) and "name" in v):
         return "<custom>"
+    if isinstance(v, (dict, CloudSelection)):
+        return "<cloud>"
     return None
 
 
 VMEntry = Annotated[
-    Annotated[str, Tag("<name>")] | Annotated[CustomVM, Tag("<custom>")],
+    Annotated[str, Tag("<name>")] | Annotated[CustomVM, Tag("<custom>")] | Annotated[CloudSelection, Tag("<cloud>")],
     Discriminator(
         _vm_tag,
         custom_error_type="capsim_choice",
-        custom_error_message="expected a catalogue VM type name or a mapping {name, gpu, gpus, price_per_hour}",
+        custom_error_message="expected a catalogue VM type name, a mapping {name, gpu, gpus, price_per_hour} or a "
+                             "cloud selection {provider, region, gpu, gpus}",
     ),
 ]
 
@@ -101,6 +134,11 @@ class ClusterSpec(_Strict):
     billing_quantum: NonNeg = 0.0
     restart_overhead: NonNeg = 0.0
     decision_interval: PositiveFloat | None = None
+
+    @field_validator("vm_types", mode="before")
+    @classmethod
+    def _one_selection(cls, v: Any) -> Any:
+        return [v] if isinstance(v, dict) else v  # `vm_types: {provider: aws}` is a list of one selection
 
     @property
     def node_count(self) -> int:
@@ -248,6 +286,19 @@ def parse_seeds(value: Any) -> list[int]:
     raise ValueError(f"expected a non-empty list of whole-number seeds or a range like '0-4', found {value!r}")
 
 
+def _resolved_vm(v: VMType) -> dict[str, Any]:
+    """A VM type as plain data; fields at their defaults are left out, so older scenarios keep their run ids."""
+    d: dict[str, Any] = {"name": v.name, "gpu": v.gpu.name, "gpus": v.gpus, "price_per_hour": v.price_per_hour,
+                         "boot_time": v.boot_time, "provider": v.provider}
+    if v.billing != Billing():
+        d["billing"] = {"increment": v.billing.increment, "minimum": v.billing.minimum}
+    if v.spot_price_per_hour is not None:
+        d["spot_price_per_hour"] = v.spot_price_per_hour
+    if v.region:
+        d["region"] = v.region
+    return d
+
+
 class Scenario(_Strict, ScenarioBuild):
     """One experiment: cluster, workload, predictor (estimator and truth default to it), policies and seeds."""
 
@@ -303,10 +354,7 @@ class Scenario(_Strict, ScenarioBuild):
         """The fully resolved configuration as plain data: defaults filled, catalogue names replaced by their
         definitions (VM types, job types), a trace by its content hash."""
         d = self.model_dump(mode="json", exclude={"policies", "seeds"})
-        d["cluster"]["vm_types"] = [
-            {"name": v.name, "gpu": v.gpu.name, "gpus": v.gpus, "price_per_hour": v.price_per_hour,
-             "boot_time": v.boot_time, "provider": v.provider} for v in self.vm_types()
-        ]
+        d["cluster"]["vm_types"] = [_resolved_vm(v) for v in self.vm_types()]
         if self.workload.trace is None:
             d["workload"]["mix"] = [
                 {"name": s.name, "application": s.application, "framework": s.framework, "iterations": s.iterations,

@@ -1,20 +1,26 @@
-"""The catalogues shipped as data files: GPU specifications, the paper's VM types and job types."""
+"""The catalogues shipped as data files: GPU specifications, the paper's VM types and job types, and the cloud
+catalogue (AWS, Azure and GCP GPU VM types with on-demand and spot list prices, each provider's billing rule)."""
 
 from __future__ import annotations
 
 import csv
 import math
+from dataclasses import replace
 from functools import lru_cache
 from importlib import resources
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
-from sim.model import CapsimError, Config, GPUModel, JobSpec, VMType
+from sim.model import Billing, CapsimError, Config, GPUModel, JobSpec, VMType
 
-__all__ = ["gpu_models", "gpu", "vm_types", "vm_type", "job_types", "configurations"]
+__all__ = ["gpu_models", "gpu", "vm_types", "vm_type", "job_types", "configurations", "Provider", "cloud_providers",
+           "cloud_vm_types", "select_vm_types", "CLOUD_PRICES"]
+
+CLOUD_PRICES = "clouds/vm_types.csv"
+"""The shipped cloud price file, under ``sim/data`` (a verbatim copy of the source; see its README)."""
 
 
 def _rows(name: str) -> list[dict[str, str]]:
-    text = resources.files("sim").joinpath("data", name).read_text(encoding="utf-8")
+    text = resources.files("sim").joinpath("data", *name.split("/")).read_text(encoding="utf-8")
     lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
     return list(csv.DictReader(lines))
 
@@ -67,10 +73,102 @@ def vm_types() -> dict[str, VMType]:
 
 
 def vm_type(name: str) -> VMType:
+    """The VM type called ``name`` in the paper's catalogue, else in the cloud catalogue."""
     types = vm_types()
-    if name not in types:
-        raise CapsimError(f"unknown VM type {name!r}: the catalogue has {', '.join(types)}")
-    return types[name]
+    if name in types:
+        return types[name]
+    cloud = cloud_vm_types()
+    if name in cloud:
+        return cloud[name]
+    raise CapsimError(f"unknown VM type {name!r}: the catalogue has {', '.join(types)}, and the cloud catalogue "
+                      f"{len(cloud)} types of {', '.join(cloud_providers())} (docs/clouds.md)")
+
+
+class Provider(NamedTuple):
+    """A cloud provider's billing rule and the boot time assumed for its VM types."""
+
+    name: str
+    billing: Billing
+    boot_time: float
+
+
+@lru_cache(maxsize=None)
+def cloud_providers() -> dict[str, Provider]:
+    """The providers of the cloud catalogue, by name."""
+    return {
+        r["provider"]: Provider(r["provider"], Billing(float(r["billing_increment"]), float(r["billing_minimum"])),
+                                float(r["boot_time"]))
+        for r in _rows("clouds/providers.csv")
+    }
+
+
+@lru_cache(maxsize=None)
+def cloud_vm_types() -> dict[str, VMType]:
+    """The cloud catalogue by VM type name, in file order: GPU VM types of AWS, Azure and GCP in one region each,
+    with on-demand and spot list prices, billed by their provider's rule."""
+    providers = cloud_providers()
+    out = {}
+    for r in _rows(CLOUD_PRICES):
+        p = providers[r["provider"]]
+        out[r["name"]] = VMType(
+            name=r["name"],
+            gpu=gpu(r["gpu"]),
+            gpus=int(r["gpus"]),
+            price_per_hour=float(r["price_per_hour"]),
+            boot_time=p.boot_time,
+            provider=p.name,
+            billing=p.billing,
+            spot_price_per_hour=_opt(r["spot_price_per_hour"]),
+            region=r["region"],
+        )
+    return out
+
+
+def _one_or_many(value: object) -> tuple | None:
+    if value is None:
+        return None
+    return tuple(value) if isinstance(value, (list, tuple, set, frozenset)) else (value,)
+
+
+def select_vm_types(provider: str | None = None, region: str | None = None, gpu: str | Iterable[str] | None = None,
+                    gpus: int | Iterable[int] | None = None, boot_time: float | None = None) -> tuple[VMType, ...]:
+    """The cloud catalogue's VM types matching every filter given (a provider, a region, GPU models, GPU counts), in
+    catalogue order; ``boot_time`` replaces the provider's assumed boot time. A filter no type matches is an error
+    naming what the catalogue has."""
+    types = list(cloud_vm_types().values())
+    where = []
+    if provider is not None:
+        if provider not in cloud_providers():
+            raise CapsimError(f"unknown cloud provider {provider!r}: the cloud catalogue has "
+                              f"{', '.join(cloud_providers())}")
+        types = [v for v in types if v.provider == provider]
+        where.append(f"of {provider}")
+    if region is not None:
+        regions = list(dict.fromkeys(v.region for v in types))
+        if region not in regions:
+            raise CapsimError(f"no VM type {' '.join(where) or 'in the cloud catalogue'} is in region {region!r}; "
+                              f"the regions are {', '.join(regions)}")
+        types = [v for v in types if v.region == region]
+        where.append(f"in {region}")
+    models = _one_or_many(gpu)
+    if models is not None:
+        have = list(dict.fromkeys(v.gpu.name for v in types))
+        bad = [m for m in models if m not in have]
+        if bad:
+            raise CapsimError(f"no VM type {' '.join(where) or 'in the cloud catalogue'} has GPU {', '.join(map(repr, bad))}; "
+                              f"the GPUs are {', '.join(have)}")
+        types = [v for v in types if v.gpu.name in models]
+        where.append(f"with {'/'.join(models)}")
+    counts = _one_or_many(gpus)
+    if counts is not None:
+        have_n = sorted({v.gpus for v in types})
+        types = [v for v in types if v.gpus in counts]
+        if not types:
+            raise CapsimError(f"no VM type {' '.join(where) or 'in the cloud catalogue'} has "
+                              f"{' or '.join(map(str, counts))} GPUs; the GPU counts are {', '.join(map(str, have_n))}")
+    if boot_time is not None:
+        types = [replace(v, boot_time=float(boot_time)) for v in types]
+    return tuple(types)
 
 
 @lru_cache(maxsize=None)

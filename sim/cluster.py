@@ -7,9 +7,11 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from sim.catalogue import configurations
-from sim.model import CapsimError, Config, VMType
+from sim.model import Billing, CapsimError, Config, VMType
 
 __all__ = ["NodeSlot", "Cluster"]
+
+_EXACT = Billing()
 
 
 @dataclass(frozen=True)
@@ -30,7 +32,8 @@ class NodeSlot:
 class Cluster:
     """Node slots, the VM types they can host, and the rules of money and time.
 
-    ``billing_quantum`` 0 bills per second; otherwise each VM interval is billed ``ceil(on / q) * q`` seconds.
+    ``billing_quantum`` 0 bills each VM interval by its VM type's own rule (``VMType.billing``; the paper's catalogue
+    bills exactly per second); q > 0 overrides every rule and bills ``ceil(on / q) * q`` seconds.
     ``restart_overhead`` seconds are added to a preempted or moved job when it restarts. ``decision_interval`` H
     adds a periodic decision every H seconds (inf: decide only on arrivals and completions).
     """
@@ -76,9 +79,13 @@ class Cluster:
     def n_nodes(self) -> int:
         return len(self.slots)
 
-    def billed_seconds(self, on: float) -> float:
-        """Seconds billed for a VM that was on for ``on`` seconds."""
-        q = self.billing_quantum
-        if q <= 0 or on <= 0:
-            return max(on, 0.0)
-        return math.ceil(on / q - 1e-9) * q
+    def billed_seconds(self, on: float, vm: VMType | None = None) -> float:
+        """Seconds billed for a VM of type ``vm`` that was on for ``on`` seconds: by the cluster's quantum if one is
+        set, else by the VM type's own rule (exactly, when no type is given)."""
+        if self.billing_quantum > 0:
+            return self._quantum.billed_seconds(on)
+        return (vm.billing if vm is not None else _EXACT).billed_seconds(on)
+
+    @cached_property
+    def _quantum(self) -> Billing:
+        return Billing(increment=self.billing_quantum)

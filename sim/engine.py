@@ -5,7 +5,7 @@ VM) and, optionally, every H seconds. Triggers falling at one instant are folded
 other event of that instant. The engine checks each plan against the rules of ``sim.rules`` before applying it, and
 keeps the policy's view up to date incrementally (``sim.state.World``).
 
-Money: a VM bills from its start to its stop (per second, or rounded up per interval to the billing quantum); each
+Money: a VM bills from its start to its stop (by its type's billing rule, or the cluster's billing quantum); each
 interval's cost is split among the jobs that ran on it by GPU-seconds, and an interval that ran no job is idle cost.
 """
 
@@ -350,7 +350,7 @@ class Simulation:
             iv.booting = False
             self._booting -= 1
         vm = iv.vm
-        billed = self.cluster.billed_seconds(now - iv.start)
+        billed = self.cluster.billed_seconds(now - iv.start, vm)
         cost = billed * vm.price_per_hour / 3600.0
         busy = sum(iv.gpu_secs.values())
         if busy > 0:

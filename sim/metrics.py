@@ -88,14 +88,16 @@ def _idle_cost(t: RunTables) -> float:
     return _ordered_sum(n["cost"].to_numpy()[n["jobs"].to_numpy() == 0])
 
 
-def _mean_jct(t: RunTables) -> float:
-    jct = t.jobs["jct"].to_numpy()
-    return float(jct.mean()) if len(jct) else 0.0
+def _mean_of(values: np.ndarray) -> float:
+    return float(values.mean()) if len(values) else 0.0
 
 
-def _p95_jct(t: RunTables) -> float:
-    jct = t.jobs["jct"].to_numpy()
-    return float(np.percentile(jct, 95)) if len(jct) else 0.0
+def _p95_of(values: np.ndarray) -> float:
+    return float(np.percentile(values, 95)) if len(values) else 0.0
+
+
+def _jct(t: RunTables) -> np.ndarray:
+    return t.jobs["jct"].to_numpy()
 
 
 def _mean_wait(t: RunTables) -> float:
@@ -113,6 +115,16 @@ def _utilisation(t: RunTables) -> float:
     return float(_busy_gpu_seconds(t) / billed) if billed > 0 else 0.0
 
 
+def _lateness(t: RunTables) -> np.ndarray:
+    """Each job's lateness, max(0, end − deadline) in seconds (0 for a job that ended by its deadline)."""
+    return t.jobs["lateness"].to_numpy(dtype=float)
+
+
+def _deadline_met(t: RunTables) -> float:
+    late = _lateness(t)
+    return float((late <= 0).mean()) if len(late) else math.nan
+
+
 def _walls(t: RunTables) -> np.ndarray:
     return t.decisions["wall_time"].to_numpy(dtype=float)
 
@@ -120,11 +132,6 @@ def _walls(t: RunTables) -> np.ndarray:
 def _wall_sum(t: RunTables) -> float:
     w = _walls(t)
     return float(w.sum()) if len(w) else 0.0
-
-
-def _wall_p95(t: RunTables) -> float:
-    w = _walls(t)
-    return float(np.percentile(w, 95)) if len(w) else 0.0
 
 
 def _fallbacks(t: RunTables) -> float:
@@ -140,9 +147,16 @@ _LIST = [
            description="VM cost + tardiness cost, the objective"),
     Metric("late_jobs", "late jobs", "jobs", 2, lambda t: float((t.jobs["lateness"] > 0).sum()),
            description="jobs that ended after their deadline"),
+    Metric("deadline_met", "deadlines met", "", 3, _deadline_met, upper=1.0, better="higher",
+           description="fraction of jobs that ended by their deadline (ElasticFlow's deadline-satisfaction ratio; "
+                       "NaN for a run without jobs)"),
+    Metric("mean_lateness", "mean lateness", "s", 1, lambda t: _mean_of(_lateness(t)),
+           description="mean over all jobs of max(0, end − deadline): a job on time counts 0"),
+    Metric("p95_lateness", "p95 lateness", "s", 1, lambda t: _p95_of(_lateness(t)),
+           description="95th percentile over all jobs of max(0, end − deadline)"),
     Metric("jobs", "jobs", "jobs", 0, lambda t: float(len(t.jobs)), better=None, description="jobs in the run"),
-    Metric("mean_jct", "mean JCT", "s", 1, _mean_jct, description="mean job completion time, end − submit"),
-    Metric("p95_jct", "p95 JCT", "s", 1, _p95_jct, description="95th percentile of job completion time"),
+    Metric("mean_jct", "mean JCT", "s", 1, lambda t: _mean_of(_jct(t)), description="mean job completion time, end − submit"),
+    Metric("p95_jct", "p95 JCT", "s", 1, lambda t: _p95_of(_jct(t)), description="95th percentile of job completion time"),
     Metric("mean_wait", "mean wait", "s", 1, _mean_wait, description="mean time from submission to first start"),
     Metric("makespan", "makespan", "s", 1, _makespan, description="last end − first submission"),
     Metric("gpu_utilisation", "GPU utilisation", "", 3, _utilisation, upper=1.0, better="higher",
@@ -151,7 +165,7 @@ _LIST = [
            description="decision points"),
     Metric("decision_wall_sum", "decision time", "s", 3, _wall_sum,
            description="wall-clock seconds the policy spent deciding, summed"),
-    Metric("decision_wall_p95", "decision time p95", "s", 3, _wall_p95,
+    Metric("decision_wall_p95", "decision time p95", "s", 3, lambda t: _p95_of(_walls(t)),
            description="95th percentile of one decision's wall-clock seconds"),
     Metric("fallbacks", "fallbacks", "", 0, _fallbacks, better=None,
            description="decisions where the policy fell back to another (e.g. a solver failure)"),

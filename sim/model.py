@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from numbers import Real
 from types import MappingProxyType
 from typing import Mapping
 
@@ -16,6 +17,7 @@ import numpy as np
 __all__ = [
     "CapsimError",
     "GPUModel",
+    "Billing",
     "VMType",
     "JobSpec",
     "Job",
@@ -62,8 +64,37 @@ class GPUModel:
 
 
 @dataclass(frozen=True, slots=True)
+class Billing:
+    """How a provider turns the seconds a VM was on into billed seconds: rounded up to whole ``increment`` seconds
+    (0: billed exactly), and at least ``minimum`` seconds for every VM started. The default bills exactly."""
+
+    increment: float = 0.0
+    minimum: float = 0.0
+
+    def __post_init__(self) -> None:
+        for field_name in ("increment", "minimum"):
+            v = getattr(self, field_name)
+            if not (isinstance(v, Real) and not isinstance(v, bool) and math.isfinite(v) and v >= 0):
+                raise CapsimError(f"billing: {field_name} must be a finite number of seconds >= 0, got {v!r}")
+            object.__setattr__(self, field_name, float(v))
+
+    def billed_seconds(self, on: float) -> float:
+        """Seconds billed for a VM that was on for ``on`` seconds."""
+        if on < 0:
+            return 0.0
+        q = self.increment
+        billed = math.ceil(on / q - 1e-9) * q if q > 0 else on
+        return max(billed, self.minimum)
+
+
+@dataclass(frozen=True, slots=True)
 class VMType:
-    """A rentable VM: ``gpus`` GPUs of one model for ``price_per_hour`` dollars, ready ``boot_time`` s after start."""
+    """A rentable VM: ``gpus`` GPUs of one model for ``price_per_hour`` dollars, ready ``boot_time`` s after start.
+
+    ``billing`` is its provider's rule (exact per-second by default); ``spot_price_per_hour`` the provider's spot
+    list price, if it has one (data only: whether a VM is rented spot is not modelled yet); ``region`` where the
+    prices hold (empty for the paper's catalogue).
+    """
 
     name: str
     gpu: GPUModel
@@ -71,6 +102,9 @@ class VMType:
     price_per_hour: float
     boot_time: float = 0.0
     provider: str = "cloud"
+    billing: Billing = Billing()
+    spot_price_per_hour: float | None = None
+    region: str = ""
 
     def __hash__(self) -> int:
         return hash(self.name)

@@ -141,9 +141,10 @@ def trace_jobs(
     order (ties keep the row order).
 
     Columns: ``sim.traces.REQUIRED`` (submit_time, application, framework, iterations, batch_size), and optionally
-    name, deadline, weight; others are ignored. Missing deadlines and weights (absent column or empty cell) are drawn
-    as in ``poisson_jobs`` with ``deadline_factor`` and ``weight_range``. Rows are numbered from 1 in table order (a
-    CSV file's rows after its header); a bad cell raises a CapsimError naming ``source``, the row and the column.
+    name, deadline, weight, gpus (the GPU count asked for; empty: the policy chooses); others are ignored. Missing
+    deadlines and weights (absent column or empty cell) are drawn as in ``poisson_jobs`` with ``deadline_factor`` and
+    ``weight_range``. Rows are numbered from 1 in table order (a CSV file's rows after its header); a bad cell raises
+    a CapsimError naming ``source``, the row and the column.
     """
     missing = [c for c in _TRACE_REQUIRED if c not in rows.columns]
     if missing:
@@ -154,6 +155,7 @@ def trace_jobs(
     has_d = "deadline" in rows.columns
     has_w = "weight" in rows.columns
     has_name = "name" in rows.columns
+    has_g = "gpus" in rows.columns
     submit, specs, given_d, given_w = [], [], [], []
     for i, r in enumerate(rows.to_dict("records"), start=1):
         s = _number(source, i, "submit_time", r["submit_time"], integer=False, minimum=0.0)
@@ -167,7 +169,13 @@ def trace_jobs(
         bs = _number(source, i, "batch_size", r["batch_size"], integer=True, minimum=1)
         name = r.get("name") if has_name else None
         name = "" if name is None or (isinstance(name, float) and math.isnan(name)) else str(name)
-        specs.append(JobSpec(application=app.strip(), framework=fw, iterations=int(it), batch_size=int(bs), name=name))
+        g = r.get("gpus") if has_g else None
+        if g is not None and not (isinstance(g, float) and math.isnan(g)):
+            g = int(_number(source, i, "gpus", g, integer=True, minimum=1))
+        else:
+            g = None
+        specs.append(JobSpec(application=app.strip(), framework=fw, iterations=int(it), batch_size=int(bs), name=name,
+                             gpus=g))
         submit.append(s)
         d = r.get("deadline") if has_d else None
         w = r.get("weight") if has_w else None

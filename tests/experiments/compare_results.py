@@ -4,7 +4,8 @@ An extension of ``/work/baseline/compare.py`` for the one result store: a flat t
 (``jobs.parquet``) is compared, as a frame, with the dataset of the same table (``jobs/``) read the way reports read
 it; per-run files present in both folders must be byte-identical, except for tables with wall-clock columns, which
 are compared as frames without them. The ``config`` column is compared too. Prints one line per difference and
-exits 1 if there is any.
+exits 1 if there is any. With ``--added-columns``, columns only the new folder has (new metrics) are left out of the
+comparison and listed; every column of the base must still be equal.
 """
 
 from __future__ import annotations
@@ -20,13 +21,23 @@ sys.path.insert(0, str(ROOT))
 from experiments.store import load_results  # noqa: E402
 
 SKIP = {"figures", "sweep.json", "manifest.json", "sweep.lock"}
+ADDED_OK = False
 
 
 def _no_wall(df: pd.DataFrame) -> pd.DataFrame:
     return df[[c for c in df.columns if "wall" not in c]]
 
 
+ADDED: dict[str, list[str]] = {}
+"""With ``--added-columns``: table → the columns only the new folder has (filled by ``_frames``)."""
+
+
 def _frames(a: pd.DataFrame, b: pd.DataFrame, what: str, problems: list[str]) -> None:
+    if ADDED_OK:
+        extra = [c for c in b.columns if c not in a.columns]
+        if extra:
+            ADDED.setdefault(what.split("/")[0], extra)
+            b = b.drop(columns=extra)
     try:
         pd.testing.assert_frame_equal(_no_wall(a), _no_wall(b), check_exact=True)
     except AssertionError as e:
@@ -63,10 +74,14 @@ def compare(base: Path, new: Path) -> list[str]:
 
 
 if __name__ == "__main__":
-    a, b = map(Path, sys.argv[1:3])
+    args = [x for x in sys.argv[1:] if x != "--added-columns"]
+    ADDED_OK = len(args) < len(sys.argv) - 1
+    a, b = map(Path, args[:2])
     found = compare(a, b)
     for line in found:
         print(line)
+    for table, cols in ADDED.items():
+        print(f"added columns in {table} (not compared): {', '.join(cols)}")
     extra = sorted(p.name for p in b.iterdir() if not (a / p.name).exists() and not (a / f"{p.name}.parquet").exists())
     print(f"new in {b}: {', '.join(extra) or 'nothing'}")
     print("identical (wall columns aside)" if not found else f"{len(found)} differences")

@@ -11,9 +11,9 @@ from sim.model import Assignment, CapsimError, DecisionInfo, Plan
 from sim.records import Table
 from tests.sim.helpers import A, B, BIG, SLOW, SMALL, FirstFit, Scripted, cluster, job, preempt_job0_at_10, table
 
-SUMMARY_KEYS = {"vm_cost", "idle_cost", "tardiness_cost", "total_cost", "late_jobs", "jobs", "mean_jct", "p95_jct",
-                "mean_wait", "makespan", "gpu_utilisation", "decisions", "decision_wall_sum", "decision_wall_p95",
-                "fallbacks"}
+SUMMARY_KEYS = {"vm_cost", "idle_cost", "tardiness_cost", "total_cost", "late_jobs", "deadline_met", "mean_lateness",
+                "p95_lateness", "jobs", "mean_jct", "p95_jct", "mean_wait", "makespan", "gpu_utilisation", "decisions",
+                "decision_wall_sum", "decision_wall_p95", "fallbacks"}
 JOBS = [job(0, A, 0.0, deadline=90.0), job(1, B, 3.5, deadline=40.0), job(2, A, 3.5), job(3, B, 200.0)]
 
 
@@ -25,7 +25,7 @@ def test_columns_dtypes_and_summary_keys():
         assert [str(t) for t in df.dtypes] == list(cols.values())
     assert set(r.summary) == SUMMARY_KEYS
     assert all(type(v) is float for v in r.summary.values())
-    assert r.summary["late_jobs"] == 2 and r.summary["jobs"] == 4
+    assert r.summary["late_jobs"] == 2 and r.summary["jobs"] == 4 and r.summary["deadline_met"] == 0.5
 
 
 def test_parquet_is_byte_identical_across_runs(tmp_path):
