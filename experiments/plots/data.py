@@ -142,6 +142,8 @@ class GridAxis:
         self.centres = [(self.x[a] + self.x[b - 1]) / 2 for a, b in zip(self.starts, ends)]
         full = [", ".join(field_equals(f, v) for f, v in zip(self.outer, self.groups[a])) for a in self.starts]
         span = share * 0.85 * WIDTHS[width] * min(b - a + 0.4 for a, b in zip(self.starts, ends)) / (self.x[-1] + 1.2)
+        self.spacing = share * 0.8 * WIDTHS[width] / (self.x[-1] + 1.2)
+        """Inches between neighbouring ticks (estimated)."""
         self.fits = not self.outer or max(text_width(t, width) for t in full) < span
         self.group_texts = full if self.fits else [
             ", ".join(field_value(f, v) for f, v in zip(self.outer, self.groups[a])) for a in self.starts]
@@ -169,11 +171,12 @@ class GridAxis:
     def decorate(self, ax: Any) -> None:
         """Ticks, tick labels, group separators and group labels."""
         if self.inner:
-            ax.set_xticks(self.x, [field_value(self.inner, pt[self.inner], unit=False) for pt in self.points])
+            labels = [field_value(self.inner, pt[self.inner], unit=False) for pt in self.points]
         else:
-            tilt = len(self.x) > 3
-            ax.set_xticks(self.x, [pt["policy"] for pt in self.points], rotation=30 if tilt else 0,
-                          ha="right" if tilt else "center", rotation_mode="anchor")
+            labels = [str(pt["policy"]) for pt in self.points]
+        tilt = max(text_width(t, self.width) for t in labels) > 0.85 * self.spacing
+        ax.set_xticks(self.x, labels, rotation=40 if tilt else 0, ha="right" if tilt else "center",
+                      rotation_mode="anchor")
         ax.set_xlim(self.x[0] - 0.6, self.x[-1] + 0.6)
         ax.tick_params(axis="x", length=0)
         if not self.outer:

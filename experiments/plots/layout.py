@@ -106,7 +106,7 @@ def render(spec: FigureSpec, width: str = "column") -> Figure:
         legend_h = (leg_rows + bool(spec.legend_title)) * FONT_SIZE[width] * 1.45 / 72 + (0.08 if labels else 0)
         height = spec.fixed_height[width] if spec.fixed_height else spec.row_height[width] * nrows + legend_h + 0.1
         fig = Figure(figsize=(WIDTHS[width], height), layout="constrained")
-        fig.get_layout_engine().set(w_pad=0.02, h_pad=0.02, hspace=0.04, wspace=0.03)
+        fig.get_layout_engine().set(w_pad=0.04, h_pad=0.03, hspace=0.04, wspace=0.03)
         axes = fig.subplots(nrows, ncols, squeeze=False, sharex="col" if spec.sharex else False)
         grid = [[r * ncols + c if r * ncols + c < n else None for c in range(ncols)] for r in range(nrows)]
         skip_x, skip_y = _shared_labels(spec, grid)
@@ -167,13 +167,16 @@ def draw_on(spec: FigureSpec, ax: Any, select: Mapping[str, Any] | None = None, 
     return ax
 
 
-def save(fig: Figure, out: Path, name: str, width: str, dpi: int = DPI) -> list[Path]:
+def save(fig: Figure, out: Path, name: str, width: str, dpi: int = DPI,
+         formats: tuple[str, ...] = ("png", "pdf")) -> list[Path]:
     """Write ``fig`` as ``out/name.png`` and ``out/name.pdf`` (fonts embedded as TrueType, no creation date, so the
     same figure gives the same PDF)."""
     out.mkdir(parents=True, exist_ok=True)
-    paths = [out / f"{name}.png", out / f"{name}.pdf"]
+    meta = {"png": {"Software": None}, "pdf": {"CreationDate": None, "ModDate": None}}
+    paths = []
     with rc_context(rc(width)):
-        atomic_write(paths[0], lambda tmp: fig.savefig(tmp, dpi=dpi, format="png"))
-        atomic_write(paths[1], lambda tmp: fig.savefig(tmp, format="pdf",
-                                                       metadata={"CreationDate": None, "ModDate": None}))
+        for fmt in formats:
+            path = out / f"{name}.{fmt}"
+            atomic_write(path, lambda tmp, fmt=fmt: fig.savefig(tmp, dpi=dpi, format=fmt, metadata=meta[fmt]))
+            paths.append(path)
     return paths

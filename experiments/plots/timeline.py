@@ -27,11 +27,13 @@ _VM_COLOURS = ["#CFE2F3", "#FCE5CD", "#D9EAD3", "#EAD1DC", "#FFF2CC", "#D0E0E3",
 EPS = 1e-6
 
 
-def default_run(data: PlotData) -> str:
-    """The run a timeline shows unless told: at the first grid point, the first seed of the policy with the lowest
-    mean total cost (the most interesting schedule to look at, and the same choice every time)."""
+def default_run(data: PlotData, point: dict[str, Any] | None = None) -> str:
+    """The run a timeline shows unless told: at the first grid point (or ``point``), the first seed of the policy
+    with the lowest mean total cost (the most interesting schedule to look at, and the same choice every time)."""
     s = data.summary
-    first = data.select(s, data.points()[0])
+    first = data.select(s, data.points()[0] if point is None else point)
+    if first.empty:
+        raise CapsimError(f"no finished run at {data.point_title(point or {})}")
     best = first.groupby("policy", sort=False)["total_cost"].mean().idxmin()
     return str(first[first["policy"] == best]["run_id"].iloc[0])
 

@@ -8,6 +8,7 @@ Policy looks stay fixed; the timeline's GPU rows never hold two jobs at once.
 from __future__ import annotations
 
 import itertools
+import re
 from pathlib import Path
 
 import matplotlib.image as mpimg
@@ -38,9 +39,25 @@ def sweep_dir(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    """A `capsim run` folder: no grid, five policies side by side."""
+    d = tmp_path_factory.mktemp("plots-run")
+    policies = [{"kind": k} for k in ("fifo", "edf", "priority", "greedy")] + [{"kind": "milp", "time_limit": 2}]
+    f = write_yaml(d / "s.yaml", small_scenario(policies=policies))
+    assert main(["run", str(f), "--out", str(d / "out"), "--workers", "1", "--quiet"]) == 0
+    return d / "out"
+
+
+@pytest.fixture(scope="module")
 def data(sweep_dir: Path) -> PlotData:
     res = open_results(sweep_dir)
     return PlotData(res.tables, res.fields, res.policies)
+
+
+@pytest.fixture(scope="module")
+def run_data(run_dir: Path) -> PlotData:
+    res = open_results(run_dir)
+    return PlotData(res.tables, res.fields, res.policies, "bootstrap")
 
 
 def _visible_texts(fig) -> list:
@@ -76,6 +93,36 @@ def _labelled(fig) -> None:
         assert ax.get_ylabel() or any(a.get_ylabel() for a in row), ax
 
 
+def _corners(t, renderer) -> np.ndarray:
+    """The four corners of a (possibly rotated) text's box in pixels: its axis-aligned extent and its unrotated size
+    fix where the rotated rectangle touches each side."""
+    b = t.get_window_extent(renderer)
+    theta = np.deg2rad(t.get_rotation() % 180)
+    if theta == 0:
+        return np.array([[b.x0, b.y0], [b.x1, b.y0], [b.x1, b.y1], [b.x0, b.y1]])
+    rot = t.get_rotation()
+    t.set_rotation(0)
+    flat = t.get_window_extent(renderer)
+    t.set_rotation(rot)
+    w, h = flat.width, flat.height
+    s, c = abs(np.sin(theta)), abs(np.cos(theta))
+    if theta < np.pi / 2:
+        return np.array([[b.x0 + h * s, b.y0], [b.x1, b.y0 + w * s], [b.x1 - h * s, b.y1], [b.x0, b.y1 - w * s]])
+    return np.array([[b.x1 - h * s, b.y0], [b.x1, b.y1 - w * s], [b.x0 + h * s, b.y1], [b.x0, b.y0 + w * s]])
+
+
+def _overlap(a: np.ndarray, b: np.ndarray, slack: float = 0.5) -> bool:
+    """Whether two convex quadrilaterals overlap by more than ``slack`` pixels (separating axis test)."""
+    for poly in (a, b):
+        for i in range(4):
+            edge = poly[(i + 1) % 4] - poly[i]
+            normal = np.array([-edge[1], edge[0]]) / (np.hypot(*edge) or 1.0)
+            pa, pb = a @ normal, b @ normal
+            if pa.max() <= pb.min() + slack or pb.max() <= pa.min() + slack:
+                return False
+    return True
+
+
 def check_printable(fig, width: str) -> None:
     assert tuple(fig.get_size_inches()) == pytest.approx((WIDTHS[width], fig.get_size_inches()[1]))
     canvas = FigureCanvasAgg(fig)
@@ -95,9 +142,9 @@ def check_printable(fig, width: str) -> None:
         b = t.get_window_extent(renderer)
         assert b.x0 >= box.x0 - 1 and b.x1 <= box.x1 + 1 and b.y0 >= box.y0 - 1 and b.y1 <= box.y1 + 1, \
             f"{t.get_text()!r} leaves the figure"
-        boxes.append((t.get_text(), b.shrunk(0.96, 0.9)))
+        boxes.append((t.get_text(), _corners(t, renderer)))
     for (ta, a), (tb, b) in itertools.combinations(boxes, 2):
-        assert not a.overlaps(b), f"texts overlap: {ta!r} and {tb!r}"
+        assert not _overlap(a, b, slack=1.0), f"texts overlap: {ta!r} and {tb!r}"
 
 
 NAMES = [n for n in FIGURES] + ["metric"]
@@ -112,12 +159,21 @@ def test_every_figure_prints_at_both_widths(data: PlotData, name: str, width: st
         check_printable(render(spec, width), width)
 
 
+@pytest.mark.parametrize("width", ["column", "page"])
+@pytest.mark.parametrize("name", NAMES)
+def test_every_figure_of_a_run_without_grid_prints(run_data: PlotData, name: str, width: str) -> None:
+    for spec in specs(name, run_data, width, metrics=["mean_wait"]):
+        check_printable(render(spec, width), width)
+    if name == "cost_breakdown":
+        assert spec.panels[0].xlabel == "policy" and "bootstrap" in spec.legend_title
+
+
 def test_cli_writes_png_and_pdf_at_the_printed_width(sweep_dir: Path, tmp_path: Path, capsys) -> None:
-    every = ["cost_breakdown", "tardiness_late", "pareto", "cdf_jct_lateness", "cost_vs_mean_interarrival",
-             "cost_vs_nodes", "decision_time", "timeline"]
-    for width, only, names in (("column", [], every), ("page", ["--only", "pareto,timeline"], ["pareto", "timeline"])):
+    """The files (every figure is drawn and checked at both widths above; here, that the command writes them)."""
+    column = ["cost_breakdown", "cost_vs_mean_interarrival", "cost_vs_nodes", "timeline"]
+    for width, only, names in (("column", "cost_breakdown,cost_vs,timeline", column), ("page", "pareto", ["pareto"])):
         out = tmp_path / width
-        assert main(["plot", str(sweep_dir), "--out", str(out), "--width", width, "--dpi", "100", *only]) == 0
+        assert main(["plot", str(sweep_dir), "--out", str(out), "--width", width, "--dpi", "100", "--only", only]) == 0
         assert sorted(p.stem for p in out.glob("*.png")) == sorted(names)
         for name in names:
             img = mpimg.imread(out / f"{name}.png")
@@ -224,3 +280,31 @@ def test_gpu_rows_never_hold_two_jobs_at_once() -> None:
                 assert all(span[1] <= a or b <= span[0] for a, b in held.get(row, [])), "two jobs on one GPU row"
                 held.setdefault(row, []).append(span)
         assert got == dict(zip(range(len(segs)), segs["gpus"]))
+
+
+def test_the_gallery_shows_every_figure_and_only_files_that_exist() -> None:
+    from experiments.gallery import CAPTIONS, SOURCES
+
+    docs = Path(__file__).resolve().parents[2] / "docs"
+    text = (docs / "gallery.md").read_text(encoding="utf-8")
+    assert "python -m experiments.gallery" in text
+    linked = re.findall(r"!\[[^]]*\]\((img/[^)]+)\)", text)
+    assert linked and all((docs / link).is_file() for link in linked)
+    assert {f"img/{p.name}" for p in (docs / "img").glob("*.png")} == set(linked), "stale or unlinked images"
+    for src in SOURCES:
+        shown = {link[len(f"img/{src.name}_"):-4] for link in linked if link.startswith(f"img/{src.name}_")}
+        expected = {"cost_breakdown", "tardiness_late", "pareto", "cdf_jct_lateness", "decision_time", "timeline"}
+        assert expected <= shown and any(s.startswith("cost_vs_") for s in shown), src.name
+        assert all(stem in CAPTIONS for stem in shown)
+    for link in linked:
+        assert mpimg.imread(docs / link).shape[1] <= 6.9 * 130 + 1
+
+
+@pytest.mark.slow
+def test_the_gallery_is_made_by_its_command(tmp_path: Path) -> None:
+    from experiments.gallery import main as gallery
+
+    assert gallery(["--results", str(tmp_path / "results"), "--docs", str(tmp_path / "docs"), "--workers", "2"]) == 0
+    made = sorted(p.name for p in (tmp_path / "docs" / "img").iterdir())
+    shipped = sorted(p.name for p in (Path(__file__).resolve().parents[2] / "docs" / "img").glob("*.png"))
+    assert made == shipped
