@@ -3,8 +3,9 @@
     python -m experiments.gallery        # runs what is missing of both sweeps into results/, then draws
 
 Writes ``docs/img/<sweep>_<figure>.png`` (column width, small PNGs) and ``docs/gallery.md``, so a reader sees every
-figure before running anything. The runs are the ones ``capsim sweep`` makes (same ids, resumed if present); only the
-decision-time figures change from one regeneration to the next, since they show measured wall-clock times.
+figure before running anything. The runs are the ones ``capsim sweep`` makes (same ids, resumed if present), so the
+same results give the same images; only fresh runs redraw the decision-time figures differently (they show measured
+wall-clock times).
 """
 
 from __future__ import annotations
@@ -37,8 +38,8 @@ CAPTIONS = {
                                  "fields.",
     "cost_vs_nodes": "Total cost against the number of node slots, a panel per mean inter-arrival time.",
     "decision_time": "Wall time of one decision against the jobs in the system and, for the MILP, the model's "
-                     "variables: median and interquartile range (measured times: this figure changes from run to "
-                     "run).",
+                     "variables: median and interquartile range (measured wall-clock times: new runs give a "
+                     "slightly different figure).",
     "timeline": "One run: each node slot's VMs over time (colour by VM type, boot time hatched), one row per GPU, "
                 "and the stretch of each job over the GPUs it held (blue on time, red late; job ids where they "
                 "fit). Jobs sharing a VM sit side by side; idle GPUs show the VM's colour.",
@@ -118,7 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     from sim.model import CapsimError
 
     p = argparse.ArgumentParser(prog="python -m experiments.gallery", description=__doc__.splitlines()[0])
-    p.add_argument("--results", default="results", metavar="DIR", help="where the sweeps' results go (default: results)")
+    p.add_argument("--results", default="results", metavar="DIR",
+                   help="where the sweeps' results go (default: results)")
     p.add_argument("--docs", default=str(HERE.parent / "docs"), metavar="DIR", help="the docs folder (default: docs/)")
     p.add_argument("--workers", type=int, default=2, metavar="N", help="worker processes for missing runs (default 2)")
     args = p.parse_args(argv)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-HELP = "draw a sweep (or run) directory's figures (PNG + PDF): costs, tardiness, Pareto, CDFs, decision time, a timeline"
+HELP = "draw a sweep (or run) directory's figures (PNG + PDF, column or page width): costs, Pareto, CDFs, a timeline"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -116,10 +116,10 @@ class PlotData:
 
 
 class GridAxis:
-    """Grid points along x: the last grid field's values as ticks, grouped (a gap, a group label underneath) by the
-    values of the earlier fields, named over the top panel; with no grid, the policies themselves are the ticks. ``share`` is the fraction of
-    the figure's width one panel takes, to decide whether group labels fit in full (``node slots = 5``) or shortened
-    (``5``, the field then named in the axis label)."""
+    """Grid points along x: the last grid field's values as ticks, grouped (a gap, a group label over the top panel)
+    by the values of the earlier fields; with no grid, the policies themselves are the ticks. ``share`` is the
+    fraction of the figure's width one panel takes, to decide whether group labels fit in full (``node slots = 5``)
+    or shortened (``5``, the field then named in the axis label) and whether tick labels must tilt."""
 
     def __init__(self, data: PlotData, width: str, share: float = 1.0):
         self.fields = list(data.fields)

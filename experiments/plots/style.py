@@ -99,7 +99,7 @@ _SPARE_MARKERS = ["h", "d", "8", "H", "o", "s", "^", "D"]
 _SPARE_DASHES = ["-", "--", "-.", ":"]
 
 
-def _stable_index(text: str, n: int) -> int:
+def stable_index(text: str, n: int) -> int:
     """An index in ``range(n)`` from ``text`` alone, the same in every process (unlike ``hash``)."""
     return int(hashlib.sha256(text.encode()).hexdigest()[:8], 16) % n
 
@@ -121,7 +121,7 @@ def policy_styles(labels: Sequence[str], kinds: Mapping[str, str] | None = None)
         if label in out:
             continue
         kind = kinds.get(label, label)
-        i = _stable_index(label, n)
+        i = stable_index(label, n)
         for step in range(n):
             j = (i + step) % n
             colour, marker = _SPARE_COLOURS[j % len(_SPARE_COLOURS)], _SPARE_MARKERS[j // len(_SPARE_COLOURS)]
@@ -130,7 +130,7 @@ def policy_styles(labels: Sequence[str], kinds: Mapping[str, str] | None = None)
             if (colour, marker) not in taken:
                 break
         taken.add((colour, marker))
-        out[label] = Style(colour, marker, _SPARE_DASHES[_stable_index(label + "/", len(_SPARE_DASHES))])
+        out[label] = Style(colour, marker, _SPARE_DASHES[stable_index(label + "/", len(_SPARE_DASHES))])
     return out
 
 
@@ -156,25 +156,27 @@ def short_number(v: float, _pos: Any = None) -> str:
 
 
 def set_scale(ax: Any, values: Iterable[float], axis: str = "y", wide: float = 30.0,
-              bounds: Iterable[float] = ()) -> str:
-    """A log scale on ``axis`` when the positive ``values`` span more than ``wide`` times (symlog if some are 0 or
-    less), linear otherwise; on a log scale the limits take in ``values`` and the positive ``bounds`` (interval ends)
-    with a margin, and ticks at 1, 2, 5 × 10^k when few decades are shown. Tick labels are short numbers. Returns the
-    scale chosen."""
+              bounds: Iterable[float] = (), decide: Iterable[float] | None = None) -> str:
+    """A log scale on ``axis`` when the positive values (``decide``, e.g. those of every panel of a figure, so its
+    panels agree; else ``values``) span more than ``wide`` times (symlog if some are 0 or less), linear otherwise;
+    on a log scale the limits take in ``values`` and the positive ``bounds`` (interval ends) with a margin, and ticks
+    at 1, 2, 5 × 10^k when few decades are shown. Tick labels are short numbers. Returns the scale chosen."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, SymmetricalLogLocator
 
     v = _finite(values)
+    d = v if decide is None else _finite(decide)
     pos = v[v > 0]
+    dpos = d[d > 0]
     target = ax.yaxis if axis == "y" else ax.xaxis
     set_lim = ax.set_ylim if axis == "y" else ax.set_xlim
     scale = "linear"
-    if len(pos) and pos.max() / pos.min() > wide:
+    if len(pos) and len(dpos) and dpos.max() / dpos.min() > wide:
         b = _finite(bounds)
         every = np.concatenate([pos, b[b > 0]])
         lo, hi = every.min(), every.max()
         decades = math.log10(hi / lo)
         subs = (1.0, 2.0, 5.0) if decades <= 2.2 else (1.0,)
-        if (v <= 0).any():
+        if (v <= 0).any() or (d <= 0).any():
             thresh = 10.0 ** math.floor(math.log10(pos.min()))
             (ax.set_yscale if axis == "y" else ax.set_xscale)("symlog", linthresh=thresh, linscale=0.4)
             target.set_major_locator(SymmetricalLogLocator(linthresh=thresh, base=10, subs=subs))

@@ -138,6 +138,8 @@ def pareto(data: PlotData, width: str) -> FigureSpec:
     mean per policy large, the Pareto front of the means dashed."""
     agg = data.agg(["vm_cost", "tardiness_cost"])
     summary = data.summary
+    all_x = list(summary["vm_cost"]) + list(agg["vm_cost_mean"])
+    all_y = list(summary["tardiness_cost"]) + list(agg["tardiness_cost_mean"])
     panels = []
     for pt in data.points():
 
@@ -155,8 +157,8 @@ def pareto(data: PlotData, width: str) -> FigureSpec:
                                color=st.colour, edgecolor="black", linewidths=0.4, zorder=4)
             xs, ys = list(runs["vm_cost"]) + list(means["vm_cost_mean"]), \
                 list(runs["tardiness_cost"]) + list(means["tardiness_cost_mean"])
-            set_scale(ax, xs, "x", wide=10)
-            set_scale(ax, ys, "y", wide=30)
+            set_scale(ax, xs, "x", wide=10, decide=all_x)
+            set_scale(ax, ys, "y", wide=30, decide=all_y)
             pts = means[["vm_cost_mean", "tardiness_cost_mean"]].to_numpy(float)
             if len(pts):
                 _staircase(ax, pts[pareto_front(pts)])
@@ -217,7 +219,7 @@ def cost_vs(data: PlotData, field: str, width: str, metric: str = "total_cost") 
             values = sorted(set(xs_all))
             ax.margins(x=0.1)
             set_scale(ax, values, "x", wide=20)
-            set_scale(ax, ys_all, "y", bounds=ends)
+            set_scale(ax, ys_all, "y", bounds=ends, decide=agg[f"{metric}_mean"])
             ax.set_xticks(values, [field_value(field, v, unit=False) for v in values])
             if ax.get_xscale() != "linear":
                 ax.xaxis.set_minor_locator(NullLocator())

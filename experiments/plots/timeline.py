@@ -17,7 +17,7 @@ from sim.model import CapsimError
 
 from experiments.plots.data import PlotData
 from experiments.plots.layout import FigureSpec, Panel
-from experiments.plots.style import FONT_SIZE, WIDTHS, time_unit
+from experiments.plots.style import FONT_SIZE, WIDTHS, stable_index, time_unit
 
 __all__ = ["timeline", "default_run", "gpu_blocks"]
 
@@ -78,11 +78,10 @@ def gpu_blocks(segments: pd.DataFrame, vms: pd.DataFrame) -> list[tuple[int, int
 
 
 def _vm_colours(types: list[str]) -> dict[str, str]:
-    from experiments.plots.style import _stable_index
-
+    """A pastel per VM type, chosen from its name (the same in every figure), distinct within the figure."""
     out: dict[str, str] = {}
     for t in sorted(types):
-        j = _stable_index(t, len(_VM_COLOURS))
+        j = stable_index(t, len(_VM_COLOURS))
         while _VM_COLOURS[j] in out.values() and len(out) < len(_VM_COLOURS):
             j = (j + 1) % len(_VM_COLOURS)
         out[t] = _VM_COLOURS[j]

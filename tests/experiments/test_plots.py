@@ -105,7 +105,7 @@ def _corners(t, renderer) -> np.ndarray:
     flat = t.get_window_extent(renderer)
     t.set_rotation(rot)
     w, h = flat.width, flat.height
-    s, c = abs(np.sin(theta)), abs(np.cos(theta))
+    s = abs(np.sin(theta))
     if theta < np.pi / 2:
         return np.array([[b.x0 + h * s, b.y0], [b.x1, b.y0 + w * s], [b.x1 - h * s, b.y1], [b.x0, b.y1 - w * s]])
     return np.array([[b.x1 - h * s, b.y0], [b.x1, b.y1 - w * s], [b.x0 + h * s, b.y1], [b.x0, b.y0 + w * s]])
