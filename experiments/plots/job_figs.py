@@ -11,7 +11,7 @@ import numpy as np
 
 from experiments.plots.data import PlotData
 from experiments.plots.layout import FigureSpec, Panel
-from experiments.plots.style import set_scale, time_unit
+from experiments.plots.style import log_ticks, set_scale, time_unit
 from experiments.plots.summary_figs import MARKER_SIZE, policy_handles
 
 __all__ = ["cdf", "decision_time"]
@@ -110,8 +110,10 @@ def decision_time(data: PlotData, width: str) -> FigureSpec:
                             markersize=MARKER_SIZE - 0.5, markeredgecolor="black", markeredgewidth=0.3,
                             linestyle=st.dashes, linewidth=0.8, elinewidth=0.6, capsize=0)
             ax.set_yscale("log")
+            log_ticks(ax.yaxis)
             if log_x:
                 ax.set_xscale("log")
+                log_ticks(ax.xaxis)
             ax.grid(color="0.9", linewidth=0.4)
             ax.set_axisbelow(True)
 

@@ -160,8 +160,8 @@ def set_scale(ax: Any, values: Iterable[float], axis: str = "y", wide: float = 3
     """A log scale on ``axis`` when the positive values (``decide``, e.g. those of every panel of a figure, so its
     panels agree; else ``values``) span more than ``wide`` times (symlog if some are 0 or less), linear otherwise;
     on a log scale the limits take in ``values`` and the positive ``bounds`` (interval ends) with a margin, and ticks
-    at 1, 2, 5 × 10^k when few decades are shown. Tick labels are short numbers. Returns the scale chosen."""
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, SymmetricalLogLocator
+    at 1, 2, 5 × 10^k when few decades are shown, labelled as plain short numbers. Returns the scale chosen."""
+    from matplotlib.ticker import LogLocator, SymmetricalLogLocator
 
     v = _finite(values)
     d = v if decide is None else _finite(decide)
@@ -187,9 +187,17 @@ def set_scale(ax: Any, values: Iterable[float], axis: str = "y", wide: float = 3
             target.set_major_locator(LogLocator(base=10, subs=subs))
             set_lim(lo / 1.5, hi * 1.5)
             scale = "log"
-        target.set_minor_formatter(NullFormatter())
-    target.set_major_formatter(FuncFormatter(short_number))
+    if scale != "linear":
+        log_ticks(target)
     return scale
+
+
+def log_ticks(axis: Any) -> None:
+    """Plain tick labels on a log axis (``0.01``, ``1``, ``100``, ``10k``), none on minor ticks."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    axis.set_major_formatter(FuncFormatter(short_number))
+    axis.set_minor_formatter(NullFormatter())
 
 
 def _finite(values: Iterable[float]) -> np.ndarray:

@@ -61,12 +61,13 @@ def gpu_blocks(segments: pd.DataFrame, vms: pd.DataFrame) -> list[tuple[int, int
     for i in order:
         t0, t1 = float(segments["start_time"].iat[i]), float(segments["end_time"].iat[i])
         k = int(segments["gpus"].iat[i])
-        host = next((v for v, (a, b, _) in enumerate(vm_list) if a - EPS <= t0 < b + EPS), None)
-        size = vm_list[host][2] if host is not None else k
+        mid = (t0 + t1) / 2  # a stretch starting the instant one VM stops and the next starts is the next one's
+        host = next((v for v, (a, b, _) in enumerate(vm_list) if a - EPS <= mid < b + EPS), None)
         key = -1 if host is None else host
-        if key not in free or len(free[key]) < size:
-            free[key] = np.full(max(size, k), -np.inf)
-        at = free[key]
+        size = max(k, vm_list[host][2] if host is not None else k)
+        at = free.get(key, np.full(0, -np.inf))
+        if len(at) < size:
+            at = free[key] = np.concatenate([at, np.full(size - len(at), -np.inf)])
         idle = [g for g in range(len(at)) if at[g] <= t0 + EPS]
         pick = next((list(range(g, g + k)) for g in idle if all(h in idle for h in range(g, g + k))), None)
         if pick is None:

@@ -247,6 +247,19 @@ def test_log_scale_only_when_values_span_orders_of_magnitude() -> None:
     assert set_scale(ax, [0.0, 5.0, 900.0]) == "symlog"
 
 
+def test_timeline_of_a_folder_without_segments_uses_the_job_table(data: PlotData) -> None:
+    """Folders written before segments were stored: one stretch per job, from its start to its end."""
+    tables = dict(data.tables, segments=pd.DataFrame())
+    old = PlotData(tables, data.fields, data.policies)
+    (spec,) = specs("timeline", old)
+    fig = render(spec, "column")
+    check_printable(fig, "column")
+    jobs = data.table("jobs")
+    run = jobs[jobs["run_id"] == spec.panels[0].key["run_id"]]
+    blocks = [p for p in fig.axes[0].patches if p.get_edgecolor()[:3] == (1.0, 1.0, 1.0)]
+    assert sum(p.get_height() for p in blocks) == run["gpus"].sum()
+
+
 def test_gpu_rows_hand_computed() -> None:
     vms = pd.DataFrame({"start_time": [0.0], "stop_time": [20.0], "gpus": [8]})
     segs = pd.DataFrame({"job_id": [1, 2, 3, 4], "gpus": [2, 4, 2, 2], "start_time": [0.0, 0.0, 0.0, 5.0],
@@ -254,6 +267,10 @@ def test_gpu_rows_hand_computed() -> None:
     blocks = {int(segs["job_id"].iat[i]): (a, n) for i, a, n in gpu_blocks(segs, vms)}
     # at 0: the 4-GPU job first, then jobs 1 and 3 by id; at 5 job 4 takes the rows job 1 left
     assert blocks == {2: (0, 4), 1: (4, 2), 3: (6, 2), 4: (4, 2)}
+    # a 1-GPU VM replaced by a 2-GPU one: the stretch starting at the switch belongs to the new VM
+    vms = pd.DataFrame({"start_time": [0.0, 10.0], "stop_time": [10.0, 20.0], "gpus": [1, 2]})
+    segs = pd.DataFrame({"job_id": [1, 2], "gpus": [1, 2], "start_time": [0.0, 10.0], "end_time": [10.0, 15.0]})
+    assert gpu_blocks(segs, vms) == [(0, 0, 1), (1, 0, 2)]
 
 
 def test_gpu_rows_never_hold_two_jobs_at_once() -> None:
