@@ -1,4 +1,4 @@
-"""``capsim report``: mean ± 95% confidence interval over seeds per policy and grid point of a result directory."""
+"""``capsim report``: mean and 95% interval over seeds per policy and grid point of a result directory."""
 
 from __future__ import annotations
 
@@ -9,12 +9,15 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pandas as pd
 
-HELP = "summarise a sweep (or run) directory: mean ± 95% CI over seeds per policy and grid point"
+HELP = "summarise a sweep (or run) directory: mean and 95% CI (t or bootstrap) over seeds per policy and grid point"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("dir", metavar="DIR", help="a result directory (capsim run or capsim sweep --out DIR)")
     p.add_argument("--format", choices=["table", "csv", "markdown", "latex"], default="table")
+    p.add_argument("--interval", choices=["t", "bootstrap"], default="t",
+                   help="t: Student-t 95%% interval clipped to each metric's domain (default); bootstrap: 95%% "
+                        "percentile bootstrap, seeded (the output names the method)")
     p.add_argument("--metrics", metavar="NAMES",
                    help="comma-separated metrics declared in sim/metrics.py (default: the headline ones, total, VM "
                         "and tardiness cost, late jobs, mean JCT); `--metrics list` prints every declared metric")
@@ -59,7 +62,9 @@ def choose_metrics(text: str | None, summary: pd.DataFrame, directory: str, reco
 
 
 def run(args: argparse.Namespace) -> int:
-    from experiments.report import aggregate, render
+    import sys
+
+    from experiments.report import aggregate, notes, render
     from experiments.store import open_results
 
     if args.metrics and args.metrics.strip() == "list":
@@ -68,8 +73,11 @@ def run(args: argparse.Namespace) -> int:
     res = open_results(args.dir, args.all, recompute_metrics=args.recompute)
     summary = res.tables["summary"]
     metrics = choose_metrics(args.metrics, summary, args.dir, args.recompute)
-    agg = aggregate(summary, res.fields, metrics, res.policies)
+    agg = aggregate(summary, res.fields, metrics, res.policies, method=args.interval)
     text = render(agg, res.fields, metrics, args.format)
+    if args.format == "csv":
+        for line in notes(agg, metrics)[1:]:
+            print(f"capsim: {line}", file=sys.stderr)
     if args.output:
         Path(args.output).write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
     else:

@@ -108,14 +108,14 @@ def test_a_metric_declared_later_shows_up_in_plot(run_dir: Path, new_metric, tmp
     from experiments import plots
 
     labels = []
-    real = plots.fig_metric
+    real = plots.metric_figure
 
-    def spy(agg, fields, metric, colours, policies):
-        fig = real(agg, fields, metric, colours, policies)
-        labels.append(fig.axes[0].get_ylabel())
-        return fig
+    def spy(data, metric, width):
+        spec = real(data, metric, width)
+        labels.append(spec.panels[0].ylabel)
+        return spec
 
-    monkeypatch.setattr(plots, "fig_metric", spy)
+    monkeypatch.setattr(plots, "metric_figure", spy)
     assert main(["plot", str(run_dir), "--out", str(tmp_path), "--only", "pareto", "--metrics", "max_gpus",
                  "--recompute"]) == 0
     assert labels == ["largest GPU count (GPUs)"]

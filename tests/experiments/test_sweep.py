@@ -296,32 +296,7 @@ def test_dask_and_process_pool_agree(sweep_file: Path, tmp_path: Path) -> None:
     assert not (dsk / ".dask-tmp").exists()
 
 
-# ----- report ----------------------------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("fmt", ["table", "csv", "markdown", "latex"])
-def test_report_formats(sweep_file: Path, tmp_path: Path, capsys, fmt: str) -> None:
-    out = tmp_path / "out"
-    assert main(["sweep", str(sweep_file), "--out", str(out), "--workers", "1", "--quiet"]) == 0
-    capsys.readouterr()
-    assert main(["report", str(out), "--format", fmt]) == 0
-    text = capsys.readouterr().out
-    assert "fifo" in text and "edf" in text
-    if fmt == "csv":
-        df = pd.read_csv(pd.io.common.StringIO(text))
-        assert len(df) == 4 and {"total_cost_mean", "total_cost_ci95", "n"} <= set(df.columns)
-        summary = load_results(out)["summary"]
-        g = summary[(summary.policy == "fifo") & (summary["workload.mean_interarrival"] == 30)]
-        row = df[(df.policy == "fifo") & (df["workload.mean_interarrival"] == 30)].iloc[0]
-        assert row.total_cost_mean == pytest.approx(g.total_cost.mean(), rel=1e-5)
-        from scipy import stats
-
-        half = stats.t.ppf(0.975, 1) * g.total_cost.std(ddof=1) / 2 ** 0.5
-        assert row.total_cost_ci95 == pytest.approx(half, rel=1e-5)
-    if fmt == "latex":
-        assert text.startswith(r"\begin{tabular}") and r"$\pm$" in text and r"\bottomrule" in text
-    if fmt == "markdown":
-        assert text.splitlines()[1].startswith("|---")
+# ----- report (formats and intervals: test_report.py) -----------------------------------------------------------------
 
 
 def test_report_on_a_directory_that_is_not_a_sweep(tmp_path: Path, capsys) -> None:

@@ -1,0 +1,85 @@
+"""Readable names for scenario fields swept in a grid, declared once: report headers, plot axes and panel titles.
+
+A grid names fields by dotted path (``workload.mean_interarrival``); tables and figures show ``mean inter-arrival
+(s)`` and ``mean inter-arrival = 30 s`` instead. A field not declared here keeps its dotted path, so a new scenario
+field is readable at once and gets a nicer name by adding one line below.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from sim.metrics import label_with_unit
+
+__all__ = ["FieldLabel", "FIELDS", "field_label", "field_value", "field_equals"]
+
+
+@dataclass(frozen=True)
+class FieldLabel:
+    """How a scenario field reads in a table or on an axis: a short ``label`` and the ``unit`` of its values."""
+
+    label: str
+    unit: str = ""
+
+
+FIELDS: dict[str, FieldLabel] = {
+    "cluster.nodes": FieldLabel("node slots"),
+    "cluster.billing_quantum": FieldLabel("billing quantum", "s"),
+    "cluster.restart_overhead": FieldLabel("restart overhead", "s"),
+    "cluster.decision_interval": FieldLabel("decision interval", "s"),
+    "cluster.vm_types": FieldLabel("VM types"),
+    "workload.jobs": FieldLabel("jobs"),
+    "workload.mean_interarrival": FieldLabel("mean inter-arrival", "s"),
+    "workload.deadline_factor": FieldLabel("deadline factor"),
+    "workload.weight_range": FieldLabel("tardiness weight", "$/s"),
+    "workload.mix": FieldLabel("job mix"),
+    "workload.trace": FieldLabel("trace"),
+    "estimator.mape": FieldLabel("estimator MAPE"),
+    "estimator.bias": FieldLabel("estimator bias"),
+    "truth.mape": FieldLabel("runtime noise (MAPE)"),
+    "truth.bias": FieldLabel("runtime bias"),
+    "predictor.mape": FieldLabel("predictor MAPE"),
+}
+"""Known scenario fields, by dotted path."""
+
+
+def field_label(path: str) -> str:
+    """``mean inter-arrival (s)``; the dotted path itself for a field not declared in ``FIELDS``."""
+    f = FIELDS.get(path)
+    return path if f is None else label_with_unit(f.label, f.unit)
+
+
+def _number(v: Any) -> str:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return str(v)
+    if isinstance(v, float) and math.isfinite(v) and v == int(v) and abs(v) < 1e15:
+        return str(int(v))
+    return f"{v:g}"
+
+
+def field_value(path: str, value: Any, unit: bool = True) -> str:
+    """A grid value as text: numbers without trailing zeros, a range ``[1, 3]`` as ``1–3``, the field's unit after
+    it (``30 s``) unless ``unit`` is false (a table column whose header names it); a value stored as JSON text (lists,
+    mappings) is read back first."""
+    if isinstance(value, str) and value[:1] in "[{":
+        try:
+            value = json.loads(value)
+        except ValueError:
+            pass
+    if isinstance(value, list) and len(value) == 2 and all(isinstance(x, (int, float)) for x in value):
+        text = f"{_number(value[0])}–{_number(value[1])}"
+    elif isinstance(value, (list, dict)):
+        text = json.dumps(value, separators=(", ", ": "))
+    else:
+        text = _number(value)
+    f = FIELDS.get(path)
+    return f"{text} {f.unit}" if unit and f is not None and f.unit and text else text
+
+
+def field_equals(path: str, value: Any) -> str:
+    """``mean inter-arrival = 30 s`` (``workload.foo = 3`` for an undeclared field)."""
+    f = FIELDS.get(path)
+    return f"{path if f is None else f.label} = {field_value(path, value)}"

@@ -1,0 +1,166 @@
+"""The timeline of one run: each node slot's VMs over time, one row per GPU, and which job held which GPUs when.
+
+The records say how many GPUs each stretch of a job held on a slot (the ``segments`` table), not which ones; the
+figure gives each stretch a block of GPU rows, first fit, keeping a job on the same rows for the whole stretch, so
+jobs that share a VM sit side by side instead of on top of each other. Idle GPUs show the VM's colour.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib.patches import Patch, Rectangle
+
+from sim.model import CapsimError
+
+from experiments.plots.data import PlotData
+from experiments.plots.layout import FigureSpec, Panel
+from experiments.plots.style import FONT_SIZE, WIDTHS, stable_index, time_unit
+
+__all__ = ["timeline", "default_run", "gpu_blocks"]
+
+ON_TIME, LATE = "#2F5F98", "#C23B22"
+_VM_COLOURS = ["#CFE2F3", "#FCE5CD", "#D9EAD3", "#EAD1DC", "#FFF2CC", "#D0E0E3", "#E6D7F0", "#F4CCCC", "#DDDDDD",
+               "#C9DAF8", "#F9CB9C", "#B6D7A8"]
+EPS = 1e-6
+
+
+def default_run(data: PlotData, point: dict[str, Any] | None = None) -> str:
+    """The run a timeline shows unless told: at the first grid point (or ``point``), the first seed of the policy
+    with the lowest mean total cost (the most interesting schedule to look at, and the same choice every time)."""
+    s = data.summary
+    first = data.select(s, data.points()[0] if point is None else point)
+    if first.empty:
+        raise CapsimError(f"no finished run at {data.point_title(point or {})}")
+    best = first.groupby("policy", sort=False)["total_cost"].mean().idxmin()
+    return str(first[first["policy"] == best]["run_id"].iloc[0])
+
+
+def _runs(values: list[int]) -> list[tuple[int, int]]:
+    """Sorted GPU indices as (first, count) runs of consecutive indices."""
+    out: list[tuple[int, int]] = []
+    for g in sorted(values):
+        if out and out[-1][0] + out[-1][1] == g:
+            out[-1] = (out[-1][0], out[-1][1] + 1)
+        else:
+            out.append((g, 1))
+    return out
+
+
+def gpu_blocks(segments: pd.DataFrame, vms: pd.DataFrame) -> list[tuple[int, int, int]]:
+    """For the stretches of one slot (``job_id``, ``gpus``, ``start_time``, ``end_time``) and its VM intervals
+    (``start_time``, ``stop_time``, ``gpus``): GPU rows as (stretch row position, first GPU, count), first fit at each
+    start, a contiguous block where one is free."""
+    order = sorted(range(len(segments)), key=lambda i: (segments["start_time"].iat[i], -segments["gpus"].iat[i],
+                                                        segments["job_id"].iat[i]))
+    vm_list = [(float(r.start_time), float(r.stop_time), int(r.gpus)) for r in vms.itertuples()]
+    free: dict[int, np.ndarray] = {}
+    out: list[tuple[int, int, int]] = []
+    for i in order:
+        t0, t1 = float(segments["start_time"].iat[i]), float(segments["end_time"].iat[i])
+        k = int(segments["gpus"].iat[i])
+        mid = (t0 + t1) / 2  # a stretch starting the instant one VM stops and the next starts is the next one's
+        host = next((v for v, (a, b, _) in enumerate(vm_list) if a - EPS <= mid < b + EPS), None)
+        key = -1 if host is None else host
+        size = max(k, vm_list[host][2] if host is not None else k)
+        at = free.get(key, np.full(0, -np.inf))
+        if len(at) < size:
+            at = free[key] = np.concatenate([at, np.full(size - len(at), -np.inf)])
+        idle = [g for g in range(len(at)) if at[g] <= t0 + EPS]
+        pick = next((list(range(g, g + k)) for g in idle if all(h in idle for h in range(g, g + k))), None)
+        if pick is None:
+            pick = idle[:k] if len(idle) >= k else list(np.argsort(at, kind="stable")[:k])
+        for g in pick:
+            at[g] = t1
+        out += [(i, a, n) for a, n in _runs([int(g) for g in pick])]
+    return out
+
+
+def _vm_colours(types: list[str]) -> dict[str, str]:
+    """A pastel per VM type, chosen from its name (the same in every figure), distinct within the figure."""
+    out: dict[str, str] = {}
+    for t in sorted(types):
+        j = stable_index(t, len(_VM_COLOURS))
+        while _VM_COLOURS[j] in out.values() and len(out) < len(_VM_COLOURS):
+            j = (j + 1) % len(_VM_COLOURS)
+        out[t] = _VM_COLOURS[j]
+    return out
+
+
+def timeline(data: PlotData, width: str, run_id: str | None = None) -> FigureSpec:
+    """One run: per node slot a band of GPU rows; VMs as coloured backgrounds (boot time hatched), each stretch of a
+    job as a block over the GPUs it held, blue if the job finished on time, red if late; job ids where they fit."""
+    s = data.summary
+    run_id = run_id or default_run(data)
+    if run_id not in set(s["run_id"]):
+        raise CapsimError(f"no finished run {run_id!r} to draw a timeline of")
+    row = s[s["run_id"] == run_id].iloc[0]
+    nodes = data.table("nodes")
+    nodes = nodes[nodes["run_id"] == run_id]
+    jobs = data.table("jobs")
+    jobs = jobs[jobs["run_id"] == run_id]
+    segs = data.table("segments")
+    segs = segs[segs["run_id"] == run_id] if not segs.empty else jobs[["job_id", "node", "vm_type", "gpus",
+                                                                       "start_time", "end_time"]].assign(done=1.0)
+    late = dict(zip(jobs["job_id"], jobs["end_time"] > jobs["deadline"] + EPS))
+    slots = sorted(set(nodes["node"]) | set(segs["node"]))
+    band = {n: max([1] + list(nodes[nodes["node"] == n]["gpus"]) + list(segs[segs["node"] == n]["gpus"]))
+            for n in slots}
+    gap = 0.9
+    top, y = {}, 0.0
+    for n in slots:
+        top[n] = y
+        y += band[n] + gap
+    rows_total = y - gap
+    end = float(max(nodes["stop_time"].max() if len(nodes) else 0, segs["end_time"].max() if len(segs) else 0, 1))
+    unit, uname = time_unit(end)
+    colours = _vm_colours(list(dict.fromkeys(nodes["vm_type"])))
+    fs = FONT_SIZE[width]
+    plot_h = float(np.clip(rows_total * (0.045 if width == "column" else 0.05), 1.0, 5.5))
+
+    def draw(ax: Any) -> None:
+        for r in nodes.itertuples():
+            y0 = top[r.node]
+            ax.add_patch(Rectangle((r.start_time / unit, y0), (r.stop_time - r.start_time) / unit, r.gpus,
+                                   facecolor=colours[r.vm_type], edgecolor="0.45", linewidth=0.4, zorder=1))
+            if r.ready_time > r.start_time + EPS:
+                ax.add_patch(Rectangle((r.start_time / unit, y0), (r.ready_time - r.start_time) / unit, r.gpus,
+                                       facecolor="white", edgecolor="0.45", hatch="////", linewidth=0.4, zorder=2))
+        axes_w_pt = WIDTHS[width] * 0.8 * 72
+        axes_h_pt = plot_h * 72
+        for n in slots:
+            g = segs[segs["node"] == n].reset_index(drop=True)
+            for i, first, count in gpu_blocks(g, nodes[nodes["node"] == n]):
+                seg = g.iloc[i]
+                x0, w = seg["start_time"] / unit, (seg["end_time"] - seg["start_time"]) / unit
+                done = bool(seg.get("done", 1.0))
+                ax.add_patch(Rectangle((x0, top[n] + first), w, count, facecolor=LATE if late.get(seg["job_id"])
+                                       else ON_TIME, edgecolor="white", linewidth=0.5, zorder=3,
+                                       hatch=None if done else "xxxx", alpha=1.0 if done else 0.75))
+                text = str(seg["job_id"])
+                if (w / (end / unit) * axes_w_pt > len(text) * 0.62 * fs + 2
+                        and count / rows_total * axes_h_pt > fs * 1.05):
+                    ax.text(x0 + w / 2, top[n] + first + count / 2, text, ha="center", va="center",
+                            color="white", zorder=4)
+        ax.set_xlim(0, end / unit * 1.01)
+        ax.set_ylim(rows_total + 0.2, -0.2)
+        ax.set_yticks([top[n] + band[n] / 2 for n in slots], [f"slot {n}" for n in slots])
+        ax.tick_params(axis="y", length=0)
+        ax.spines["left"].set_visible(False)
+
+    legend: list[tuple[Any, str]] = [(Patch(facecolor=c, edgecolor="0.45", linewidth=0.4), t)
+                                     for t, c in colours.items()]
+    legend += [(Patch(facecolor="white", edgecolor="0.45", hatch="////", linewidth=0.4), "booting"),
+               (Patch(facecolor=ON_TIME), "job on time"), (Patch(facecolor=LATE), "job late")]
+    if "done" in segs.columns and (segs["done"] == 0).any():
+        legend.append((Patch(facecolor=ON_TIME, hatch="xxxx", edgecolor="white"), "stretch cut short"))
+    point = {f: row[f] for f in data.fields}
+    title = f"{row['policy']}, seed {row['seed']}" + (f", {data.point_title(point)}" if point else "")
+    n_legend_rows = 1 + len(legend) // (4 if width == "column" else 8)
+    height = plot_h + 0.55 + n_legend_rows * fs * 1.45 / 72
+    panel = Panel(draw, f"time ({uname})", "node slot", title, key={"run_id": run_id})
+    return FigureSpec("timeline", [panel], columns={"column": 1, "page": 1}, legend=legend, legend_below=True,
+                      legend_title="one row per GPU", fixed_height={"column": height + fs * 1.45 / 72,
+                                                                     "page": height + fs * 1.45 / 72})
