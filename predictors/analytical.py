@@ -32,7 +32,8 @@ import pandas as pd
 from predictors.base import TrainablePredictor, register
 from predictors.measured import select_cpu
 from predictors.measurements import NO_DEPTH, data_key, row_configs, row_specs
-from predictors.networks import NETWORKS, layer_costs, network, parameters, time_on_graph
+from predictors.networks import layer_costs, network, parameters, time_on_graph
+from predictors.structured import input_scaling
 from sim.catalogue import gpu_models
 from sim.model import INFEASIBLE, CapsimError, Config, GPUModel, JobSpec, VMType
 
@@ -59,7 +60,8 @@ def check_specs(gpu: GPUModel) -> None:
     """A clear error for a GPU model without the specifications the analytical predictors need."""
     missing = [f for f in ("sms", "boost_mhz", "fp32_tflops", "bandwidth_gbs") if not getattr(gpu, f)]
     if missing:
-        raise CapsimError(f"GPU model {gpu.name}: no specs for {', '.join(missing)}; add them to the GPU table (gpus.csv)")
+        raise CapsimError(f"GPU model {gpu.name}: no specs for {', '.join(missing)}; "
+                          "add them to the GPU table (gpus.csv)")
 
 
 def _cpu_sensitivity(d: pd.DataFrame) -> float:
@@ -71,19 +73,10 @@ def _cpu_sensitivity(d: pd.DataFrame) -> float:
 
 
 def _input_cost(d: pd.DataFrame) -> InputCost:
-    """The input cost of one CPU-bound application (module docstring): per sample of the global or per-GPU batch."""
-    tpi = (d["runtime_s"] / d["iterations"]).to_numpy(float)
-    cpu, n = d["cpu_threads"].to_numpy(float), d["gpus"].to_numpy(float)
-    best: tuple[float, InputCost] | None = None
-    for per_gpu in (False, True):
-        samples = d["batch_size"].to_numpy(float) / (n if per_gpu else 1.0)
-        c = pd.Series(tpi * cpu / samples).groupby(n).min()
-        spread = float(c.std(ddof=0) / c.mean()) if len(c) > 1 else 0.0
-        cand = (spread, (float(c.min()), int(d["cpu_threads"].max()), per_gpu))
-        if best is None or cand[0] < best[0]:
-            best = cand
-    assert best is not None
-    return best[1]
+    """The input cost of one CPU-bound application (module docstring), per sample of the global or per-GPU batch."""
+    scaling = input_scaling(d)
+    per_gpu = scaling[True][1] < scaling[False][1]
+    return scaling[per_gpu][0], int(d["cpu_threads"].max()), per_gpu
 
 
 def _fit_efficiency(pairs: np.ndarray) -> tuple[float, float]:
@@ -118,9 +111,11 @@ class AnalyticalPredictor(TrainablePredictor):
         if interconnect_gbs <= 0 or not 0 <= branch_overlap <= 1:
             raise CapsimError("predictor 'analytical': need interconnect_gbs > 0 and 0 <= branch_overlap <= 1")
         if efficiency_by not in ("framework", "application"):
-            raise CapsimError(f"predictor 'analytical': efficiency_by must be 'framework' or 'application', got {efficiency_by!r}")
+            raise CapsimError("predictor 'analytical': efficiency_by must be 'framework' or 'application', "
+                              f"got {efficiency_by!r}")
         if cpu_threads not in ("max", None) and not (isinstance(cpu_threads, int) and cpu_threads > 0):
-            raise CapsimError(f"predictor 'analytical': cpu_threads must be 'max', null or a positive integer, got {cpu_threads!r}")
+            raise CapsimError("predictor 'analytical': cpu_threads must be 'max', null or a positive integer, "
+                              f"got {cpu_threads!r}")
         self.interconnect_gbs, self.allreduce = float(interconnect_gbs), allreduce
         self.branch_overlap, self.default_efficiency = float(branch_overlap), default_efficiency
         self.efficiency_by, self.cpu_threads = efficiency_by, cpu_threads
@@ -242,11 +237,11 @@ def per_iteration_table(pred: AnalyticalPredictor, specs: Sequence[JobSpec], con
     rows = np.empty(len(specs), dtype=np.intp)
     firsts: list[JobSpec] = []
     for i, s in enumerate(specs):
-        k = (s.application, s.framework, s.depth, s.batch_size)
-        if k not in index:
-            index[k] = len(firsts)
+        shape = (s.application, s.framework, s.depth, s.batch_size)
+        if shape not in index:
+            index[shape] = len(firsts)
             firsts.append(s)
-        rows[i] = index[k]
+        rows[i] = index[shape]
     per_it = np.full((len(firsts), len(configs)), INFEASIBLE)
     for j, s in enumerate(firsts):
         for k, c in enumerate(configs):

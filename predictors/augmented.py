@@ -27,8 +27,8 @@ FLEXIBLE = ("linear", "ridge", "rf", "gbr", "svr")
 GRIDS: dict[str, dict[str, Any]] = {
     "linear": {"alpha": 1e-8},
     "ridge": {"alpha": 1e-3},
-    "rf": {"n_estimators": 40, "min_samples_leaf": 1},
-    "gbr": {"n_estimators": 150, "max_depth": 3, "learning_rate": 0.1},
+    "rf": {"n_estimators": 30, "min_samples_leaf": 1},
+    "gbr": {"n_estimators": 100, "max_depth": 3, "learning_rate": 0.15},
     "svr": {"C": 30.0},
 }
 """One setting per family (a grid multiplies the fits; these were the usual winners of the former grids)."""
@@ -105,31 +105,30 @@ def forward_select(aug: pd.DataFrame, y: np.ndarray, parts: list[np.ndarray], ma
     z = np.c_[np.ones(len(y)), a / scale] / y[:, None]
     gram, rhs = z.T @ z, z.sum(axis=0)
     fold_parts = [(z[p], z[p].T @ z[p], z[p].sum(axis=0)) for p in parts]
+    train_sets = [(gram - gf, rhs - rf) for _, gf, rf in fold_parts]
+    total = sum(len(zf) for zf, _, _ in fold_parts)
     chosen: list[int] = []
     best = math.inf
     while len(chosen) < max_features:
-        scores: dict[int, float] = {}
-        for c in range(1, z.shape[1]):
-            if c in chosen:
-                continue
-            sub = [0] + chosen + [c]
-            reg = 1e-8 * np.diag([0.0] + [1.0] * (len(sub) - 1))
-            errs = []
-            for zf, gf, rf in fold_parts:
-                g = gram[np.ix_(sub, sub)] - gf[np.ix_(sub, sub)] + reg
-                try:
-                    w = np.linalg.solve(g, rhs[sub] - rf[sub])
-                except np.linalg.LinAlgError:
-                    w = np.linalg.lstsq(g, rhs[sub] - rf[sub], rcond=None)[0]
-                errs.append(np.abs(zf[:, sub] @ w - 1.0))
-            scores[c] = float(np.mean(np.concatenate(errs)))
-        if not scores:
+        cands = np.array([c for c in range(1, z.shape[1]) if c not in chosen])
+        if not len(cands):
             break
-        c, sc = min(scores.items(), key=lambda kv: kv[1])
-        if sc > best * 0.995:
+        idx = np.c_[np.tile([0] + chosen, (len(cands), 1)), cands]  # (candidates, columns of each fit)
+        reg = 1e-8 * np.diag([0.0] + [1.0] * (idx.shape[1] - 1))
+        err = np.zeros(len(cands))
+        for (zf, _, _), (g, r) in zip(fold_parts, train_sets):
+            lhs = g[idx[:, :, None], idx[:, None, :]] + reg
+            try:
+                w = np.linalg.solve(lhs, r[idx][..., None])[..., 0]
+            except np.linalg.LinAlgError:
+                w = np.stack([np.linalg.lstsq(m, v, rcond=None)[0] for m, v in zip(lhs, r[idx])])
+            err += np.abs(np.einsum("nck,ck->nc", zf[:, idx], w) - 1.0).sum(axis=0)
+        k = int(np.argmin(err))
+        score = float(err[k] / total)
+        if score > best * 0.995:
             break
-        chosen.append(c)
-        best = sc
+        chosen.append(int(cands[k]))
+        best = score
     return [cols[c - 1] for c in chosen]
 
 

@@ -175,10 +175,10 @@ class AffinePredictor(Predictor):
         rows = np.empty(len(specs), dtype=np.intp)
         firsts: list[JobSpec] = []
         for i, s in enumerate(specs):
-            k = (s.application, s.framework, s.depth, s.batch_size)
-            j = index.get(k)
+            shape = (s.application, s.framework, s.depth, s.batch_size)
+            j = index.get(shape)
             if j is None:
-                j = index[k] = len(firsts)
+                j = index[shape] = len(firsts)
                 firsts.append(s)
             rows[i] = j
         a = np.empty((len(firsts), len(configs)))

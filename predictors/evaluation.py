@@ -24,7 +24,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from predictors.base import build, registry
+from predictors.base import TrainablePredictor, build, registry
 from predictors.measurements import runs
 from predictors.protocols import CELL_KEYS, PROTOCOLS, PUBLISHED, Split, splits
 from sim.model import CapsimError
@@ -107,9 +107,10 @@ def run_split(df: pd.DataFrame, split: Split, predictors: Sequence[tuple[str, st
     train, test = df.iloc[split.train], df.iloc[split.test]
     out = []
     for label, kind, params in predictors:
+        p = build(kind, **params)
+        assert isinstance(p, TrainablePredictor)
         with np.errstate(all="ignore"):
-            p = build(kind, **params).fit(train)
-            out.append((label, np.asarray(p.predict_runs(test), dtype=float)))
+            out.append((label, np.array(p.fit(train).predict_runs(test), dtype=np.float64)))
     return out
 
 

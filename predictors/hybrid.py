@@ -32,7 +32,8 @@ class HybridPredictor(TrainablePredictor):
 
     def __init__(self, inside: Predictor | None = None, outside: Predictor | None = None, anchor: bool = False):
         if inside is not None and not isinstance(inside, MeasuredPredictor):
-            raise CapsimError("predictor 'hybrid': inside must be a 'measured' predictor (it defines the measured range)")
+            raise CapsimError("predictor 'hybrid': inside must be a 'measured' predictor "
+                              "(it defines the measured range)")
         if outside is not None and not isinstance(outside, TrainablePredictor):
             raise CapsimError("predictor 'hybrid': outside must be a trainable predictor, e.g. {kind: regression}")
         self.inside, self.outside, self.anchor = inside, outside, bool(anchor)
@@ -41,7 +42,9 @@ class HybridPredictor(TrainablePredictor):
         inside = clone(self.inside) if self.inside is not None else MeasuredPredictor()
         outside = clone(self.outside) if self.outside is not None else RegressionPredictor()
         assert isinstance(inside, MeasuredPredictor) and isinstance(outside, TrainablePredictor)
-        self.inside_, self.outside_ = inside.fit(runs), outside.fit(runs)
+        inside.fit(runs)
+        self.inside_: MeasuredPredictor = inside
+        self.outside_: TrainablePredictor = outside.fit(runs)
 
     def parts(self) -> tuple[MeasuredPredictor, TrainablePredictor]:
         """(inside, outside) predictors, fitted on the shipped runs if this one was never fitted."""
@@ -67,7 +70,8 @@ class HybridPredictor(TrainablePredictor):
 
     def _kind(self, spec: JobSpec, vm: VMType, gpus: int) -> str | None:
         """The outside predictor's kind of question for a configuration, if it has kinds (``regression`` does)."""
-        q = self.parts()[1].question(spec, vm, gpus) if hasattr(self.parts()[1], "question") else None
+        ask = getattr(self.parts()[1], "question", None)
+        q = ask(spec, vm, gpus) if ask is not None else None
         return None if q is None else q[0]
 
     def _outside_as(self, kind: str | None, specs: list[JobSpec], configs: list[Config]) -> float:
@@ -100,7 +104,7 @@ class HybridPredictor(TrainablePredictor):
         need = ~np.isfinite(out)
         if need.any():
             rows, cols = np.nonzero(need)
-            pairs = [(specs[i], configs[k]) for i, k in zip(rows, cols)]
+            pairs = [(specs[int(i)], configs[int(k)]) for i, k in zip(rows, cols)]
             r = np.array([float(outside.runtimes([s], [c])[0, 0]) for s, c in pairs])
             out[rows, cols] = np.where(np.isfinite(r), r * self._ratios(pairs), INFEASIBLE)
         return out

@@ -92,10 +92,12 @@ def _fit_key(df: pd.DataFrame, cpu_threads: str | int) -> dict[str, dict[int, di
         if len(np.unique(it)) > 1:
             a = float(np.polyfit(it, t, 1)[1])
         else:
-            a = shared[g] if shared[g] is not None else fallback
+            own = shared[g]
+            a = own if own is not None else fallback
         a = min(max(a, 0.0), cap)
         per_it = float(np.mean((t - a) / it))
-        out.setdefault(g, {}).setdefault(int(n), {})[int(b)] = GroupFit(a, per_it, int(d["cpu_threads"].iloc[0]), len(d))
+        fit = GroupFit(a, per_it, int(d["cpu_threads"].iloc[0]), len(d))
+        out.setdefault(g, {}).setdefault(int(n), {})[int(b)] = fit
     return out
 
 
@@ -108,7 +110,8 @@ class MeasuredPredictor(AffinePredictor, TrainablePredictor):
 
     def __init__(self, cpu_threads: str | int = "best", extrapolate_batch: bool = False):
         if cpu_threads != "best" and not (isinstance(cpu_threads, int) and cpu_threads > 0):
-            raise CapsimError(f"predictor 'measured': cpu_threads must be 'best' or a positive integer, got {cpu_threads!r}")
+            raise CapsimError("predictor 'measured': cpu_threads must be 'best' or a positive integer, "
+                              f"got {cpu_threads!r}")
         self.cpu_threads = cpu_threads
         self.extrapolate_batch = bool(extrapolate_batch)
         self._answers: dict[tuple, tuple[float, float, str | None]] = {}
@@ -152,11 +155,11 @@ class MeasuredPredictor(AffinePredictor, TrainablePredictor):
         """(overhead, per-iteration time, reason) for the spec's batch size on ``gpus`` GPUs of ``vm``'s model, at
         a CPU-thread count (default: the predictor's own setting)."""
         key = data_key(spec)
-        cpu = self.cpu_threads if cpu is None else cpu
-        memo = (key, spec.batch_size, vm.gpu.name, vm.gpu.measured_gflops, vm.name, vm.gpus, gpus, cpu)
+        setting: str | int = self.cpu_threads if cpu is None else cpu
+        memo = (key, spec.batch_size, vm.gpu.name, vm.gpu.measured_gflops, vm.name, vm.gpus, gpus, setting)
         hit = self._answers.get(memo)
         if hit is None:
-            hit = self._answer(key, spec.batch_size, vm, gpus, cpu)
+            hit = self._answer(key, spec.batch_size, vm, gpus, setting)
             self._answers[memo] = hit
         return hit
 
@@ -185,5 +188,6 @@ class MeasuredPredictor(AffinePredictor, TrainablePredictor):
             if not isinstance(r, tuple):
                 return INFEASIBLE, INFEASIBLE, (
                     f"{what} on {gname}: {gpus} GPUs would interpolate {lo} and {hi} GPUs, but with {c} GPUs {r}")
+        assert isinstance(rlo, tuple) and isinstance(rhi, tuple)
         w = (gpus - lo) / (hi - lo)
         return (1 - w) * rlo[0] + w * rhi[0], (1 - w) * rlo[1] + w * rhi[1], None

@@ -11,7 +11,8 @@ import pandas as pd
 from sim.catalogue import gpu_models
 from sim.model import CapsimError, Config, GPUModel, JobSpec, VMType
 
-__all__ = ["runs", "applications", "data_key", "measured_gpu_name", "row_specs", "row_configs", "FRAMEWORKS", "NO_DEPTH"]
+__all__ = ["runs", "applications", "data_key", "measured_gpu_name", "row_specs", "row_configs", "FRAMEWORKS",
+           "NO_DEPTH"]
 
 FRAMEWORKS = ("pytorch", "tensorflow")
 NO_DEPTH = -1
@@ -51,7 +52,8 @@ def data_key(spec: JobSpec) -> tuple[str, str, int]:
         )
     if spec.framework not in FRAMEWORKS:
         raise CapsimError(
-            f"job {spec.name or spec.application}: unknown framework {spec.framework!r}: use one of {', '.join(FRAMEWORKS)}"
+            f"job {spec.name or spec.application}: unknown framework {spec.framework!r}: "
+            f"use one of {', '.join(FRAMEWORKS)}"
         )
     fws = apps[spec.application]
     fw = spec.framework if spec.framework in fws else ("unknown" if "unknown" in fws else spec.framework)

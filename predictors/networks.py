@@ -88,7 +88,8 @@ class _Builder:
         self.g.add_edge(after, name)
         return name
 
-    def bottleneck(self, at: str, shape: tuple[int, int, int], out: int, stride: int, project: bool) -> tuple[str, tuple]:
+    def bottleneck(self, at: str, shape: tuple[int, int, int], out: int, stride: int, project: bool
+                   ) -> tuple[str, tuple]:
         c, h, w = shape
         mid = out // 4
         cur, s = at, shape

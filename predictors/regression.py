@@ -36,7 +36,7 @@ import pandas as pd
 from predictors.augmented import FLEXIBLE, fit_flexible, folds, select_features
 from predictors.base import TrainablePredictor, register
 from predictors.measurements import NO_DEPTH, data_key, measured_gpu_name
-from predictors.structured import DEPTH, LEVELS, TERM_SETS, fit_structured, row_speeds, speed
+from predictors.structured import DEPTH, LEVELS, TERM_SETS, fit_structured, input_scaling, row_speeds, speed
 from sim.model import INFEASIBLE, CapsimError, Config, JobSpec, VMType
 
 __all__ = ["RegressionPredictor", "FAMILIES", "AXES", "AppFit", "axis_splits", "mape"]
@@ -87,7 +87,7 @@ class AppFit:
 
     def __init__(self, owner: "RegressionPredictor", rows: pd.DataFrame, with_depth: bool):
         self.owner, self.rows, self.with_depth = owner, rows, with_depth
-        self.labels = owner.candidates(with_depth)
+        self.labels = owner.candidates(rows)
         self.scores: dict[tuple[str, str], float] = {}
         self.validated: set[str] = set()
         self.choice: dict[str, str] = {}
@@ -200,7 +200,8 @@ class RegressionPredictor(TrainablePredictor):
                  max_features: int = 8, cpu_threads: str | int = "best", seed: int = 0):
         bad = set(families) - set(FAMILIES)
         if bad or not families:
-            raise CapsimError(f"predictor 'regression': unknown families {sorted(bad)}; choose from {', '.join(FAMILIES)}")
+            raise CapsimError(f"predictor 'regression': unknown families {sorted(bad)}; "
+                              f"choose from {', '.join(FAMILIES)}")
         if degree < 1 or folds < 2 or max_features < 1:
             raise CapsimError(f"predictor 'regression': need degree >= 1, folds >= 2 and max_features >= 1, got "
                               f"degree={degree}, folds={folds}, max_features={max_features}")
@@ -217,8 +218,18 @@ class RegressionPredictor(TrainablePredictor):
         sel &= (df["depth"] != NO_DEPTH) if mkey[2] else (df["depth"] == NO_DEPTH)
         return df[sel]
 
-    def candidates(self, with_depth: bool) -> list[str]:
-        out = [f"structured/{t}{lv}" for lv in LEVELS for t in TERM_SETS] if "structured" in self.families else []
+    def candidates(self, rows: pd.DataFrame) -> list[str]:
+        """Candidate labels for one application's runs: the structured term sets whose input term scales as the
+        runs' input pipeline does (``structured.input_scaling``; both kinds when one GPU count cannot tell), each
+        with and without the per-cell level, then the other families."""
+        out = []
+        if "structured" in self.families:
+            sets = list(TERM_SETS)
+            if rows["gpus"].nunique() > 1:
+                scaling = input_scaling(rows)
+                wrong = "input" if scaling[True][1] < scaling[False][1] else "input_gpu"
+                sets = [t for t in sets if wrong not in TERM_SETS[t][0]]
+            out = [f"structured/{t}{lv}" for lv in LEVELS for t in sets]
         return out + [f for f in self.families if f != "structured"]
 
     def fit_candidate(self, label: str, rows: pd.DataFrame, with_depth: bool, memo: dict | None = None) -> Any:

@@ -20,11 +20,12 @@ overlaps the GPU (the loader prepares the next batch while the GPU trains on thi
 Fitted by non-negative least squares in relative error (rows weighted by 1/y); ``max`` by alternating: each run is
 assigned to the side that is larger under the current fit, each side is refitted on its runs, until the assignment
 settles (at most ``MAX_ROUNDS``; the best fit seen is kept). A GPU type measured at a single GPU count cannot
-separate the all-reduce from the rest: its all-reduce terms take the median of the GPU types that can (0 if none). A GPU type never measured is answered by one pooled model over all GPU types in which the GPU-side
-terms (``fixed``, ``work``, ``depth_*`` except the all-reduce) are divided by the GPU's speed to the power ``alpha``;
-``alpha`` (from ``ALPHAS``) is chosen by holding out the fastest measured GPU and predicting it from the others. The
-speed is the per-die GFLOP/s that identifies the GPU in the measurements (board figure over dies: K80 and M60 rows
-are per die, at their base clock), else the datasheet FP32 TFLOP/s × 1000.
+separate the all-reduce from the rest: its all-reduce terms take the median of the GPU types that can (0 if none). A
+GPU type never measured is answered by one pooled model over all GPU types in which the GPU-side terms (``fixed``,
+``work``, ``depth_*`` except the all-reduce) are divided by the GPU's speed to the power ``alpha``; ``alpha`` (from
+``ALPHAS``) is chosen by holding out the fastest measured GPU and predicting it from the others. The speed is the
+per-die GFLOP/s that identifies the GPU in the measurements (board figure over dies: K80 and M60 rows are per die,
+at their base clock), else the datasheet FP32 TFLOP/s × 1000.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ from scipy.optimize import nnls
 from sim.catalogue import gpu_models
 from sim.model import GPUModel
 
-__all__ = ["TERMS", "TERM_SETS", "LEVELS", "StructuredModel", "fit_structured", "speed", "row_speeds"]
+__all__ = ["TERMS", "TERM_SETS", "LEVELS", "StructuredModel", "fit_structured", "speed", "row_speeds",
+           "input_scaling"]
 
 TERMS: dict[str, Callable[[dict[str, np.ndarray]], np.ndarray]] = {
     "fixed": lambda v: np.ones_like(v["B"]),
@@ -72,7 +74,7 @@ LEVELS = ("", "+cell")
 """Candidate suffixes: ``+cell`` multiplies the answer on a measured (GPU type, GPU count) by the median ratio of
 measured to fitted time over that cell's runs (over the runs at the same CPU-thread count when there are some), so
 the terms give the shape and the cell's own runs the level; elsewhere it changes nothing."""
-ALPHAS = (0.5, 0.75, 1.0, 1.25)
+ALPHAS = (0.0, 0.25, 0.5, 0.75, 1.0, 1.25)
 
 
 def speed(gpu: GPUModel) -> float:
@@ -88,6 +90,21 @@ def row_speeds(rows: pd.DataFrame) -> np.ndarray:
         return rows["speed"].to_numpy(float)
     models = gpu_models()
     return rows["gpu"].map(lambda g: speed(models[g])).to_numpy(float)
+
+
+def input_scaling(rows: pd.DataFrame) -> dict[bool, tuple[float, float]]:
+    """How the CPU cost of the input pipeline scales, read off the runs: for samples = the global batch (False) and
+    the per-GPU batch (True), (smallest ``time per iteration × threads / samples``, its spread across GPU counts as a
+    coefficient of variation of the per-count minima). The scaling whose minima agree across counts is the pipeline's:
+    one pool of loader workers for the whole batch (PyTorch) or one pipeline per GPU (TensorFlow's benchmarks)."""
+    tpi = (rows["runtime_s"] / rows["iterations"]).to_numpy(float)
+    cpu, n = rows["cpu_threads"].to_numpy(float), rows["gpus"].to_numpy(float)
+    out = {}
+    for per_gpu in (False, True):
+        samples = rows["batch_size"].to_numpy(float) / (n if per_gpu else 1.0)
+        c = pd.Series(tpi * cpu / samples).groupby(n).min()
+        out[per_gpu] = (float(c.min()), float(c.std(ddof=0) / c.mean()) if len(c) > 1 else 0.0)
+    return out
 
 
 def _values(rows: pd.DataFrame) -> dict[str, np.ndarray]:
@@ -128,6 +145,16 @@ class StructuredModel:
     pooled: tuple[np.ndarray, np.ndarray | None] | None = None
     alpha: float = 1.0
     cells: dict[tuple, float] | None = None
+    source: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+    """(design, target, speeds, GPU names) of the training runs, for fitting the pooled model on first need."""
+
+    def pool(self) -> tuple[np.ndarray, np.ndarray | None] | None:
+        """The pooled model (fitted on first call: only a GPU type never measured needs it)."""
+        if self.pooled is None and self.source is not None:
+            x, y, s, names = self.source
+            self.alpha = _choose_alpha(x, y, s, names, self.terms, self.combine)
+            self.pooled = _fit(_pooled_design(x, self.terms, s, self.alpha), y, self.terms, self.combine)
+        return self.pooled
 
     def per_iteration(self, rows: pd.DataFrame) -> np.ndarray:
         """Seconds per iteration for query rows (columns of a runs table; ``gpu`` names a catalogue GPU)."""
@@ -138,9 +165,10 @@ class StructuredModel:
         for g in np.unique(gpus[known]):
             sel = gpus == g
             out[sel] = _combine(x[sel], self.per_gpu[g])
-        if self.pooled is not None and not known.all():
+        pooled = self.pool() if not known.all() else None
+        if pooled is not None:
             xp = _pooled_design(x[~known], self.terms, row_speeds(rows)[~known], self.alpha)
-            out[~known] = _combine(xp, self.pooled)
+            out[~known] = _combine(xp, pooled)
         if self.cells:
             out *= np.array([self.cells.get((g, n, c), self.cells.get((g, n), 1.0))
                              for g, n, c in zip(gpus, rows["gpus"].to_numpy(int), rows["cpu_threads"].to_numpy(int))])
@@ -151,9 +179,9 @@ class StructuredModel:
         ratio = (rows["runtime_s"] / rows["iterations"]).to_numpy(float) / self.per_iteration(rows)
         frame = pd.DataFrame({"g": rows["gpu"].to_numpy(), "n": rows["gpus"].to_numpy(int),
                               "c": rows["cpu_threads"].to_numpy(int), "r": ratio})
-        cells = {(g, n): float(v) for (g, n), v in frame.groupby(["g", "n"])["r"].median().items()}
+        cells: dict[tuple, float] = {(g, n): float(v) for (g, n), v in frame.groupby(["g", "n"])["r"].median().items()}
         cells.update({(g, n, c): float(v) for (g, n, c), v in frame.groupby(["g", "n", "c"])["r"].median().items()})
-        return StructuredModel(self.terms, self.combine, self.per_gpu, self.pooled, self.alpha, cells)
+        return StructuredModel(self.terms, self.combine, self.per_gpu, self.pooled, self.alpha, cells, self.source)
 
 
 def _combine(x: np.ndarray, theta: tuple[np.ndarray, np.ndarray | None]) -> np.ndarray:
@@ -244,7 +272,5 @@ def fit_structured(rows: pd.DataFrame, terms: Sequence[str], combine: str = "sum
         sel = gpus == g
         model.per_gpu[g] = _fit(x[sel], y[sel], terms, combine, dict(zip(comm, shared)))
     if pooled:
-        s = row_speeds(rows)
-        model.alpha = _choose_alpha(x, y, s, gpus, terms, combine)
-        model.pooled = _fit(_pooled_design(x, terms, s, model.alpha), y, terms, combine)
+        model.source = (x, y, row_speeds(rows), gpus)
     return model

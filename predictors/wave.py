@@ -1,14 +1,15 @@
 """Cross-GPU wave scaling (Habitat-style): a measured runtime on an origin GPU scaled to a destination GPU.
 
 The origin answer is the ``base`` predictor's fixed overhead + per-iteration time (default: ``measured``; any
-``AffinePredictor``) for the same job, GPU count and batch size on ``origin`` (default M60). The per-iteration time is split across the network's layers in proportion to
-their modelled time on the origin (``analytical`` layer costs at efficiency 1); each layer's share is scaled by
-``(BW_o/BW_d)^γ · (clk_o/clk_d)^(1−γ) · (SM_o/SM_d)^(1−γ)`` with ``γ = 1 − 0.5·I/R`` if ``I ≤ R`` else ``0.5·R/I``,
-``I`` the layer's FLOPs per byte and ``R`` the destination's peak FLOP/s per byte/s. The fixed overhead is kept.
-Networks without a layer graph (DeepSpeech) use one ``gamma_default`` for the whole iteration if given, else are
-unsupported. Destinations need SM count, clock and bandwidth (a clear error otherwise). With ``input_floor`` (default)
-the scaled time per iteration is never below the input-pipeline floor of the ``analytical`` predictor (applications
-whose runs are CPU-bound, at the thread count the origin answer was read at): a faster GPU does not decode faster.
+``AffinePredictor``) for the same job, GPU count and batch size on ``origin`` (default M60). The per-iteration time
+is split across the network's layers in proportion to their modelled time on the origin (``analytical`` layer costs
+at efficiency 1); each layer's share is scaled by ``(BW_o/BW_d)^γ · (clk_o/clk_d)^(1−γ) · (SM_o/SM_d)^(1−γ)`` with
+``γ = 1 − 0.5·I/R`` if ``I ≤ R`` else ``0.5·R/I``, ``I`` the layer's FLOPs per byte and ``R`` the destination's peak
+FLOP/s per byte/s. The fixed overhead is kept. Networks without a layer graph (DeepSpeech) use one ``gamma_default``
+for the whole iteration if given, else are unsupported. Destinations need SM count, clock and bandwidth (a clear
+error otherwise). With ``input_floor`` (default) the scaled time per iteration is never below the input-pipeline
+floor of the ``analytical`` predictor (applications whose runs are CPU-bound, at the thread count the origin answer
+was read at): a faster GPU does not decode faster.
 """
 
 from __future__ import annotations
@@ -63,8 +64,13 @@ class WavePredictor(AffinePredictor, TrainablePredictor):
     def _fit(self, runs: pd.DataFrame) -> None:
         base = clone(self.base) if self.base is not None else MeasuredPredictor()
         assert isinstance(base, AffinePredictor)
-        self.base_ = base.fit(runs) if isinstance(base, TrainablePredictor) else base
-        self.floor_ = AnalyticalPredictor().fit(runs) if self.input_floor else None
+        if isinstance(base, TrainablePredictor):
+            base.fit(runs)
+        self.base_: AffinePredictor = base
+        floor = AnalyticalPredictor()
+        self.floor_: AnalyticalPredictor | None = floor if self.input_floor else None
+        if self.floor_ is not None:
+            floor.fit(runs)
 
     def fitted_parts(self) -> tuple[AffinePredictor, AnalyticalPredictor | None]:
         """(origin predictor, input-floor predictor), fitted on the shipped runs if never fitted."""

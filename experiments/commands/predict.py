@@ -135,7 +135,7 @@ def _plot(pred: "pd.DataFrame", protocol: str, path: Path) -> None:
     rows = math.ceil(len(names) / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 3.2 * rows), squeeze=False)
     label = sub["application"] + "_" + sub["framework"].str[:2]
-    colours = dict(zip(sorted(label.unique()), plt.get_cmap("tab10").colors))
+    colours = dict(zip(sorted(label.unique()), plt.get_cmap("tab10")(np.arange(10))))
     lo, hi = pred["measured"].min() * 0.7, pred["measured"].max() * 1.4
     for ax in axes.flat[len(names):]:
         ax.set_visible(False)
@@ -164,7 +164,8 @@ def summary_table(summary: "pd.DataFrame") -> str:
     """Mean MAPE % over cells per protocol (rows) and predictor (columns), with the noise floor, the published mean,
     the target, and, for interpolation, the applications at target (≤ 5 % or at their floor) per predictor."""
     s = summary.copy()
-    s["cell"] = [_percent(m) + ("" if c > 0.995 else f" ({100 * c:.0f}%)") for m, c in zip(s["mean_mape"], s["coverage"])]
+    s["cell"] = [_percent(m) + ("" if c > 0.995 else f" ({100 * c:.0f}%)")
+                 for m, c in zip(s["mean_mape"], s["coverage"])]
     s.loc[s["apps_at_target"] != "", "cell"] += " [" + s["apps_at_target"] + "]"
     order = list(dict.fromkeys(s["protocol"]))
     table = s.pivot_table(index="protocol", columns="predictor", values="cell", aggfunc="first").reindex(order)

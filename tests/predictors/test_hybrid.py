@@ -56,4 +56,5 @@ def test_parts_must_fit_their_roles() -> None:
         build("hybrid", inside={"kind": "analytical"})
     with pytest.raises(CapsimError, match="outside must be a trainable"):
         build("hybrid", outside={"kind": "table", "table": {}})
-    assert math.isfinite(build("hybrid", outside={"kind": "analytical"}).runtime(job_types()["J5"], vm_type("inhouse3"), 8))
+    other = build("hybrid", outside={"kind": "analytical"})
+    assert math.isfinite(other.runtime(job_types()["J5"], vm_type("inhouse3"), 8))

@@ -114,7 +114,8 @@ def test_every_paper_job_has_a_feasible_config(pred: MeasuredPredictor) -> None:
 
 def test_vectorised_equals_scalar(pred: MeasuredPredictor) -> None:
     cfgs = configurations(vm_types().values())
-    specs = list(job_types().values()) + [JobSpec("alexnet", "tensorflow", 777, 100), JobSpec("resnet", "pytorch", 900, 64, depth=3)]
+    specs = list(job_types().values()) + [JobSpec("alexnet", "tensorflow", 777, 100),
+                                          JobSpec("resnet", "pytorch", 900, 64, depth=3)]
     table = pred.runtimes(specs, cfgs)
     for i, s in enumerate(specs):
         for k, c in enumerate(cfgs):

@@ -10,9 +10,9 @@ import pytest
 
 from predictors import build
 from predictors.analytical import AnalyticalPredictor, allreduce_time
+from predictors.augmented import augment, base_features
 from predictors.measured import MeasuredPredictor
 from predictors.networks import conv_cost, fc_cost, layer_costs, network, parameters
-from predictors.augmented import augment, base_features
 from predictors.regression import RegressionPredictor
 from predictors.wave import WavePredictor, gamma, scale_factor
 from sim.catalogue import configurations, gpu, job_types, vm_type, vm_types
