@@ -102,11 +102,21 @@ class HybridPredictor(TrainablePredictor):
         inside, outside = self.parts()
         out = np.array(inside.runtimes(specs, configs), dtype=float)
         need = ~np.isfinite(out)
-        if need.any():
-            rows, cols = np.nonzero(need)
-            pairs = [(specs[int(i)], configs[int(k)]) for i, k in zip(rows, cols)]
-            r = np.array([float(outside.runtimes([s], [c])[0, 0]) for s, c in pairs])
-            out[rows, cols] = np.where(np.isfinite(r), r * self._ratios(pairs), INFEASIBLE)
+        if not need.any():
+            return out
+        shapes: dict[tuple, list[int]] = {}
+        for i, s in enumerate(specs):
+            shapes.setdefault((s.application, s.framework, s.depth, s.batch_size), []).append(i)
+        for idx in shapes.values():
+            cols = np.flatnonzero(need[idx[0]])  # the measured range depends on the spec's shape, not its iterations
+            if not len(cols):
+                continue
+            sub = [specs[i] for i in idx]
+            r = outside.runtimes(sub, [configs[int(k)] for k in cols])
+            if self.anchor:
+                pairs = [(s, configs[int(k)]) for s in sub for k in cols]
+                r = r * self._ratios(pairs).reshape(r.shape)
+            out[np.ix_(idx, cols)] = np.where(np.isfinite(r), r, INFEASIBLE)
         return out
 
     def runtime(self, spec: JobSpec, vm: VMType, gpus: int) -> float:

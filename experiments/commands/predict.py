@@ -134,7 +134,7 @@ def _plot(pred: "pd.DataFrame", protocol: str, path: Path) -> None:
     cols = min(3, len(names))
     rows = math.ceil(len(names) / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 3.2 * rows), squeeze=False)
-    label = sub["application"] + "_" + sub["framework"].str[:2]
+    label = sub["application"] + "_" + sub["framework"].map({"pytorch": "pt", "tensorflow": "tf"})
     colours = dict(zip(sorted(label.unique()), plt.get_cmap("tab10")(np.arange(10))))
     lo, hi = pred["measured"].min() * 0.7, pred["measured"].max() * 1.4
     for ax in axes.flat[len(names):]:
@@ -162,7 +162,8 @@ def _percent(v: Any) -> str:
 
 def summary_table(summary: "pd.DataFrame") -> str:
     """Mean MAPE % over cells per protocol (rows) and predictor (columns), with the noise floor, the published mean,
-    the target, and, for interpolation, the applications at target (≤ 5 % or at their floor) per predictor."""
+    the cells whose floor is above it, the target, and, for interpolation, the applications at target (≤ 5 % or at
+    their floor) per predictor."""
     s = summary.copy()
     s["cell"] = [_percent(m) + ("" if c > 0.995 else f" ({100 * c:.0f}%)")
                  for m, c in zip(s["mean_mape"], s["coverage"])]
@@ -173,6 +174,8 @@ def summary_table(summary: "pd.DataFrame") -> str:
     first = s.groupby("protocol", sort=False).first()
     table["floor"] = first["noise_floor"].map(_percent)
     table["published"] = first["published"].map(_percent)
+    table["floor>published"] = [f"{k}/{n}" if p == p else "-"
+                                for k, n, p in zip(first["floor_above_published"], first["cells"], first["published"])]
     table["target"] = first["target"].map(_percent)
     return table.fillna("-").to_string()
 
@@ -213,7 +216,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         if len(ev.predictions) and (ev.predictions["protocol"] == protocol).any():
             _plot(ev.predictions, protocol, out / f"pred_vs_measured_{protocol}.png")
     print("Mean MAPE % over each protocol's cells (coverage in brackets when below 100 %; interpolation: "
-          "applications at <= 5 % or their noise floor); floor = mean noise floor of the cells")
+          "applications at <= 5 % or their noise floor); floor = mean noise floor of the cells; floor>published = "
+          "cells whose noise floor is above the published mean")
     print(summary_table(summary))
     print()
     print(application_table(ev.cells))
