@@ -116,7 +116,7 @@ class HybridPredictor(TrainablePredictor):
             if self.anchor:
                 pairs = [(s, configs[int(k)]) for s in sub for k in cols]
                 r = r * self._ratios(pairs).reshape(r.shape)
-            out[np.ix_(idx, cols)] = np.where(np.isfinite(r), r, INFEASIBLE)
+            out[np.ix_(np.asarray(idx), cols)] = np.where(np.isfinite(r), r, INFEASIBLE)
         return out
 
     def runtime(self, spec: JobSpec, vm: VMType, gpus: int) -> float:
