@@ -12,8 +12,9 @@ extrapolation along one axis — ``compute`` (a GPU type never measured), ``gpus
 of that GPU type), ``depth`` (a depth outside the measured ones), ``batch`` (a batch outside the range measured at
 that GPU type and count), checked in that order. Every candidate is scored per kind by a validation that asks that
 kind of question of the training runs: ``inside`` by random k-fold (``folds``), ``batch`` by holding out the largest
-batch of every (GPU type, GPU count) cell, ``gpus`` the largest count of every GPU type, ``compute`` the fastest GPU
-type, ``depth`` the largest depth (each one fit on the rest). A question is answered by the candidate that scored
+batch of every (GPU type, GPU count) cell (``batch_below`` the smallest), ``gpus`` the largest count of every GPU
+type, ``compute`` the fastest GPU type, ``depth`` the largest depth of every GPU count; the extrapolations also roll
+the origin back one step (predict the second largest from the values below it). A question is answered by the candidate that scored
 best on its kind; a kind the runs cannot validate (one GPU type, say) takes the candidate with the best mean score
 over the kinds that could be validated. Never random k-fold alone: trees validate well inside and answer flat
 beyond, which the extrapolation scores catch.
@@ -57,28 +58,38 @@ def mape(y: np.ndarray, pred: np.ndarray) -> float:
     return float(np.mean(np.abs(pred - y) / np.abs(y)))
 
 
-def axis_splits(rows: pd.DataFrame, axis: str, k: int, seed: int) -> list[np.ndarray] | None:
-    """Held-out positions of the validation of one kind of question on one application's runs (None: cannot)."""
+def axis_splits(rows: pd.DataFrame, axis: str, k: int, seed: int
+                ) -> list[tuple[np.ndarray, np.ndarray]] | None:
+    """The validation of one kind of question on one application's runs: (held-out positions, positions left out of
+    training) per step, or None if the runs cannot ask it. Extrapolations roll the origin back one step: predict the
+    largest value (of every cell) from the smaller ones, then the second largest from the values below it."""
     if axis == "inside":
-        return folds(len(rows), max(2, min(k, len(rows))), seed)
-    if axis in ("batch", "batch_below"):
-        cell = rows.groupby(["gpu", "gpus"])["batch_size"]
-        edge = cell.transform("max" if axis == "batch" else "min")
-        held = (rows["batch_size"] == edge) & (cell.transform("nunique") > 1)
-    elif axis == "gpus":
-        per = rows.groupby("gpu")["gpus"]
-        held = (rows["gpus"] == per.transform("max")) & (per.transform("nunique") > 1)
-    elif axis == "compute":
+        return [(f, f) for f in folds(len(rows), max(2, min(k, len(rows))), seed)]
+    if axis == "compute":
         names = rows["gpu"].to_numpy()
-        s = row_speeds(rows)
-        held = pd.Series((names == names[int(np.argmax(s))]) & (len(set(names)) > 1), index=rows.index)
+        if len(set(names)) < 2:
+            return None
+        held = np.flatnonzero(names == names[int(np.argmax(row_speeds(rows)))])
+        return [(held, held)]
+    if axis in ("batch", "batch_below"):
+        col, by = "batch_size", ["gpu", "gpus"]
+    elif axis == "gpus":
+        col, by = "gpus", ["gpu"]
     elif axis == "depth":
-        d = rows["depth"]
-        held = (d == d.max()) & (d.nunique() > 1) & (d != NO_DEPTH)
+        if (rows["depth"] == NO_DEPTH).any():
+            return None
+        col, by = "depth", ["gpu", "gpus"]
     else:
         raise CapsimError(f"unknown kind of question {axis!r}: choose from {', '.join(AXES)}")
-    pos = np.flatnonzero(held.to_numpy())
-    return [pos] if 0 < len(pos) < len(rows) else None
+    down = axis == "batch_below"
+    rank = rows.groupby(by)[col].rank(method="dense", ascending=down).to_numpy()
+    levels = rows.groupby(by)[col].transform("nunique").to_numpy()
+    out = []
+    for step in (1, 2):
+        held = np.flatnonzero((rank == step) & (levels > step))
+        if len(held):
+            out.append((held, np.flatnonzero((rank <= step) & (levels > step))))
+    return out or None
 
 
 class AppFit:
@@ -105,9 +116,9 @@ class AppFit:
                 memos: list[dict] = [{} for _ in parts]
                 for label in self.eligible(axis):
                     errs = []
-                    for test, memo in zip(parts, memos):
+                    for (test, out), memo in zip(parts, memos):
                         train = np.ones(len(d), dtype=bool)
-                        train[test] = False
+                        train[out] = False
                         with np.errstate(all="ignore"):
                             p = o.fit_candidate(label, d[train], self.with_depth, memo).per_iteration(d.iloc[test])
                         p = np.where(np.isfinite(p) & (p > 0), p, np.inf)

@@ -84,13 +84,14 @@ def test_cell_level_corrects_a_cell_bias() -> None:
 
 def test_validation_splits_ask_the_right_question() -> None:
     d = runs_from(law)
-    (top,) = axis_splits(d, "batch", 3, 0)
-    assert set(d.iloc[top].batch_size) == {64}
-    (low,) = axis_splits(d, "batch_below", 3, 0)
+    (top, top_out), (second, second_out) = axis_splits(d, "batch", 3, 0)
+    assert set(d.iloc[top].batch_size) == set(d.iloc[top_out].batch_size) == {64}
+    assert set(d.iloc[second].batch_size) == {32} and set(d.iloc[second_out].batch_size) == {32, 64}
+    (low, _), _ = axis_splits(d, "batch_below", 3, 0)
     assert set(d.iloc[low].batch_size) == {8}
-    (most,) = axis_splits(d, "gpus", 3, 0)
-    assert set(d.iloc[most].gpus) == {4}
-    (fast,) = axis_splits(d, "compute", 3, 0)
+    (most, _), (next_most, out) = axis_splits(d, "gpus", 3, 0)
+    assert set(d.iloc[most].gpus) == {4} and set(d.iloc[next_most].gpus) == {2} and set(d.iloc[out].gpus) == {2, 4}
+    ((fast, _),) = axis_splits(d, "compute", 3, 0)
     assert set(d.iloc[fast].gpu) == {"M60"}
     assert axis_splits(d, "depth", 3, 0) is None
     assert len(axis_splits(d, "inside", 3, 0)) == 3
