@@ -6,18 +6,20 @@ depth as a feature. The target is the time per iteration ``runtime / iterations`
 per term set of ``TERM_SETS``) and the aMLLibrary-style families of ``predictors.augmented`` (``linear``, ``ridge``,
 ``rf``, ``gbr``, ``svr``), those named in ``families``.
 
-A question is one of five kinds (``AXES``), read off the application's training runs: ``inside`` (a measured GPU type,
-a GPU count within its measured counts, a batch within the range measured at that count, a measured depth), or an
-extrapolation along one axis — ``compute`` (a GPU type never measured), ``gpus`` (a count outside the measured ones
-of that GPU type), ``depth`` (a depth outside the measured ones), ``batch`` (a batch outside the range measured at
-that GPU type and count), checked in that order. Every candidate is scored per kind by a validation that asks that
-kind of question of the training runs: ``inside`` by random k-fold (``folds``), ``batch`` by holding out the largest
-batch of every (GPU type, GPU count) cell (``batch_below`` the smallest), ``gpus`` the largest count of every GPU
-type, ``compute`` the fastest GPU type, ``depth`` the largest depth of every GPU count; the extrapolations also roll
-the origin back one step (predict the second largest from the values below it). A question is answered by the candidate that scored
-best on its kind; a kind the runs cannot validate (one GPU type, say) takes the candidate with the best mean score
-over the kinds that could be validated. Never random k-fold alone: trees validate well inside and answer flat
-beyond, which the extrapolation scores catch.
+A question is one of six kinds (``AXES``), read off the application's training runs: ``inside`` (a measured GPU
+type, a GPU count within its measured counts, a batch within the range measured at that count, a measured depth), or
+an extrapolation — ``compute`` (a GPU type never measured), ``gpus`` (a count outside the measured ones of that GPU
+type), ``depth`` (a depth outside the measured ones), ``batch`` / ``batch_below`` (a batch above / below the range
+measured at that GPU type and count), checked in that order. Every candidate is scored per kind by a validation that
+asks that kind of question of the training runs: ``inside`` by random k-fold (``folds``), ``batch`` by holding out
+the largest batch of every (GPU type, GPU count) cell (``batch_below`` the smallest), ``gpus`` the largest count of
+every GPU type, ``compute`` the fastest GPU type, ``depth`` the largest depth of every GPU count; the extrapolations
+also roll the origin back one step (predict the second largest from the values below it). Candidates: every family
+inside; outside, only bounded ones (``UNBOUNDED`` trees and RBF-SVR answer flat or mean-reverting beyond the data);
+for a GPU type never measured, only the structured family. A question is answered by the candidate that scored best
+on its kind, a flexible one only if it beats the best structured one by ``PARSIMONY``; a kind the runs cannot
+validate (one GPU type, say) takes the best mean score over the kinds that could be validated. Never random k-fold
+alone: trees validate well inside and answer flat beyond, which the extrapolation scores catch.
 
 A job's runtime is ``iterations × predicted time per iteration``; for speed the chosen model is read on a grid of
 iteration counts (``ANCHORS``, 6 per decade up to 10⁷, beyond which the time per iteration is held) and interpolated
