@@ -6,11 +6,19 @@ branches combined by ``branch_overlap`` (0: kernels run one after another, the s
 The all-reduce of ``S = 4 × parameters`` bytes over links of ``interconnect_gbs`` GB/s is a ring
 ``2(n−1)/n · S/B`` or a tree ``2⌈log2 n⌉ · S/B``. The efficiency ("platform percent of peak") is fitted per
 framework × GPU model together with ``fixed``, a per-iteration cost that does not shrink with the per-GPU batch
-(kernel launches, framework and input pipeline), by least squares in relative error of
-``measured time per iteration − all-reduce = fixed + modelled time at efficiency 1 / efficiency``, using at each measured (GPU count, batch size) only the runs at the fastest CPU-thread setting
-(the model describes the GPU, not a starved input pipeline); ``efficiency_by="application"`` fits one per application
-× framework × GPU instead. GPUs never measured use ``default_efficiency`` (default: the median over the measured GPUs
-of the same framework, or application). Job runtime = iterations × t. Networks without a layer graph (DeepSpeech) are unsupported.
+(kernel launches, framework), by least squares in relative error of ``measured time per iteration − all-reduce =
+fixed + modelled time at efficiency 1 / efficiency``, using at each measured (GPU count, batch size) only the runs at
+the fastest CPU-thread setting and leaving out input-bound runs (the model describes the GPU, not a starved input
+pipeline); ``efficiency_by="application"`` fits one per application × framework × GPU instead. GPUs never measured
+use ``default_efficiency`` (default: the median over the measured GPUs of the same group).
+
+The input pipeline is a floor: ``t = max(t_gpu, input)``, for the applications whose runs are CPU-bound (the fewest
+threads at least 20 % slower than the fastest setting in the median group). ``input = c × samples / threads``, with
+``c`` the smallest ``time per iteration × threads / samples`` over the runs and ``samples`` the global batch or the
+per-GPU batch, whichever makes ``c`` agree better across GPU counts (PyTorch's loader feeds all GPUs from one pool of
+workers; TensorFlow's benchmark pipeline feeds each GPU). Job runtime = iterations × t. Networks: the layer graphs of
+``predictors.networks``; the variable-depth ``resnet`` runs are the CIFAR-10 ResNet with ``depth`` modules per stage.
+DeepSpeech has no layer graph: unsupported.
 """
 
 from __future__ import annotations
@@ -21,26 +29,39 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from predictors.base import Predictor, register
+from predictors.base import TrainablePredictor, register
 from predictors.measured import select_cpu
-from predictors.measurements import NO_DEPTH, data_key, runs
-from predictors.networks import NETWORKS, layer_costs, network, parameters, time_on_graph
+from predictors.measurements import NO_DEPTH, data_key, row_configs, row_specs
+from predictors.networks import layer_costs, network, parameters, time_on_graph
+from predictors.structured import input_scaling
 from sim.catalogue import gpu_models
 from sim.model import INFEASIBLE, CapsimError, Config, GPUModel, JobSpec, VMType
 
-__all__ = ["AnalyticalPredictor", "graph_name", "check_specs", "allreduce_time"]
+__all__ = ["AnalyticalPredictor", "graph_name", "graph_depth", "check_specs", "allreduce_time", "InputCost"]
+
+GRAPHS = {"alexnet": "alexnet", "vgg19": "vgg19", "resnet50": "resnet50", "resnet": "resnet_cifar"}
+"""Application → layer graph (``resnet``: the variable-depth runs, a CIFAR-10 ResNet)."""
+
+InputCost = tuple[float, int, bool]
+"""(CPU seconds per sample, largest measured thread count, whether the samples are per GPU)."""
 
 
 def graph_name(application: str) -> str | None:
-    """The layer graph answering for an application (the ResNet depth variants use ResNet-50's with fewer modules)."""
-    return "resnet50" if application == "resnet" else application if application in NETWORKS else None
+    """The layer graph answering for an application, or None."""
+    return GRAPHS.get(application)
+
+
+def graph_depth(spec: JobSpec) -> int | None:
+    """Modules per stage of the spec's network: its depth for the variable-depth ResNet, else the standard one."""
+    return spec.depth if spec.application == "resnet" else None
 
 
 def check_specs(gpu: GPUModel) -> None:
     """A clear error for a GPU model without the specifications the analytical predictors need."""
     missing = [f for f in ("sms", "boost_mhz", "fp32_tflops", "bandwidth_gbs") if not getattr(gpu, f)]
     if missing:
-        raise CapsimError(f"GPU model {gpu.name}: no specs for {', '.join(missing)}; add them to the GPU table (gpus.csv)")
+        raise CapsimError(f"GPU model {gpu.name}: no specs for {', '.join(missing)}; "
+                          "add them to the GPU table (gpus.csv)")
 
 
 def _cpu_sensitivity(d: pd.DataFrame) -> float:
@@ -49,6 +70,13 @@ def _cpu_sensitivity(d: pd.DataFrame) -> float:
     means = tpi.groupby([d["gpu"], d["gpus"], d["batch_size"], d["depth"], d["cpu_threads"]]).mean()
     ratios = [m.iloc[0] / m.min() for _, m in means.groupby(level=[0, 1, 2, 3]) if len(m) > 1]
     return float(np.median(ratios)) if ratios else 1.0
+
+
+def _input_cost(d: pd.DataFrame) -> InputCost:
+    """The input cost of one CPU-bound application (module docstring), per sample of the global or per-GPU batch."""
+    scaling = input_scaling(d)
+    per_gpu = scaling[True][1] < scaling[False][1]
+    return scaling[per_gpu][0], int(d["cpu_threads"].max()), per_gpu
 
 
 def _fit_efficiency(pairs: np.ndarray) -> tuple[float, float]:
@@ -70,86 +98,86 @@ def allreduce_time(bytes_: float, gpus: int, link_gbs: float, algorithm: str) ->
 
 
 @register("analytical")
-class AnalyticalPredictor(Predictor):
+class AnalyticalPredictor(TrainablePredictor):
     """Layer-graph FLOPs/bytes model with efficiencies fitted per framework × GPU (module docstring)."""
+
+    fit_params = ("interconnect_gbs", "allreduce", "branch_overlap", "efficiency_by")
 
     def __init__(self, interconnect_gbs: float = 10.0, allreduce: str = "ring", branch_overlap: float = 0.0,
                  default_efficiency: float | None = None, efficiency_by: str = "framework",
-                 cpu_threads: str | int | None = "max", data: pd.DataFrame | None = None):
+                 cpu_threads: str | int | None = "max"):
         if allreduce not in ("ring", "tree"):
             raise CapsimError(f"predictor 'analytical': allreduce must be 'ring' or 'tree', got {allreduce!r}")
         if interconnect_gbs <= 0 or not 0 <= branch_overlap <= 1:
             raise CapsimError("predictor 'analytical': need interconnect_gbs > 0 and 0 <= branch_overlap <= 1")
-        self.link, self.allreduce, self.overlap = float(interconnect_gbs), allreduce, float(branch_overlap)
         if efficiency_by not in ("framework", "application"):
-            raise CapsimError(f"predictor 'analytical': efficiency_by must be 'framework' or 'application', got {efficiency_by!r}")
-        self.default_efficiency, self.efficiency_by = default_efficiency, efficiency_by
+            raise CapsimError("predictor 'analytical': efficiency_by must be 'framework' or 'application', "
+                              f"got {efficiency_by!r}")
         if cpu_threads not in ("max", None) and not (isinstance(cpu_threads, int) and cpu_threads > 0):
-            raise CapsimError(f"predictor 'analytical': cpu_threads must be 'max', null or a positive integer, got {cpu_threads!r}")
-        self.cpu_threads = cpu_threads
-        self._data = data
-        self._input: dict[tuple[str, str], tuple[float, int]] | None = None
-        self._eff: dict[tuple[str, str], tuple[float, float]] | None = None
-        self._cache: dict[tuple, float] = {}
+            raise CapsimError("predictor 'analytical': cpu_threads must be 'max', null or a positive integer, "
+                              f"got {cpu_threads!r}")
+        self.interconnect_gbs, self.allreduce = float(interconnect_gbs), allreduce
+        self.branch_overlap, self.default_efficiency = float(branch_overlap), default_efficiency
+        self.efficiency_by, self.cpu_threads = efficiency_by, cpu_threads
+        self._ideal: dict[tuple, float] = {}
 
     def ideal_time(self, net: str, depth: int | None, batch_per_gpu: float, gpu: GPUModel) -> float:
         """Seconds per iteration on one GPU at efficiency 1 (no all-reduce)."""
         key = (net, depth, batch_per_gpu, gpu.name)
-        if key not in self._cache:
+        if key not in self._ideal:
             g = network(net, depth)
             c = layer_costs(g)
             per_layer = (c["flops"] * batch_per_gpu / (gpu.fp32_tflops * 1e12)
                          + (c["act"] * batch_per_gpu + 12.0 * c["weights"]) / (gpu.bandwidth_gbs * 1e9))
-            self._cache[key] = time_on_graph(g, dict(zip(c["name"], per_layer)), self.overlap)
-        return self._cache[key]
+            self._ideal[key] = time_on_graph(g, dict(zip(c["name"], per_layer)), self.branch_overlap)
+        return self._ideal[key]
 
     def comm_time(self, net: str, depth: int | None, gpus: int) -> float:
-        return allreduce_time(4.0 * parameters(network(net, depth)), gpus, self.link, self.allreduce)
+        return allreduce_time(4.0 * parameters(network(net, depth)), gpus, self.interconnect_gbs, self.allreduce)
 
-    def input_costs(self) -> dict[tuple[str, str], tuple[float, int]]:
-        """(CPU seconds per sample, largest measured thread count) per input-bound (application, framework)."""
-        if self._input is None:
-            df = runs() if self._data is None else self._data
-            c = df["runtime_s"] / df["iterations"] * df["cpu_threads"] / df["batch_size"]
-            self._input = {}
-            for (a, f), d in df.groupby(["application", "framework"]):
+    def input_costs(self) -> dict[tuple[str, str], InputCost]:
+        """The input cost of every input-bound (application, framework) of the training runs."""
+        def make() -> dict[tuple[str, str], InputCost]:
+            out = {}
+            for (a, f), d in self.training_runs().groupby(["application", "framework"]):
                 if _cpu_sensitivity(d) >= 1.2:
-                    self._input[(a, f)] = (float(c[d.index].min()), int(d["cpu_threads"].max()))
-        return self._input
+                    out[(str(a), str(f))] = _input_cost(d)
+            return out
 
-    def input_time(self, application: str, framework: str, batch: int, cpu: float | None) -> float:
+        return self.shared("input", make)
+
+    def input_time(self, application: str, framework: str, batch: int, gpus: int, cpu: str | float | None) -> float:
         """Seconds per iteration the input pipeline needs (0 without a CPU count or a fitted cost)."""
         cost = self.input_costs().get((application, framework))
         if cost is None or cpu is None:
             return 0.0
-        return batch * cost[0] / (cost[1] if cpu == "max" else float(cpu))
+        samples = batch / gpus if cost[2] else batch
+        return samples * cost[0] / (cost[1] if cpu == "max" else float(cpu))
 
     def _group(self, application: str, framework: str) -> str:
         return framework if self.efficiency_by == "framework" else f"{application}/{framework}"
 
     def efficiencies(self) -> dict[tuple[str, str], tuple[float, float]]:
         """Fitted (efficiency, fixed s/iteration) per (framework or application/framework, GPU name)."""
-        if self._eff is None:
-            df = runs() if self._data is None else self._data
-            gpus = gpu_models()
-            ratios: dict[tuple[str, str], list[float]] = {}
-            for (app, fw, depth), dd in df.groupby(["application", "framework", "depth"]):
-                net = graph_name(app)
-                if net is None or (net != "resnet50" and depth != NO_DEPTH):
-                    continue
-                floor = self.input_time(app, fw, 1, 1.0) * dd["batch_size"] / dd["cpu_threads"]
-                dd = dd[floor < 0.8 * dd["runtime_s"] / dd["iterations"]]
-                for (gname, n, b), d in select_cpu(dd, "best").groupby(["gpu", "gpus", "batch_size"]):
-                    self._add_ratios(ratios, self._group(app, fw), net, depth, gpus[gname], int(n), int(b), d)
-            self._eff = {k: _fit_efficiency(np.array(v)) for k, v in ratios.items() if v}
-        return self._eff
+        return self.shared("efficiency", self._fit_efficiencies)
 
-    def _add_ratios(self, ratios: dict, group: str, net: str, depth: int, gpu: GPUModel, n: int, b: int,
-                    d: pd.DataFrame) -> None:
-        dep = None if depth == NO_DEPTH else int(depth)
-        ideal = self.ideal_time(net, dep, b / n, gpu)
-        per_it = (d["runtime_s"] / d["iterations"]).to_numpy(float) - self.comm_time(net, dep, n)
-        ratios.setdefault((group, gpu.name), []).extend((ideal, y) for y in per_it[per_it > 0])
+    def _fit_efficiencies(self) -> dict[tuple[str, str], tuple[float, float]]:
+        gpus = gpu_models()
+        ratios: dict[tuple[str, str], list[tuple[float, float]]] = {}
+        for (app, fw, depth), dd in self.training_runs().groupby(["application", "framework", "depth"]):
+            net = graph_name(str(app))
+            if net is None or (app != "resnet" and depth != NO_DEPTH):
+                continue
+            floor = np.array([self.input_time(str(app), str(fw), b, n, c)
+                              for b, n, c in zip(dd["batch_size"], dd["gpus"], dd["cpu_threads"])])
+            dd = dd[floor < 0.8 * dd["runtime_s"] / dd["iterations"]]
+            dep = None if depth == NO_DEPTH else int(depth)
+            for (gname, n, b), d in select_cpu(dd, "best").groupby(["gpu", "gpus", "batch_size"]):
+                ideal = self.ideal_time(net, dep, b / n, gpus[gname])
+                per_it = (d["runtime_s"] / d["iterations"]).to_numpy(float) - self.comm_time(net, dep, int(n))
+                ratios.setdefault((self._group(str(app), str(fw)), gname), []).extend(
+                    (ideal, y) for y in per_it[per_it > 0])
+        return {k: _fit_efficiency(np.array(v)) for k, v in ratios.items() if v}
 
     def efficiency(self, spec: JobSpec, gpu: GPUModel) -> tuple[float, float]:
         """(efficiency, fixed seconds per iteration) of the spec's framework (or application) on ``gpu``."""
@@ -164,19 +192,20 @@ class AnalyticalPredictor(Predictor):
             return float(self.default_efficiency), fixed
         return float(np.median([v[0] for v in same])), fixed
 
-    def per_iteration(self, spec: JobSpec, gpu: GPUModel, gpus: int, cpu: str | float | None = "default") -> float:
+    def per_iteration(self, spec: JobSpec, gpu: GPUModel, gpus: int, cpu: str | float | None) -> float:
         """Seconds per iteration: GPU time, all-reduce, and the input-pipeline floor at ``cpu`` threads."""
         net = graph_name(spec.application)
-        depth = spec.depth if spec.application == "resnet" else None
+        assert net is not None
+        depth = graph_depth(spec)
         eff, fixed = self.efficiency(spec, gpu)
         t = self.ideal_time(net, depth, spec.batch_size / gpus, gpu) / eff + fixed + self.comm_time(net, depth, gpus)
         _, fw, _ = data_key(spec)
-        return max(t, self.input_time(spec.application, fw, spec.batch_size, self.cpu_threads if cpu == "default" else cpu))
+        return max(t, self.input_time(spec.application, fw, spec.batch_size, gpus, cpu))
 
     def support(self, spec: JobSpec, vm: VMType, gpus: int) -> str | None:
         data_key(spec)
         if graph_name(spec.application) is None:
-            return f"no layer graph for {spec.application} (known: {', '.join(NETWORKS)})"
+            return f"no layer graph for {spec.application} (known: {', '.join(GRAPHS)})"
         if gpus < 1 or gpus > vm.gpus:
             return f"{gpus} GPUs requested on {vm.name}, which has {vm.gpus}"
         if spec.application == "resnet" and spec.depth is None:
@@ -184,41 +213,41 @@ class AnalyticalPredictor(Predictor):
         check_specs(vm.gpu)
         return None
 
-    def runtime(self, spec: JobSpec, vm: VMType, gpus: int, cpu: str | float | None = "default") -> float:
-        """Job seconds; ``cpu`` overrides the assumed CPU-thread count (for scoring runs made at a known count)."""
+    def runtime(self, spec: JobSpec, vm: VMType, gpus: int) -> float:
         if self.support(spec, vm, gpus) is not None:
             return INFEASIBLE
-        return spec.iterations * self.per_iteration(spec, vm.gpu, gpus, cpu)
+        return spec.iterations * self.per_iteration(spec, vm.gpu, gpus, self.cpu_threads)
 
     def runtimes(self, specs: Sequence[JobSpec], configs: Sequence[Config]) -> np.ndarray:
         return per_iteration_table(self, specs, configs)
 
+    def predict_runs(self, rows: pd.DataFrame) -> np.ndarray:
+        """Each row at its own CPU-thread count."""
+        out = np.full(len(rows), np.nan)
+        for i, (s, c, cpu) in enumerate(zip(row_specs(rows), row_configs(rows), rows["cpu_threads"])):
+            if self.support(s, c.vm, c.gpus) is None:
+                out[i] = s.iterations * self.per_iteration(s, c.vm.gpu, c.gpus, float(cpu))
+        return out
 
-def per_iteration_table(pred: Predictor, specs: Sequence[JobSpec], configs: Sequence[Config],
-                        affine: bool = False) -> np.ndarray:
-    """Vectorised runtimes for predictors linear in iterations, one evaluation per distinct spec shape and config.
 
-    ``affine``: the runtime is ``a + iterations × b`` (evaluated at 1 and 2 iterations), else ``iterations × b``.
-    """
+def per_iteration_table(pred: AnalyticalPredictor, specs: Sequence[JobSpec], configs: Sequence[Config]) -> np.ndarray:
+    """Vectorised runtimes ``iterations × per_iteration``: one evaluation per distinct spec shape and configuration,
+    the same product as ``runtime``."""
     index: dict[tuple, int] = {}
     rows = np.empty(len(specs), dtype=np.intp)
     firsts: list[JobSpec] = []
     for i, s in enumerate(specs):
-        k = (s.application, s.framework, s.depth, s.batch_size)
-        if k not in index:
-            index[k] = len(firsts)
+        shape = (s.application, s.framework, s.depth, s.batch_size)
+        if shape not in index:
+            index[shape] = len(firsts)
             firsts.append(s)
-        rows[i] = index[k]
-
-    def at(its: int) -> np.ndarray:
-        table = [[pred.runtime(JobSpec(s.application, s.framework, its, s.batch_size, s.name, s.depth), c.vm, c.gpus)
-                  for c in configs] for s in firsts]
-        return np.array(table, dtype=float).reshape(len(firsts), len(configs))
-
-    one = at(1)
+        rows[i] = index[shape]
+    per_it = np.full((len(firsts), len(configs)), INFEASIBLE)
+    for j, s in enumerate(firsts):
+        for k, c in enumerate(configs):
+            if pred.support(s, c.vm, c.gpus) is None:
+                per_it[j, k] = pred.per_iteration(s, c.vm.gpu, c.gpus, pred.cpu_threads)
     its = np.fromiter((s.iterations for s in specs), dtype=float, count=len(specs))
-    with np.errstate(invalid="ignore"):
-        slope = at(2) - one if affine else one
-        out = slope[rows] * its[:, None] + (one - slope)[rows] if affine else slope[rows] * its[:, None]
+    out = its[:, None] * per_it[rows]
     out[~np.isfinite(out)] = INFEASIBLE
     return out

@@ -1,168 +1,206 @@
-"""Scoring predictors on the measurements under named protocols (fit on a training split, predict the test runs).
+"""Scoring predictors on the measurements: fit on each split's training runs, predict its test runs, MAPE per cell.
 
-Protocols, applied per application (application × framework; the variable-depth runs form their own application):
-- ``interpolation``: random 5-fold split of the runs;
-- ``batch``: train on the smaller half of the measured batch sizes, test on the larger;
-- ``gpus``: train on the smaller half of the measured GPU counts, test on the larger;
-- ``compute``: leave one GPU model out (each GPU model in turn is the test set);
-- ``depth``: the variable-depth ResNet runs, train on depth ≤ 5, test on depth > 5.
-Predictors scored: ``measured`` (``measured_x``: with ``extrapolate_batch``), ``regression`` (``regression_linear``:
-the linear and ridge families only, which extrapolate more gracefully than trees), ``analytical`` (efficiency per
-framework × GPU; ``analytical_app``: per application × GPU) and ``wave`` (origin M60, or K80 when M60 is held out).
-Every test run is predicted with its own GPU, GPU count, batch size, iterations and CPU threads. A predictor may
-decline a run (unsupported); MAPE is over the runs it answered and ``coverage`` says which fraction that was.
-``noise_floor`` is the MAPE of predicting each test run by the mean of its repeats (same features) in the test set,
-a lower bound no predictor can beat on average.
+The predictors scored are the trainable kinds of the registry (``Predictor.trainable()``), each built with its default
+parameters, or the ones named (``kind`` or ``kind(param=value, ...)``). Each is fitted with ``fit`` on a split's
+training runs and answers its test runs with ``predict_runs`` (every run with its own GPU, GPU count, batch size,
+iterations, CPU threads and depth). A predictor may decline a run (unsupported): a cell's MAPE is over the runs it
+answered, and ``coverage`` (in ``coverage.csv`` and the tables) says which fraction that was.
+
+A run's noise floor is how far it lies from the mean of its repeats (same application, framework, depth, GPU, GPU
+count, batch, iterations, CPU threads), scaled by √(k/(k−1)) for k repeats so that it estimates the spread of a run
+around its true mean rather than around a sample mean that includes it; a cell's floor is the mean over its runs that
+have repeats. No predictor can beat it on average, so a figure below it is luck, and a target below it cannot be
+met honestly.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Iterator, Sequence
+import os
+import re
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
 
-from predictors.analytical import AnalyticalPredictor
-from predictors.measured import MeasuredPredictor
-from predictors.measurements import NO_DEPTH, runs
-from predictors.regression import FAMILIES, RegressionPredictor
-from predictors.wave import WavePredictor
-from sim.catalogue import gpu_models
-from sim.model import CapsimError, JobSpec, VMType
+from predictors.base import TrainablePredictor, build, registry
+from predictors.measurements import runs
+from predictors.protocols import CELL_KEYS, PROTOCOLS, PUBLISHED, Split, splits
+from sim.model import CapsimError
 
-__all__ = ["PROTOCOLS", "PREDICTORS", "splits", "evaluate", "summarise", "app_label"]
+__all__ = ["PUBLISHED_MEANS", "TARGETS", "trainable_kinds", "parse_predictor", "noise_floor", "evaluate",
+           "Evaluation", "protocol_summary", "CELL_COLUMNS"]
 
-PROTOCOLS = ("interpolation", "batch", "gpus", "compute", "depth")
-PREDICTORS = ("measured", "measured_x", "regression", "regression_linear", "analytical", "analytical_app", "wave")
-FEATURES = ["gpu", "gpus", "batch_size", "iterations", "cpu_threads", "depth"]
-
-
-def app_label(application: str, framework: str, has_depth: bool) -> str:
-    short = {"pytorch": "pt", "tensorflow": "tf"}.get(framework, framework)
-    return f"{application}_{short}" + ("_depth" if has_depth else "")
+PUBLISHED_MEANS = {"batch": 0.084, "gpus": 0.138, "compute": 0.107, "depth": 0.20}
+"""Mean MAPE per protocol of the published end-to-end regression on these runs."""
+TARGETS = {"batch": 0.084, "gpus": 0.138, "compute": 0.107, "depth": 0.05, "interpolation": 0.05}
+"""capsim's targets (issue 10); interpolation's is per application, or the application's noise floor."""
+CELL_COLUMNS = list(CELL_KEYS) + ["predictor", "mape", "test_runs", "noise_floor"]
+RUN_FEATURES = ["application", "framework", "gpu", "gpus", "batch_size", "iterations", "cpu_threads", "depth"]
 
 
-def _apps(df: pd.DataFrame) -> Iterator[tuple[str, pd.DataFrame]]:
-    for (a, f, d), g in df.groupby(["application", "framework", df["depth"] != NO_DEPTH]):
-        yield app_label(a, f, bool(d)), g
+def trainable_kinds() -> list[str]:
+    """Every registered predictor kind that learns from runs (each class once, under its own name)."""
+    from sim.contracts import PREDICTORS
+
+    return [k for k, cls in PREDICTORS.kinds(aliases=False).items() if getattr(cls, "trainable", lambda: False)()]
 
 
-def _lower_half(values: pd.Series) -> set:
-    vals = sorted(values.unique())
-    return set(vals[: max(1, len(vals) // 2)])
+def parse_predictor(text: str) -> tuple[str, str, dict[str, Any]]:
+    """(label, kind, params) from ``kind`` or ``kind(param=value, ...)`` (values: numbers, true/false, null, words;
+    ``a|b|c`` is a list)."""
+    m = re.fullmatch(r"\s*([A-Za-z_][\w]*)\s*(?:\((.*)\))?\s*", text)
+    if not m:
+        raise CapsimError(f"predictor {text!r}: write a kind, or kind(param=value, ...)")
+    kind, args = m.group(1), m.group(2)
+    params: dict[str, Any] = {}
+    for part in filter(None, (p.strip() for p in (args or "").split(","))):
+        if "=" not in part:
+            raise CapsimError(f"predictor {text!r}: {part!r} is not param=value")
+        k, v = (x.strip() for x in part.split("=", 1))
+        params[k] = _value(v)
+    kinds = registry()
+    if kind not in kinds:
+        raise CapsimError(f"unknown predictor {kind!r} for evaluation: choose from {', '.join(trainable_kinds())}")
+    if not getattr(kinds[kind], "trainable", lambda: False)():
+        raise CapsimError(f"predictor {kind!r} does not learn from runs and cannot be evaluated; trainable kinds: "
+                          f"{', '.join(trainable_kinds())}")
+    return text.strip(), kind, params
 
 
-def splits(df: pd.DataFrame, protocol: str, seed: int = 0) -> Iterator[tuple[str, pd.Index, pd.Index]]:
-    """(application label, training index, test index) of every split of ``protocol`` (module docstring).
-
-    The training set is every run but the test runs (other applications included, which only the predictors pooling
-    across applications use), except under ``compute``, where no application keeps a run on the held-out GPU.
-    """
-    if protocol not in PROTOCOLS:
-        raise CapsimError(f"unknown evaluation protocol {protocol!r}: choose from {', '.join(PROTOCOLS)}")
-    for label, g in _apps(df):
-        for test in _tests(g, protocol, label.endswith("_depth"), seed):
-            if protocol == "compute":
-                yield label, df.index[df["gpu"] != g.loc[test[0], "gpu"]], test
-            else:
-                yield label, df.index.difference(test), test
-
-
-def _tests(g: pd.DataFrame, protocol: str, has_depth: bool, seed: int) -> Iterator[pd.Index]:
-    if protocol == "interpolation":
-        perm = np.random.default_rng(np.random.SeedSequence(seed)).permutation(len(g))
-        for k in range(5):
-            yield g.index[np.sort(perm[k::5])]
-    elif protocol in ("batch", "gpus"):
-        col = "batch_size" if protocol == "batch" else "gpus"
-        if not has_depth and g[col].nunique() > 1:
-            yield g.index[~g[col].isin(_lower_half(g[col]))]
-    elif protocol == "compute":
-        if g["gpu"].nunique() > 1:
-            for name in sorted(g["gpu"].unique()):
-                yield g.index[g["gpu"] == name]
-    elif protocol == "depth" and has_depth and g["application"].iloc[0] == "resnet":
-        yield g.index[g["depth"] > 5]
+def _value(v: str) -> Any:
+    if "|" in v:
+        return [_value(x.strip()) for x in v.split("|") if x.strip()]
+    low = v.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low in ("null", "none"):
+        return None
+    for cast in (int, float):
+        try:
+            return cast(v)
+        except ValueError:
+            pass
+    return v.strip("'\"")
 
 
-def _vm(gpu_name: str, gpus: int) -> VMType:
-    return VMType(name=f"eval-{gpu_name}", gpu=gpu_models()[gpu_name], gpus=int(gpus), price_per_hour=0.0)
+def noise_floor(df: pd.DataFrame) -> np.ndarray:
+    """Each run's distance to the mean of its repeats, relative and corrected (module docstring); NaN if alone."""
+    keys = RUN_FEATURES
+    grp = df.groupby(keys, dropna=False)["runtime_s"]
+    k = grp.transform("size").to_numpy(float)
+    mean = grp.transform("mean").to_numpy(float)
+    y = df["runtime_s"].to_numpy(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(k > 1, np.abs(y - mean) / y * np.sqrt(k / (k - 1)), np.nan)
 
 
-def _specs(rows: pd.DataFrame) -> list[JobSpec]:
-    fw = rows["framework"].replace({"unknown": "tensorflow"})
-    return [JobSpec(a, f, int(i), int(b), depth=None if d == NO_DEPTH else int(d))
-            for a, f, i, b, d in zip(rows["application"], fw, rows["iterations"], rows["batch_size"], rows["depth"])]
+def _init_worker() -> None:
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = "1"
 
 
-def _by_row(make: Callable[[int], object], rows: pd.DataFrame, how: Callable) -> np.ndarray:
-    """Predict rows with one predictor per CPU-thread setting (built lazily by ``make(cpu)``)."""
-    out = np.full(len(rows), np.nan)
-    specs = _specs(rows)
-    gpus, names, cpus = rows["gpus"].to_numpy(int), rows["gpu"].to_numpy(), rows["cpu_threads"].to_numpy()
-    vms = {(g, n): _vm(g, n) for g, n in set(zip(names, gpus))}
-    for cpu in sorted(set(cpus)):
-        pred = make(int(cpu))
-        for j in np.flatnonzero(cpus == cpu):
-            out[j] = how(pred, specs[j], vms[(names[j], gpus[j])], int(gpus[j]))
+def run_split(df: pd.DataFrame, split: Split, predictors: Sequence[tuple[str, str, dict[str, Any]]]
+              ) -> list[tuple[str, np.ndarray]]:
+    """Every predictor fitted on the split's training runs and asked its test runs (seconds, NaN = declined)."""
+    train, test = df.iloc[split.train], df.iloc[split.test]
+    out = []
+    for label, kind, params in predictors:
+        p = build(kind, **params)
+        assert isinstance(p, TrainablePredictor)
+        with np.errstate(all="ignore"):
+            out.append((label, np.array(p.fit(train).predict_runs(test), dtype=np.float64)))
     return out
 
 
-def _predict(name: str, train: pd.DataFrame, test: pd.DataFrame, regression_folds: int) -> np.ndarray:
-    rt = lambda p, s, v, g: p.runtime(s, v, g)  # noqa: E731
-    if name in ("measured", "measured_x"):
-        x = name == "measured_x"
-        return _by_row(lambda c: MeasuredPredictor(cpu_threads=c, extrapolate_batch=x, data=train), test, rt)
-    if name == "wave":
-        origins = [o for o in ("M60", "K80") if o in set(train["gpu"])]
-        if not origins:
-            return np.full(len(test), np.nan)
-        return _by_row(lambda c: WavePredictor(origin=origins[0], base=MeasuredPredictor(cpu_threads=c, data=train)),
-                       test, rt)
-    if name in ("analytical", "analytical_app"):
-        p = AnalyticalPredictor(efficiency_by="framework" if name == "analytical" else "application", data=train)
-        return _by_row(lambda c: (p, c), test, lambda pc, s, v, g: pc[0].runtime(s, v, g, cpu=pc[1]))
-    if name in ("regression", "regression_linear"):
-        fams = ("linear", "ridge") if name == "regression_linear" else FAMILIES
-        p = RegressionPredictor(families=fams, folds=regression_folds, data=train)
-        a, f, d = test["application"].iloc[0], test["framework"].iloc[0], bool((test["depth"] != NO_DEPTH).any())
-        return p.predict_frame(test, (a, f, d))
-    raise CapsimError(f"unknown predictor {name!r} for evaluation: choose from {', '.join(PREDICTORS)}")
+@dataclass
+class Evaluation:
+    """Per-run predictions and per-cell scores of one evaluation."""
+
+    predictions: pd.DataFrame
+    cells: pd.DataFrame
+    coverage: pd.DataFrame
 
 
-def evaluate(protocols: Sequence[str] = PROTOCOLS, predictors: Sequence[str] = PREDICTORS, seed: int = 0,
-             regression_folds: int = 3, data: pd.DataFrame | None = None,
-             progress: Callable[[str], None] | None = None) -> pd.DataFrame:
-    """Predictions of every test run: columns protocol, app, split, predictor, the run's features, measured, predicted."""
+def evaluate(protocols: Sequence[str] = PUBLISHED, predictors: Sequence[str] | None = None, seed: int = 0,
+             data: pd.DataFrame | None = None, workers: int = 1,
+             progress: Callable[[int, int, str], None] | None = None) -> Evaluation:
+    """Score ``predictors`` (default: every trainable kind) under ``protocols`` (module docstring); splits run on
+    ``workers`` processes. ``progress(done, total, label)`` is called as splits finish."""
     df = (runs() if data is None else data).reset_index(drop=True)
-    for p in predictors:
-        if p not in PREDICTORS:
-            raise CapsimError(f"unknown predictor {p!r} for evaluation: choose from {', '.join(PREDICTORS)}")
-    frames = []
-    for protocol in protocols:
-        for k, (label, tr, te) in enumerate(splits(df, protocol, seed)):
-            train, test = df.loc[tr], df.loc[te]
-            for name in predictors:
+    specs = [parse_predictor(p) for p in (predictors or trainable_kinds())]
+    bad = [p for p in protocols if p not in PROTOCOLS]
+    if bad:
+        raise CapsimError(f"unknown evaluation protocol {bad[0]!r}: choose from {', '.join(PROTOCOLS)}")
+    todo = [s for p in protocols for s in splits(df, p, seed) if len(s.test)]
+    results: dict[int, list[tuple[str, np.ndarray]]] = {}
+    label = lambda s: f"{s.protocol} split {s.index + 1}"  # noqa: E731
+    if workers <= 1:
+        for i, s in enumerate(todo):
+            results[i] = run_split(df, s, specs)
+            if progress:
+                progress(len(results), len(todo), label(s))
+    else:
+        import multiprocessing
+
+        order = sorted(range(len(todo)), key=lambda i: -len(todo[i].train) * (todo[i].protocol == "interpolation"))
+        ctx = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker) as pool:
+            futures = {pool.submit(run_split, df, todo[i], specs): i for i in order}
+            for f in as_completed(futures):
+                results[futures[f]] = f.result()
                 if progress:
-                    progress(f"{protocol} {label} split {k} {name}")
-                with np.errstate(all="ignore"):
-                    pred = _predict(name, train, test, regression_folds)
-                frames.append(test[FEATURES].assign(protocol=protocol, app=label, split=k, predictor=name,
-                                                    measured=test["runtime_s"].to_numpy(), predicted=pred))
-    return pd.concat(frames, ignore_index=True)
+                    progress(len(results), len(todo), label(todo[futures[f]]))
+    return _assemble(df, todo, results)
 
 
-def summarise(pred: pd.DataFrame, by: Sequence[str] = ("protocol", "app", "gpu", "predictor")) -> pd.DataFrame:
-    """MAPE (over answered runs), coverage and run count per group, plus the repeat noise floor."""
-    p = pred.copy()
-    ok = np.isfinite(p["predicted"]) & (p["predicted"] > 0)
-    p["ape"] = np.where(ok, np.abs(p["predicted"] - p["measured"]) / p["measured"], np.nan)
-    p["answered"] = ok
-    keys = ["protocol", "app", "split", "predictor"] + FEATURES
-    grp = p.groupby(keys)["measured"]
-    n = grp.transform("size")
-    loo = (grp.transform("sum") - p["measured"]) / (n - 1)
-    p["floor"] = np.where(n > 1, np.abs(loo - p["measured"]) / p["measured"], np.nan)
-    out = p.groupby(list(by)).agg(runs=("measured", "size"), coverage=("answered", "mean"), mape=("ape", "mean"),
-                                  noise_floor=("floor", "mean")).reset_index()
-    return out
+def _assemble(df: pd.DataFrame, todo: list[Split], results: dict[int, list[tuple[str, np.ndarray]]]) -> Evaluation:
+    """Per-run predictions and per-cell scores; a cell spread over several splits (interpolation's folds) pools
+    its runs from all of them."""
+    floor = noise_floor(df)
+    y_all = df["runtime_s"].to_numpy(float)
+    preds = []
+    pooled: dict[tuple, list[tuple[np.ndarray, np.ndarray]]] = {}
+    for i, s in enumerate(todo):
+        for label, pred in results[i]:
+            frame = df.iloc[s.test][RUN_FEATURES + ["runtime_s"]].rename(columns={"runtime_s": "measured"})
+            preds.append(frame.assign(protocol=s.protocol, split=s.index, predictor=label, predicted=pred))
+            where = {p: j for j, p in enumerate(s.test)}
+            for c in s.cells:
+                pooled.setdefault((*c.key, label), []).append((c.rows, pred[[where[p] for p in c.rows]]))
+    cells, cover = [], []
+    for key, parts in pooled.items():
+        rows = np.concatenate([r for r, _ in parts])
+        p = np.concatenate([q for _, q in parts])
+        y = y_all[rows]
+        ok = np.isfinite(p) & (p > 0)
+        m = float(np.mean(np.abs(p[ok] - y[ok]) / y[ok])) if ok.any() else np.nan
+        f = floor[rows]
+        cells.append((*key, m, len(rows), float(np.nanmean(f)) if np.isfinite(f).any() else np.nan))
+        cover.append((*key, float(ok.mean())))
+    out = pd.DataFrame(cells, columns=CELL_COLUMNS)
+    cov = pd.DataFrame(cover, columns=list(CELL_KEYS) + ["predictor", "coverage"])
+    for frame in (out, cov):
+        for col in ("gpus", "depth_k"):
+            frame[col] = frame[col].astype("Int64")
+    return Evaluation(pd.concat(preds, ignore_index=True) if preds else pd.DataFrame(), out, cov)
+
+
+def protocol_summary(ev: Evaluation) -> pd.DataFrame:
+    """Per protocol × predictor: mean MAPE over cells, cells, mean coverage, mean noise floor, published mean, the
+    cells whose noise floor is above the published mean (there the published figure is below what the data allow),
+    target, and (interpolation) the applications at or below 5 % or their noise floor."""
+    c = ev.cells.merge(ev.coverage, on=list(CELL_KEYS) + ["predictor"])
+    rows = []
+    for (protocol, name), g in c.groupby(["protocol", "predictor"], sort=False):
+        met = ""
+        if protocol == "interpolation":
+            ok = (g["mape"] <= TARGETS["interpolation"]) | (g["mape"] <= g["noise_floor"])
+            met = f"{int(ok.sum())}/{len(g)}"
+        published = PUBLISHED_MEANS.get(protocol, np.nan)
+        rows.append({"protocol": protocol, "predictor": name, "mean_mape": g["mape"].mean(), "cells": len(g),
+                     "coverage": g["coverage"].mean(), "noise_floor": g["noise_floor"].mean(),
+                     "published": published, "floor_above_published": int((g["noise_floor"] > published).sum()),
+                     "target": TARGETS.get(protocol, np.nan), "apps_at_target": met})
+    return pd.DataFrame(rows)

@@ -21,21 +21,19 @@ Answer rules for a (batch size B, GPU count n) on a GPU model:
 from __future__ import annotations
 
 import math
-from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
-from predictors.base import Predictor, register
-from predictors.measurements import data_key, measured_gpu_name, runs
-from sim.model import INFEASIBLE, CapsimError, Config, JobSpec, VMType
+from predictors.base import AffinePredictor, TrainablePredictor, register
+from predictors.measurements import data_key, measured_gpu_name
+from sim.model import INFEASIBLE, CapsimError, JobSpec, VMType
 
 __all__ = ["MeasuredPredictor", "GroupFit", "select_cpu"]
 
 Key = tuple[str, str, int]
+Fits = dict[str, dict[int, dict[int, "GroupFit"]]]
 OVERHEAD_CAP = 0.9
-_SHIPPED_FITS: dict[tuple[Key, str | int], dict] = {}
-"""Fits of the shipped runs, shared by every instance in the process (fitting all applications takes about a second)."""
 
 
 class GroupFit:
@@ -94,43 +92,44 @@ def _fit_key(df: pd.DataFrame, cpu_threads: str | int) -> dict[str, dict[int, di
         if len(np.unique(it)) > 1:
             a = float(np.polyfit(it, t, 1)[1])
         else:
-            a = shared[g] if shared[g] is not None else fallback
+            own = shared[g]
+            a = own if own is not None else fallback
         a = min(max(a, 0.0), cap)
         per_it = float(np.mean((t - a) / it))
-        out.setdefault(g, {}).setdefault(int(n), {})[int(b)] = GroupFit(a, per_it, int(d["cpu_threads"].iloc[0]), len(d))
+        fit = GroupFit(a, per_it, int(d["cpu_threads"].iloc[0]), len(d))
+        out.setdefault(g, {}).setdefault(int(n), {})[int(b)] = fit
     return out
 
 
 @register("measured")
-class MeasuredPredictor(Predictor):
-    """Runtimes from the shipped Politecnico di Milano measurements (rules in the module docstring).
+class MeasuredPredictor(AffinePredictor, TrainablePredictor):
+    """Runtimes read off measured runs (rules in the module docstring): the shipped Politecnico di Milano runs, or
+    the table given to ``fit`` (a training split, say)."""
 
-    ``data`` (a frame shaped like ``measurements.runs()``) replaces the shipped runs, e.g. a training split.
-    """
+    fit_params = ()  # what is fitted depends on the data and the CPU-thread setting, which is part of each key
 
-    def __init__(self, cpu_threads: str | int = "best", extrapolate_batch: bool = False,
-                 data: pd.DataFrame | None = None):
+    def __init__(self, cpu_threads: str | int = "best", extrapolate_batch: bool = False):
         if cpu_threads != "best" and not (isinstance(cpu_threads, int) and cpu_threads > 0):
-            raise CapsimError(f"predictor 'measured': cpu_threads must be 'best' or a positive integer, got {cpu_threads!r}")
+            raise CapsimError("predictor 'measured': cpu_threads must be 'best' or a positive integer, "
+                              f"got {cpu_threads!r}")
         self.cpu_threads = cpu_threads
         self.extrapolate_batch = bool(extrapolate_batch)
-        self._data = data
-        self._fits: dict[Key, dict[str, dict[int, dict[int, GroupFit]]]] = {}
         self._answers: dict[tuple, tuple[float, float, str | None]] = {}
 
-    def fits(self, key: Key) -> dict[str, dict[int, dict[int, GroupFit]]]:
-        """The fitted groups of one (application, framework, depth), fitted on first use."""
-        if key not in self._fits:
-            shared = (key, self.cpu_threads)
-            if self._data is None and shared in _SHIPPED_FITS:
-                self._fits[key] = _SHIPPED_FITS[shared]
-            else:
-                df = runs() if self._data is None else self._data
-                d = df[(df["application"] == key[0]) & (df["framework"] == key[1]) & (df["depth"] == key[2])]
-                self._fits[key] = _fit_key(d, self.cpu_threads) if len(d) else {}
-                if self._data is None:
-                    _SHIPPED_FITS[shared] = self._fits[key]
-        return self._fits[key]
+    def _forget(self) -> None:
+        self._answers = {}
+
+    def fits(self, key: Key, cpu_threads: str | int | None = None) -> Fits:
+        """The fitted groups of one (application, framework, depth) at a CPU-thread setting (default: the
+        predictor's own), fitted on first use."""
+        cpu = self.cpu_threads if cpu_threads is None else cpu_threads
+
+        def make() -> Fits:
+            df = self.training_runs()
+            d = df[(df["application"] == key[0]) & (df["framework"] == key[1]) & (df["depth"] == key[2])]
+            return _fit_key(d, cpu) if len(d) else {}
+
+        return self.shared((key, cpu), make)
 
     def _at_count(self, byb: dict[int, GroupFit], batch: int) -> tuple[float, float] | str:
         sizes = sorted(byb)
@@ -152,24 +151,27 @@ class MeasuredPredictor(Predictor):
         per_sample = (1 - w) * flo.per_iteration / lo + w * fhi.per_iteration / hi
         return (1 - w) * flo.overhead + w * fhi.overhead, per_sample * batch
 
-    def answer(self, spec: JobSpec, vm: VMType, gpus: int) -> tuple[float, float, str | None]:
-        """(overhead, per-iteration time, reason) for the spec's batch size on ``gpus`` GPUs of ``vm``'s model."""
+    def terms(self, spec: JobSpec, vm: VMType, gpus: int, cpu: int | None = None) -> tuple[float, float, str | None]:
+        """(overhead, per-iteration time, reason) for the spec's batch size on ``gpus`` GPUs of ``vm``'s model, at
+        a CPU-thread count (default: the predictor's own setting)."""
         key = data_key(spec)
-        memo = (key, spec.batch_size, vm.gpu.name, vm.gpu.measured_gflops, gpus)
+        setting: str | int = self.cpu_threads if cpu is None else cpu
+        memo = (key, spec.batch_size, vm.gpu.name, vm.gpu.measured_gflops, vm.name, vm.gpus, gpus, setting)
         hit = self._answers.get(memo)
         if hit is None:
-            hit = self._answer(key, spec.batch_size, vm, gpus)
+            hit = self._answer(key, spec.batch_size, vm, gpus, setting)
             self._answers[memo] = hit
         return hit
 
-    def _answer(self, key: Key, batch: int, vm: VMType, gpus: int) -> tuple[float, float, str | None]:
+    def _answer(self, key: Key, batch: int, vm: VMType, gpus: int, cpu: str | int
+                ) -> tuple[float, float, str | None]:
         what = f"{key[0]}/{key[1]}" + ("" if key[2] < 0 else f" depth {key[2]}")
         if gpus < 1 or gpus > vm.gpus:
             return INFEASIBLE, INFEASIBLE, f"{gpus} GPUs requested on {vm.name}, which has {vm.gpus}"
         gname = measured_gpu_name(vm.gpu)
         if gname is None:
             return INFEASIBLE, INFEASIBLE, f"GPU model {vm.gpu.name} was never measured"
-        fits = self.fits(key).get(gname)
+        fits = self.fits(key, cpu).get(gname)
         if not fits:
             return INFEASIBLE, INFEASIBLE, f"{what} was never measured on {gname}"
         counts = sorted(fits)
@@ -186,39 +188,6 @@ class MeasuredPredictor(Predictor):
             if not isinstance(r, tuple):
                 return INFEASIBLE, INFEASIBLE, (
                     f"{what} on {gname}: {gpus} GPUs would interpolate {lo} and {hi} GPUs, but with {c} GPUs {r}")
+        assert isinstance(rlo, tuple) and isinstance(rhi, tuple)
         w = (gpus - lo) / (hi - lo)
         return (1 - w) * rlo[0] + w * rhi[0], (1 - w) * rlo[1] + w * rhi[1], None
-
-    def runtime(self, spec: JobSpec, vm: VMType, gpus: int) -> float:
-        a, b, _ = self.answer(spec, vm, gpus)
-        return a + spec.iterations * b if math.isfinite(b) else INFEASIBLE
-
-    def support(self, spec: JobSpec, vm: VMType, gpus: int) -> str | None:
-        return self.answer(spec, vm, gpus)[2]
-
-    def runtimes(self, specs: Sequence[JobSpec], configs: Sequence[Config]) -> np.ndarray:
-        return affine_runtimes(self, specs, configs)
-
-
-def affine_runtimes(pred: MeasuredPredictor, specs: Sequence[JobSpec], configs: Sequence[Config]) -> np.ndarray:
-    """Vectorised ``overhead + iterations × per_iteration``: one answer per distinct (data key, batch size)."""
-    index: dict[tuple, int] = {}
-    rows = np.empty(len(specs), dtype=np.intp)
-    firsts: list[JobSpec] = []
-    for i, s in enumerate(specs):
-        k = (s.application, s.framework, s.depth, s.batch_size)
-        j = index.get(k)
-        if j is None:
-            j = index[k] = len(firsts)
-            firsts.append(s)
-        rows[i] = j
-    a = np.empty((len(firsts), len(configs)))
-    b = np.empty_like(a)
-    for j, s in enumerate(firsts):
-        for k, c in enumerate(configs):
-            a[j, k], b[j, k], _ = pred.answer(s, c.vm, c.gpus)
-    its = np.fromiter((s.iterations for s in specs), dtype=float, count=len(specs))
-    with np.errstate(invalid="ignore"):
-        out = a[rows] + its[:, None] * b[rows]
-    out[~np.isfinite(out)] = INFEASIBLE
-    return out

@@ -9,9 +9,10 @@ import numpy as np
 import pandas as pd
 
 from sim.catalogue import gpu_models
-from sim.model import CapsimError, GPUModel, JobSpec
+from sim.model import CapsimError, Config, GPUModel, JobSpec, VMType
 
-__all__ = ["runs", "applications", "data_key", "measured_gpu_name", "FRAMEWORKS"]
+__all__ = ["runs", "applications", "data_key", "measured_gpu_name", "row_specs", "row_configs", "FRAMEWORKS",
+           "NO_DEPTH"]
 
 FRAMEWORKS = ("pytorch", "tensorflow")
 NO_DEPTH = -1
@@ -40,7 +41,8 @@ def applications() -> dict[str, tuple[str, ...]]:
 def data_key(spec: JobSpec) -> tuple[str, str, int]:
     """The (application, framework, depth) whose runs describe ``spec``; a clear error for unknown ones.
 
-    The variable-depth ResNet files do not state their framework; they answer for either framework.
+    A run table may label an application's framework ``unknown`` (a source that does not say); such runs answer
+    for either framework.
     """
     apps = applications()
     if spec.application not in apps:
@@ -50,7 +52,8 @@ def data_key(spec: JobSpec) -> tuple[str, str, int]:
         )
     if spec.framework not in FRAMEWORKS:
         raise CapsimError(
-            f"job {spec.name or spec.application}: unknown framework {spec.framework!r}: use one of {', '.join(FRAMEWORKS)}"
+            f"job {spec.name or spec.application}: unknown framework {spec.framework!r}: "
+            f"use one of {', '.join(FRAMEWORKS)}"
         )
     fws = apps[spec.application]
     fw = spec.framework if spec.framework in fws else ("unknown" if "unknown" in fws else spec.framework)
@@ -72,3 +75,23 @@ def measured_gpu_name(gpu: GPUModel) -> str | None:
             if g.measured_gflops is not None and np.isclose(g.measured_gflops, gpu.measured_gflops) and n in names:
                 return n
     return None
+
+
+def row_specs(rows: pd.DataFrame) -> list[JobSpec]:
+    """One job spec per row of a runs table (application, framework, iterations, batch size, depth)."""
+    return [JobSpec(a, f, int(i), int(b), depth=None if d == NO_DEPTH else int(d))
+            for a, f, i, b, d in zip(rows["application"], rows["framework"], rows["iterations"], rows["batch_size"],
+                                     rows["depth"])]
+
+
+def row_configs(rows: pd.DataFrame) -> list[Config]:
+    """One configuration per row of a runs table: ``gpus`` GPUs of a VM with exactly that many of the row's GPU."""
+    models = gpu_models()
+    vms: dict[tuple[str, int], VMType] = {}
+    out = []
+    for g, n in zip(rows["gpu"], rows["gpus"]):
+        key = (str(g), int(n))
+        if key not in vms:
+            vms[key] = VMType(name=f"run-{g}x{n}", gpu=models[key[0]], gpus=key[1], price_per_hour=0.0)
+        out.append(Config(vms[key], key[1]))
+    return out

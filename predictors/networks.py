@@ -21,9 +21,10 @@ from sim.model import CapsimError
 
 __all__ = ["Layer", "network", "layer_costs", "parameters", "time_on_graph", "NETWORKS", "conv_cost", "fc_cost"]
 
-NETWORKS = ("alexnet", "vgg19", "resnet50")
+NETWORKS = ("alexnet", "vgg19", "resnet50", "resnet_cifar")
 F32 = 4
 INPUT = (3, 224, 224)
+"""Input shape of a network whose CSV has no ``input`` row (``input,<side>,,,<channels>,`` sets it)."""
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,8 @@ class _Builder:
         self.g.add_edge(after, name)
         return name
 
-    def bottleneck(self, at: str, shape: tuple[int, int, int], out: int, stride: int, project: bool) -> tuple[str, tuple]:
+    def bottleneck(self, at: str, shape: tuple[int, int, int], out: int, stride: int, project: bool
+                   ) -> tuple[str, tuple]:
         c, h, w = shape
         mid = out // 4
         cur, s = at, shape
@@ -107,16 +109,40 @@ class _Builder:
         self.g.add_edge(short, add)
         return self.add(_elementwise("relu", s, 1, 1), add), s
 
+    def basic(self, at: str, shape: tuple[int, int, int], out: int, stride: int) -> tuple[str, tuple]:
+        """A basic module (3x3 conv, BN, ReLU, 3x3 conv, BN, add, ReLU) with an identity shortcut, zero-padded and
+        subsampled (an elementwise node) where the width or the resolution changes."""
+        cur, s = at, shape
+        for st, last in ((stride, False), (1, True)):
+            conv = conv_cost(s[0], s[1], s[2], 3, st, 1, out)
+            cur = self.add(conv, cur)
+            s = conv.shape
+            cur = self.add(_elementwise("bn", s, 5, 8, 2 * s[0]), cur)
+            if not last:
+                cur = self.add(_elementwise("relu", s, 1, 1), cur)
+        short = at if s == shape else self.add(_elementwise("pad", s, 1, 1), at)
+        add = self.add(_elementwise("add", s, 1, 1), cur)
+        self.g.add_edge(short, add)
+        return self.add(_elementwise("relu", s, 1, 1), add), s
+
 
 @lru_cache(maxsize=None)
 def network(name: str, depth: int | None = None) -> nx.DiGraph:
-    """The layer graph of ``name``; for ResNet, ``depth`` d (if given) puts d bottleneck modules in every stage."""
+    """The layer graph of ``name``; for the ResNets, ``depth`` d (if given) puts d modules in every stage."""
     b = _Builder()
     cur, shape = "input", INPUT
     for r in _rows(name):
         kind = r["type"]
         k, s, p = (int(r[c]) if r[c] else 0 for c in ("kernel", "stride", "pad"))
         out = int(r["out"]) if r["out"] else 0
+        if kind == "input":
+            shape = (out, k, k)
+            continue
+        if kind == "basic":
+            blocks = depth if depth is not None else int(r["blocks"])
+            for i in range(blocks):
+                cur, shape = b.basic(cur, shape, out, s if i == 0 else 1)
+            continue
         if kind == "conv":
             layer = conv_cost(shape[0], shape[1], shape[2], k, s, p, out)
         elif kind == "fc":

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
-from typing import Sequence
+from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 from scipy.special import ndtr, ndtri
@@ -67,7 +67,10 @@ def _words(text: str) -> list[int]:
 
 @register("noisy")
 class NoisyPredictor(Predictor):
-    """``base``'s answer × a log-normal error with the requested MAPE and bias, deterministic per (seed, spec, config)."""
+    """``base``'s answer × a log-normal error with the requested MAPE and bias, deterministic per (seed, spec,
+    configuration)."""
+
+    test_params: ClassVar[Mapping[str, Any]] = {"base": {"kind": "measured"}, "mape": 0.2}
 
     def __init__(self, base: Predictor, mape: float = 0.2, bias: float = 0.0, seed: int = 0):
         if not isinstance(base, Predictor):

@@ -1,367 +1,363 @@
-"""End-to-end regression in the style of aMLLibrary: augmented features, forward selection by MAPE, model families.
+"""End-to-end regression with extrapolation-aware model choice: one model per kind of question, per application.
 
-One model per application (application, framework; the variable-depth ResNet runs form their own model with the
-depth as a feature). The target is the time per iteration ``runtime / iterations`` and the base features are batch
-size, GPU GFLOP/s (``GPUModel.measured_gflops``), GPU count, CPU threads, ``1/iterations`` (which carries the fixed
-overhead: ``runtime/it = per_it + overhead/it``) and the network depth where it varies. The linear families see those
-features augmented with inverse terms ``1/x`` and products up to ``degree`` (``x·1/x`` skipped), reduced by sequential
-forward selection scored by k-fold MAPE; they are fitted by least squares weighted by ``1/y²`` (relative error). Trees
-and SVR see the base features and fit ``log y``. Every family × small grid is scored by k-fold MAPE; the best is
-refitted on all the runs. A job's predicted runtime is ``iterations × predicted time per iteration``; for speed the
-model is read on a grid of iteration counts (``ANCHORS``, 6 per decade up to 10⁷, beyond which the time per
-iteration is held) and interpolated in ``1/iterations``.
+One application is an (application, framework) pair; its variable-depth runs form their own application with the
+depth as a feature. The target is the time per iteration ``runtime / iterations``. The candidate models are the
+``structured`` family (``predictors.structured``: per GPU type, a non-negative sum of physical terms; one candidate
+per term set of ``TERM_SETS``) and the aMLLibrary-style families of ``predictors.augmented`` (``linear``, ``ridge``,
+``rf``, ``gbr``, ``svr``), those named in ``families``.
+
+A question is one of six kinds (``AXES``), read off the application's training runs: ``inside`` (a measured GPU
+type, a GPU count within its measured counts, a batch within the range measured at that count, a measured depth), or
+an extrapolation — ``compute`` (a GPU type never measured), ``gpus`` (a count outside the measured ones of that GPU
+type), ``depth`` (a depth outside the measured ones), ``batch`` / ``batch_below`` (a batch above / below the range
+measured at that GPU type and count), checked in that order. Every candidate is scored per kind by a validation that
+asks that kind of question of the training runs: ``inside`` by random k-fold (``folds``), ``batch`` by holding out
+the largest batch of every (GPU type, GPU count) cell (``batch_below`` the smallest), ``gpus`` the largest count of
+every GPU type, ``compute`` the fastest GPU type, ``depth`` the largest depth of every GPU count; the extrapolations
+also roll the origin back one step (predict the second largest from the values below it). Candidates: every family
+inside; outside, only bounded ones (``UNBOUNDED`` trees and RBF-SVR answer flat or mean-reverting beyond the data);
+for a GPU type never measured, only the structured family. A question is answered by the candidate that scored best
+on its kind, a flexible one only if it beats the best structured one by ``PARSIMONY``; a kind the runs cannot
+validate (one GPU type, say) takes the best mean score over the kinds that could be validated. Never random k-fold
+alone: trees validate well inside and answer flat beyond, which the extrapolation scores catch.
+
+A job's runtime is ``iterations × predicted time per iteration``; for speed the chosen model is read on a grid of
+iteration counts (``ANCHORS``, 6 per decade up to 10⁷, beyond which the time per iteration is held) and interpolated
+in ``1/iterations`` (the structured family is exactly linear in it). The CPU-thread count a job is assumed to get is
+``cpu_threads``: an integer, ``"max"`` (the largest measured) or ``"best"`` (per GPU type, the measured setting whose
+runs are fastest relative to their group; the application's overall best on a GPU type never measured).
 """
 
 from __future__ import annotations
 
-import itertools
 import math
-from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
 
-from predictors.base import Predictor, register
-from predictors.measurements import NO_DEPTH, data_key, runs
+from predictors.augmented import FLEXIBLE, fit_flexible, folds, select_features
+from predictors.base import TrainablePredictor, register
+from predictors.measurements import NO_DEPTH, data_key, measured_gpu_name
+from predictors.structured import DEPTH, LEVELS, TERM_SETS, fit_structured, input_scaling, row_speeds, speed
 from sim.model import INFEASIBLE, CapsimError, Config, JobSpec, VMType
 
-__all__ = ["RegressionPredictor", "AppModel", "augment", "mape", "FAMILIES"]
+__all__ = ["RegressionPredictor", "FAMILIES", "AXES", "AppFit", "axis_splits", "mape"]
 
+FAMILIES = ("structured",) + FLEXIBLE
+DEFAULT_FAMILIES = ("structured", "linear", "ridge", "rf", "gbr", "svr")
+AXES = ("inside", "batch", "batch_below", "gpus", "compute", "depth")
+UNBOUNDED = ("rf", "gbr", "svr")
+"""Families that answer a flat (trees) or mean-reverting (RBF SVR) time beyond the data: candidates inside only."""
+PARSIMONY = 0.10
+"""A flexible candidate must beat the best structured one by this fraction of its score to be chosen."""
 ANCHORS = np.unique(np.round(np.geomspace(1, 1e7, 43)))
-FAMILIES = ("linear", "ridge", "rf", "gbr", "svr")
-GRIDS: dict[str, list[dict[str, Any]]] = {
-    "linear": [{}],
-    "ridge": [{"alpha": a} for a in (1e-4, 1e-2)],
-    "rf": [{"max_depth": None, "min_samples_leaf": 1}],
-    "gbr": [{"max_depth": d, "learning_rate": 0.1} for d in (3, 5)],
-    "svr": [{"C": 30.0}],
-}
+MKey = tuple[str, str, bool]
+
 
 def mape(y: np.ndarray, pred: np.ndarray) -> float:
     """Mean absolute percentage error, as a fraction."""
     return float(np.mean(np.abs(pred - y) / np.abs(y)))
 
 
-def base_features(df: pd.DataFrame, with_depth: bool) -> pd.DataFrame:
-    """The regression's base features for rows with columns batch_size, gflops, gpus, cpu_threads, iterations."""
-    out = pd.DataFrame({
-        "batch": df["batch_size"].to_numpy(float),
-        "gflops": df["gflops"].to_numpy(float),
-        "gpus": df["gpus"].to_numpy(float),
-        "cpu": df["cpu_threads"].to_numpy(float),
-        "inv_it": 1.0 / df["iterations"].to_numpy(float),
-    })
-    if with_depth:
-        out["depth"] = df["depth"].to_numpy(float)
-    return out
-
-
-def augment(x: pd.DataFrame, degree: int) -> pd.DataFrame:
-    """``x`` plus ``1/x`` terms plus products of up to ``degree`` factors (never a term with its own inverse)."""
-    terms: dict[str, np.ndarray] = {}
-    for c in x.columns:
-        v = x[c].to_numpy(float)
-        terms[c] = v
-        if c.startswith("inv_"):
-            terms[c[4:] + "_raw"] = 1.0 / v
-        else:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                terms["inv_" + c] = 1.0 / v
-    names = list(terms)
-    out = dict(terms)
-    for d in range(2, degree + 1):
-        for combo in itertools.combinations_with_replacement(names, d):
-            roots = [n[4:] if n.startswith("inv_") else n.removesuffix("_raw") for n in combo]
-            inv = [n.startswith("inv_") for n in combo]
-            if any(roots[i] == roots[j] and inv[i] != inv[j] for i in range(d) for j in range(i + 1, d)):
-                continue
-            out["*".join(combo)] = np.prod([terms[n] for n in combo], axis=0)
-    return pd.DataFrame(out)
-
-
-def _folds(n: int, k: int, seed: int) -> list[np.ndarray]:
-    perm = np.random.default_rng(np.random.SeedSequence(seed)).permutation(n)
-    return [perm[i::k] for i in range(k)]
-
-
-def _wls(a: np.ndarray, y: np.ndarray, alpha: float = 0.0) -> np.ndarray:
-    """Least squares of y on [1, a] weighted by 1/y² (relative error), ridge ``alpha`` on scaled columns."""
-    w = 1.0 / y
-    scale = np.abs(a).max(axis=0)
-    scale[scale == 0] = 1.0
-    design = np.c_[np.ones(len(a)), a / scale] * w[:, None]
-    if alpha > 0:
-        design = np.r_[design, np.c_[np.zeros((a.shape[1], 1)), np.sqrt(alpha) * np.eye(a.shape[1])]]
-        rhs = np.r_[np.ones(len(a)), np.zeros(a.shape[1])]
+def axis_splits(rows: pd.DataFrame, axis: str, k: int, seed: int
+                ) -> list[tuple[np.ndarray, np.ndarray]] | None:
+    """The validation of one kind of question on one application's runs: (held-out positions, positions left out of
+    training) per step, or None if the runs cannot ask it. Extrapolations roll the origin back one step: predict the
+    largest value (of every cell) from the smaller ones, then the second largest from the values below it."""
+    if axis == "inside":
+        return [(f, f) for f in folds(len(rows), max(2, min(k, len(rows))), seed)]
+    if axis == "compute":
+        names = rows["gpu"].to_numpy()
+        if len(set(names)) < 2:
+            return None
+        held = np.flatnonzero(names == names[int(np.argmax(row_speeds(rows)))])
+        return [(held, held)]
+    if axis in ("batch", "batch_below"):
+        col, by = "batch_size", ["gpu", "gpus"]
+    elif axis == "gpus":
+        col, by = "gpus", ["gpu"]
+    elif axis == "depth":
+        if (rows["depth"] == NO_DEPTH).any():
+            return None
+        col, by = "depth", ["gpu", "gpus"]
     else:
-        rhs = np.ones(len(a))
-    coef = np.linalg.lstsq(design, rhs, rcond=None)[0]
-    return np.r_[coef[0], coef[1:] / scale]
+        raise CapsimError(f"unknown kind of question {axis!r}: choose from {', '.join(AXES)}")
+    down = axis == "batch_below"
+    rank = rows.groupby(by)[col].rank(method="dense", ascending=down).to_numpy()
+    levels = rows.groupby(by)[col].transform("nunique").to_numpy()
+    out = []
+    for step in (1, 2):
+        held = np.flatnonzero((rank == step) & (levels > step))
+        if len(held):
+            out.append((held, np.flatnonzero((rank <= step) & (levels > step))))
+    return out or None
 
 
-def _cv_linear(a: np.ndarray, y: np.ndarray, folds: list[np.ndarray], alpha: float) -> float:
-    errs = []
-    for test in folds:
-        train = np.setdiff1d(np.arange(len(y)), test)
-        coef = _wls(a[train], y[train], alpha)
-        pred = coef[0] + a[test] @ coef[1:]
-        errs.append(np.abs(pred - y[test]) / y[test])
-    return float(np.mean(np.concatenate(errs)))
+class AppFit:
+    """One application's fit, built lazily per kind of question: the validation scores per (candidate, kind), the
+    candidate chosen per kind, the chosen candidates refitted on all the runs, and what was measured."""
+
+    def __init__(self, owner: "RegressionPredictor", rows: pd.DataFrame, with_depth: bool):
+        self.owner, self.rows, self.with_depth = owner, rows, with_depth
+        self.labels = owner.candidates(rows)
+        self.scores: dict[tuple[str, str], float] = {}
+        self.validated: set[str] = set()
+        self.choice: dict[str, str] = {}
+        self.models: dict[str, Any] = {}
+        self.ranges = _ranges(rows)
+
+    def validate(self, axis: str) -> bool:
+        """Score every candidate on one kind of question; False if the runs cannot ask it."""
+        if axis not in self.validated:
+            self.validated.add(axis)
+            d, o = self.rows, self.owner
+            parts = axis_splits(d, axis, o.folds, o.seed)
+            if parts is not None:
+                y = (d["runtime_s"] / d["iterations"]).to_numpy(float)
+                memos: list[dict] = [{} for _ in parts]
+                for label in self.eligible(axis):
+                    errs = []
+                    for (test, out), memo in zip(parts, memos):
+                        train = np.ones(len(d), dtype=bool)
+                        train[out] = False
+                        with np.errstate(all="ignore"):
+                            p = o.fit_candidate(label, d[train], self.with_depth, memo).per_iteration(d.iloc[test])
+                        p = np.where(np.isfinite(p) & (p > 0), p, np.inf)
+                        errs.append(np.minimum(np.abs(p - y[test]) / y[test], 10.0))
+                    self.scores[(label, axis)] = float(np.mean(np.concatenate(errs)))
+        return any((lab, axis) in self.scores for lab in self.labels)
+
+    def eligible(self, axis: str) -> list[str]:
+        """The candidates for one kind of question: all inside; the bounded ones (not ``UNBOUNDED``) for batch, GPU
+        count and depth; the structured ones only for a GPU never measured (the only family whose GPU dependence is a
+        scaling law: polynomial and inverse terms of a GPU's speed explode three times beyond the measured speeds)."""
+        if axis == "inside":
+            return self.labels
+        if axis == "compute":
+            return [lab for lab in self.labels if lab.startswith("structured/")] or self.labels
+        return [lab for lab in self.labels if lab not in UNBOUNDED]
+
+    def chosen(self, axis: str) -> str:
+        """The candidate answering one kind of question (module docstring)."""
+        if axis not in self.choice:
+            if self.validate(axis):
+                pool = [axis]
+            else:
+                pool = [a for a in AXES[1:] if a != axis and self.validate(a)] or ["inside"]
+                self.validate("inside")
+            labels = self.eligible(axis)
+            mean = {lab: float(np.mean([self.scores.get((lab, a), np.inf) for a in pool])) for lab in labels}
+            best = min(labels, key=lambda lab: (mean[lab], labels.index(lab)))
+            own = [lab for lab in labels if lab.startswith("structured/")]
+            if own and not best.startswith("structured/"):
+                alt = min(own, key=lambda lab: (mean[lab], own.index(lab)))
+                best = alt if mean[alt] <= (1 + PARSIMONY) * mean[best] else best
+            self.choice[axis] = best
+        return self.choice[axis]
+
+    def model(self, axis: str, structured: bool = False) -> Any:
+        """The candidate chosen for ``axis`` (``structured``: the best structured one), fitted on all the runs."""
+        label = self.chosen(axis)
+        if structured and not label.startswith("structured/"):
+            own = [lab for lab in self.labels if lab.startswith("structured/")]
+            if not own:
+                return None
+            label = min(own, key=lambda lab: (self.scores.get((lab, axis), np.inf), own.index(lab)))
+        if label not in self.models:
+            memo = self.models.setdefault("_memo", {})
+            self.models[label] = self.owner.fit_candidate(label, self.rows, self.with_depth, memo)
+        return self.models[label]
 
 
-def forward_select(aug: pd.DataFrame, y: np.ndarray, folds: list[np.ndarray], max_features: int) -> list[str]:
-    """Sequential forward selection of augmented columns by k-fold MAPE of the weighted linear fit."""
-    chosen: list[str] = []
-    best = math.inf
-    cols = {c: aug[c].to_numpy(float) for c in aug.columns if np.all(np.isfinite(aug[c]))}
-    while len(chosen) < max_features:
-        scores = {}
-        for c in cols:
-            if c in chosen:
-                continue
-            a = np.column_stack([cols[n] for n in chosen + [c]])
-            scores[c] = _cv_linear(a, y, folds, 1e-8)
-        if not scores:
-            break
-        c, s = min(scores.items(), key=lambda kv: kv[1])
-        if s > best * 0.995:
-            break
-        chosen.append(c)
-        best = s
-    return chosen
-
-
-def _tree(family: str, params: dict[str, Any], seed: int):
-    """A scikit-learn estimator for the non-linear families (imported here: scikit-learn takes seconds to import)."""
-    from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
-    from sklearn.svm import SVR
-
-    if family == "rf":
-        return RandomForestRegressor(n_estimators=60, random_state=seed, n_jobs=1, **params)
-    if family == "gbr":
-        return GradientBoostingRegressor(n_estimators=150, random_state=seed, **params)
-    return SVR(gamma="scale", epsilon=0.01, **params)
-
-
-@dataclass
-class AppModel:
-    """One application's fitted model: the family, its parameters, selected features, CV MAPE per candidate."""
-
-    family: str
-    params: dict[str, Any]
-    with_depth: bool
-    degree: int
-    features: list[str] = field(default_factory=list)
-    coef: np.ndarray | None = None
-    estimator: Any = None
-    center: np.ndarray | None = None
-    scale: np.ndarray | None = None
-    scores: dict[str, float] = field(default_factory=dict)
-
-    def per_iteration(self, rows: pd.DataFrame) -> np.ndarray:
-        x = base_features(rows, self.with_depth)
-        if self.coef is not None:
-            aug = augment(x, self.degree)[self.features].to_numpy(float)
-            return self.coef[0] + aug @ self.coef[1:]
-        z = (x.to_numpy(float) - self.center) / self.scale
-        return np.exp(self.estimator.predict(z))
-
-
-def fit_app(df: pd.DataFrame, families: Sequence[str], degree: int, folds_k: int, max_features: int,
-            seed: int) -> AppModel:
-    """Choose and fit one application's model on its runs ``df`` (module docstring)."""
-    with_depth = bool((df["depth"] != NO_DEPTH).any()) and df["depth"].nunique() > 1
-    x = base_features(df, with_depth)
-    y = (df["runtime_s"] / df["iterations"]).to_numpy(float)
-    k = max(2, min(folds_k, len(df)))
-    folds = _folds(len(df), k, seed)
-    scores: dict[str, float] = {}
-    best: tuple[float, str, dict[str, Any]] = (math.inf, "", {})
-    feats: list[str] = []
-    aug = None
-    if {"linear", "ridge"} & set(families):
-        aug = augment(x, degree)
-        feats = forward_select(aug, y, folds, max_features)
-        a = aug[feats].to_numpy(float)
-        for fam in ("linear", "ridge"):
-            if fam in families:
-                for p in GRIDS[fam]:
-                    s = _cv_linear(a, y, folds, p.get("alpha", 1e-8))
-                    scores[f"{fam}{p}"] = s
-                    best = min(best, (s, fam, p), key=lambda t: t[0])
-    xv = x.to_numpy(float)
-    center, scale = xv.mean(axis=0), xv.std(axis=0)
-    scale[scale == 0] = 1.0
-    z, ly = (xv - center) / scale, np.log(y)
-    for fam in ("rf", "gbr", "svr"):
-        if fam not in families:
-            continue
-        for p in GRIDS[fam]:
-            errs = []
-            for test in folds:
-                train = np.setdiff1d(np.arange(len(y)), test)
-                est = _tree(fam, p, seed).fit(z[train], ly[train])
-                errs.append(np.abs(np.exp(est.predict(z[test])) - y[test]) / y[test])
-            s = float(np.mean(np.concatenate(errs)))
-            scores[f"{fam}{p}"] = s
-            best = min(best, (s, fam, p), key=lambda t: t[0])
-    _, fam, p = best
-    if not fam:
-        raise CapsimError(f"predictor 'regression': families {list(families)} must name some of {', '.join(FAMILIES)}")
-    model = AppModel(fam, p, with_depth, degree, scores=scores)
-    if fam in ("linear", "ridge"):
-        model.features = feats
-        model.coef = _wls(aug[feats].to_numpy(float), y, p.get("alpha", 1e-8))
-    else:
-        model.estimator = _tree(fam, p, seed).fit(z, ly)
-        model.center, model.scale = center, scale
-    return model
-
-
-def model_key(key: tuple[str, str, int]) -> tuple[str, str, bool]:
-    return key[0], key[1], key[2] != NO_DEPTH
-
-
-def _best_cpu(d: pd.DataFrame) -> int:
-    """The CPU-thread count whose runs are fastest relative to their (GPU, GPU count, batch) group's fastest."""
+def _ranges(d: pd.DataFrame) -> dict[str, Any]:
+    """What was measured: GPU types, their counts, batch ranges per (GPU type, count) and per type, depths, CPUs."""
     t = d["runtime_s"] / d["iterations"]
-    rel = t / t.groupby([d["gflops"], d["gpus"], d["batch_size"]]).transform("min")
-    return int(rel.groupby(d["cpu_threads"]).mean().idxmin())
+    rel = t / t.groupby([d["gpu"], d["gpus"], d["batch_size"], d["depth"]]).transform("min")
+    best = {g: int(r.groupby(d.loc[r.index, "cpu_threads"]).mean().idxmin()) for g, r in rel.groupby(d["gpu"])}
+    return {
+        "counts": {g: sorted(set(x["gpus"])) for g, x in d.groupby("gpu")},
+        "batch": {k: (x["batch_size"].min(), x["batch_size"].max()) for k, x in d.groupby(["gpu", "gpus"])},
+        "batch_gpu": {g: (x["batch_size"].min(), x["batch_size"].max()) for g, x in d.groupby("gpu")},
+        "depth": (d["depth"].min(), d["depth"].max()),
+        "cpu_best": best, "cpu_best_all": int(rel.groupby(d["cpu_threads"]).mean().idxmin()),
+        "cpu_max": int(d["cpu_threads"].max()),
+    }
 
 
-def query_frame(specs: Sequence[JobSpec], configs: Sequence[Config], cpu: float | np.ndarray) -> pd.DataFrame:
-    """Rows (spec × config, spec-major) with the columns the fitted predictors read."""
-    n, m = len(specs), len(configs)
-    return pd.DataFrame({
-        "batch_size": np.repeat([s.batch_size for s in specs], m),
-        "iterations": np.repeat([s.iterations for s in specs], m),
-        "depth": np.repeat([NO_DEPTH if s.depth is None else s.depth for s in specs], m),
-        "gflops": np.tile([c.vm.gpu.measured_gflops or np.nan for c in configs], n),
-        "gpus": np.tile([c.gpus for c in configs], n),
-        "cpu_threads": np.tile(np.broadcast_to(np.asarray(cpu, dtype=float), (m,)), n),
-    })
-
-
-_SHARED_FITS: dict[tuple, dict] = {}
+def question(ranges: dict[str, Any], gpu: str, n: int, batch: int, depth: int) -> tuple[str, str]:
+    """(kind of question, why) for one query against what was measured (module docstring)."""
+    if gpu not in ranges["counts"]:
+        return "compute", f"{gpu} was never measured"
+    counts = ranges["counts"][gpu]
+    if n < counts[0] or n > counts[-1]:
+        return "gpus", f"{n} GPUs beyond the {counts[0]}..{counts[-1]} measured on {gpu}"
+    lo_d, hi_d = ranges["depth"]
+    if depth != NO_DEPTH and not lo_d <= depth <= hi_d:
+        return "depth", f"depth {depth} beyond the measured {lo_d}..{hi_d}"
+    lo, hi = ranges["batch"].get((gpu, n), ranges["batch_gpu"][gpu])
+    if batch > hi:
+        return "batch", f"batch {batch} above the {lo}..{hi} measured on {gpu}x{n}"
+    if batch < lo:
+        return "batch_below", f"batch {batch} below the {lo}..{hi} measured on {gpu}x{n}"
+    return "inside", "within the measured range"
 
 
 @register("regression")
-class RegressionPredictor(Predictor):
-    """aMLLibrary-style regression, one model per application, fitted lazily on the shipped runs.
+class RegressionPredictor(TrainablePredictor):
+    """Regression with one model per kind of question, chosen by validations that ask it (module docstring)."""
 
-    ``cpu_threads``: the CPU-thread count assumed for a job: an integer, ``"max"`` (the application's largest measured
-    count) or ``"best"`` (per GPU model, the measured count whose runs are fastest relative to their group's fastest;
-    the application's overall best for GPUs it never ran on).
-    The model is used only within the measured GPUs' compute range, GPU count range and batch range ×
-    ``batch_margin`` of the application (outside: unsupported), since the features of an unmeasured GPU are its
-    GFLOP/s alone. ``data`` (a runs frame) replaces the shipped runs, for evaluation. Models fitted on the shipped
-    runs are cached per process and shared by instances with the same fitting settings (fitting is deterministic).
-    """
+    fit_params = ("families", "degree", "folds", "max_features", "seed")
 
-    def __init__(self, families: Sequence[str] = FAMILIES, degree: int = 2, folds: int = 5, max_features: int = 8,
-                 cpu_threads: str | int = "best", seed: int = 0, gpu_range: str = "measured",
-                 batch_margin: float = 1.0, data: pd.DataFrame | None = None):
+    def __init__(self, families: Sequence[str] = DEFAULT_FAMILIES, degree: int = 2, folds: int = 3,
+                 max_features: int = 8, cpu_threads: str | int = "best", seed: int = 0):
         bad = set(families) - set(FAMILIES)
         if bad or not families:
-            raise CapsimError(f"predictor 'regression': unknown families {sorted(bad)}; choose from {', '.join(FAMILIES)}")
-        if degree < 1:
-            raise CapsimError(f"predictor 'regression': degree must be >= 1, got {degree}")
+            raise CapsimError(f"predictor 'regression': unknown families {sorted(bad)}; "
+                              f"choose from {', '.join(FAMILIES)}")
+        if degree < 1 or folds < 2 or max_features < 1:
+            raise CapsimError(f"predictor 'regression': need degree >= 1, folds >= 2 and max_features >= 1, got "
+                              f"degree={degree}, folds={folds}, max_features={max_features}")
+        if cpu_threads not in ("best", "max") and not (isinstance(cpu_threads, int) and cpu_threads > 0):
+            raise CapsimError(f"predictor 'regression': cpu_threads must be 'best', 'max' or a positive integer, "
+                              f"got {cpu_threads!r}")
         self.families, self.degree, self.folds = tuple(families), int(degree), int(folds)
         self.max_features, self.cpu_threads, self.seed = int(max_features), cpu_threads, int(seed)
-        self.gpu_range, self.batch_margin = gpu_range, float(batch_margin)
-        self._data = data
-        # fits on the shipped runs are shared by every instance with the same settings in this process
-        shared_key = (self.families, self.degree, self.folds, self.max_features, self.seed)
-        self._models: dict[tuple[str, str, bool], tuple[AppModel, dict[str, float]] | None] = (
-            _SHARED_FITS.setdefault(shared_key, {}) if data is None else {})
 
-    def data(self) -> pd.DataFrame:
-        return runs() if self._data is None else self._data
-
-    def rows_for(self, mkey: tuple[str, str, bool]) -> pd.DataFrame:
-        df = self.data()
+    # ----- fitting --------------------------------------------------------------------------------------------------
+    def rows_for(self, mkey: MKey) -> pd.DataFrame:
+        df = self.training_runs()
         sel = (df["application"] == mkey[0]) & (df["framework"] == mkey[1])
         sel &= (df["depth"] != NO_DEPTH) if mkey[2] else (df["depth"] == NO_DEPTH)
         return df[sel]
 
-    def model(self, mkey: tuple[str, str, bool]) -> tuple[AppModel, dict[str, float]] | None:
-        """(fitted model, measured ranges) of one application, or None if it has no runs."""
-        if mkey not in self._models:
-            d = self.rows_for(mkey)
-            if len(d) < 4:
-                self._models[mkey] = None
-            else:
-                m = fit_app(d, self.families, self.degree, self.folds, self.max_features, self.seed)
-                ranges = {
-                    "gflops_lo": d["gflops"].min(), "gflops_hi": d["gflops"].max(),
-                    "gpus_hi": d["gpus"].max(), "batch_lo": d["batch_size"].min(),
-                    "batch_hi": d["batch_size"].max(), "cpu_max": d["cpu_threads"].max(),
-                    "best_cpu": _best_cpu(d),
-                    "best_cpu_on": {g: _best_cpu(x) for g, x in d.groupby("gflops")},
-                }
-                self._models[mkey] = (m, ranges)
-        return self._models[mkey]
+    def candidates(self, rows: pd.DataFrame) -> list[str]:
+        """Candidate labels for one application's runs: the structured term sets whose input term scales as the
+        runs' input pipeline does (``structured.input_scaling``; both kinds when one GPU count cannot tell), each
+        with and without the per-cell level, then the other families."""
+        out = []
+        if "structured" in self.families:
+            sets = list(TERM_SETS)
+            if rows["gpus"].nunique() > 1:
+                scaling = input_scaling(rows)
+                wrong = "input" if scaling[True][1] < scaling[False][1] else "input_gpu"
+                sets = [t for t in sets if wrong not in TERM_SETS[t][0]]
+            out = [f"structured/{t}{lv}" for lv in LEVELS for t in sets]
+        return out + [f for f in self.families if f != "structured"]
 
-    def _cpu(self, gflops: float | None, ranges: dict) -> float:
+    def fit_candidate(self, label: str, rows: pd.DataFrame, with_depth: bool, memo: dict | None = None) -> Any:
+        """Fit one candidate on ``rows``; ``memo`` shares the forward selection of linear and ridge."""
+        if label.startswith("structured/"):
+            name = label.split("/", 1)[1]
+            terms, combine = TERM_SETS[name.removesuffix("+cell")]
+            model = fit_structured(rows, terms + (DEPTH if with_depth else ()), combine)
+            return model.with_cells(rows) if name.endswith("+cell") else model
+        features = None
+        if label in ("linear", "ridge"):
+            memo = {} if memo is None else memo
+            if "features" not in memo:
+                memo["features"] = select_features(rows, with_depth, self.degree, self.folds, self.max_features,
+                                                   self.seed)
+            features = memo["features"]
+        return fit_flexible(rows, label, with_depth, self.degree, self.folds, self.max_features, self.seed, features)
+
+    def model(self, mkey: MKey) -> AppFit | None:
+        """The fit of one application, or None if it has fewer than 4 runs."""
+        return self.shared(mkey, lambda: self._fit_app(mkey))
+
+    def _fit_app(self, mkey: MKey) -> AppFit | None:
+        d = self.rows_for(mkey).reset_index(drop=True)
+        if len(d) < 4:
+            return None
+        return AppFit(self, d, bool(mkey[2] and d["depth"].nunique() > 1))
+
+    # ----- answering ------------------------------------------------------------------------------------------------
+    def _cpu(self, gpu: str, ranges: dict[str, Any]) -> float:
         if self.cpu_threads == "max":
             return float(ranges["cpu_max"])
         if self.cpu_threads == "best":
-            return float(ranges["best_cpu_on"].get(gflops, ranges["best_cpu"]))
+            return float(ranges["cpu_best"].get(gpu, ranges["cpu_best_all"]))
         return float(self.cpu_threads)
 
-    def predict_frame(self, rows: pd.DataFrame, mkey: tuple[str, str, bool]) -> np.ndarray:
-        """Predicted runtimes (s) of rows of one application, NaN if it has no model; no range checks."""
-        fitted = self.model(mkey)
-        if fitted is None:
-            return np.full(len(rows), np.nan)
-        return rows["iterations"].to_numpy(float) * fitted[0].per_iteration(rows)
+    def predict_rows(self, fit: AppFit, rows: pd.DataFrame, kind: str | None = None) -> tuple[np.ndarray, list[str]]:
+        """(seconds per iteration, kind of question) of query rows of one application, each answered by the model
+        chosen for its kind (or for ``kind`` if given); where that model gives no positive time, the best structured
+        candidate for the kind answers (its terms and coefficients are non-negative); NaN if none does."""
+        kinds = [kind or question(fit.ranges, g, int(n), int(b), int(d))[0]
+                 for g, n, b, d in zip(rows["gpu"], rows["gpus"], rows["batch_size"], rows["depth"])]
+        out = np.full(len(rows), np.nan)
+        arr = np.array(kinds)
+        for k in set(kinds):
+            sel = arr == k
+            with np.errstate(all="ignore"):
+                out[sel] = fit.model(k).per_iteration(rows[sel])
+                bad = sel & ~(np.isfinite(out) & (out > 0))
+                backup = fit.model(k, structured=True) if bad.any() else None
+                if backup is not None:
+                    out[bad] = backup.per_iteration(rows[bad])
+        out[~(np.isfinite(out) & (out > 0))] = np.nan
+        return out, kinds
 
-    def _reason(self, spec: JobSpec, vm: VMType, gpus: int, ranges: dict[str, float]) -> str | None:
-        g = vm.gpu.measured_gflops
+    def _static_reason(self, spec: JobSpec, vm: VMType, gpus: int) -> str | None:
         if gpus < 1 or gpus > vm.gpus:
             return f"{gpus} GPUs requested on {vm.name}, which has {vm.gpus}"
-        if g is None:
-            return f"GPU model {vm.gpu.name} has no measured GFLOP/s, the regression's GPU feature"
-        if self.gpu_range == "measured" and not ranges["gflops_lo"] <= g <= ranges["gflops_hi"]:
-            return f"{vm.gpu.name} ({g:.0f} GFLOP/s) is outside the measured GPUs' range for {spec.app_key}"
-        if gpus > ranges["gpus_hi"]:
-            return f"{gpus} GPUs exceed the {ranges['gpus_hi']:.0f} measured for {spec.app_key}"
-        lo, hi = ranges["batch_lo"] / self.batch_margin, ranges["batch_hi"] * self.batch_margin
-        if not lo <= spec.batch_size <= hi:
-            return f"batch size {spec.batch_size} outside the measured {ranges['batch_lo']:.0f}..{ranges['batch_hi']:.0f}"
+        if self.model(_mkey(spec)) is None:
+            return f"no runs of {spec.app_key} to fit a regression on"
         return None
 
     def support(self, spec: JobSpec, vm: VMType, gpus: int) -> str | None:
-        fitted = self.model(model_key(data_key(spec)))
-        if fitted is None:
-            return f"no runs of {spec.app_key} to fit a regression on"
-        return self._reason(spec, vm, gpus, fitted[1])
+        why = self._static_reason(spec, vm, gpus)
+        if why is None and not math.isfinite(self.runtime(spec, vm, gpus)):
+            kind = self.explain(spec, vm, gpus)
+            return f"the model chosen for this question ({kind}) answers no positive time"
+        return why
+
+    def question(self, spec: JobSpec, vm: VMType, gpus: int) -> tuple[str, str] | None:
+        """(kind of question, why) of a configuration against the application's training runs, None if no runs."""
+        fit = self.model(_mkey(spec))
+        return None if fit is None else question(fit.ranges, _gpu_name(vm), gpus, spec.batch_size, _depth(spec))
+
+    def explain(self, spec: JobSpec, vm: VMType, gpus: int) -> str:
+        """Which model answers this configuration and why: ``candidate (kind: reason)``."""
+        why = self._static_reason(spec, vm, gpus)
+        if why is not None:
+            return f"unsupported: {why}"
+        fit = self.model(_mkey(spec))
+        assert fit is not None
+        kind, reason = question(fit.ranges, _gpu_name(vm), gpus, spec.batch_size, _depth(spec))
+        return f"{fit.chosen(kind)} ({kind}: {reason})"
 
     def runtime(self, spec: JobSpec, vm: VMType, gpus: int) -> float:
         return float(self.runtimes([spec], [Config(vm, gpus)])[0, 0])
 
-    def runtimes(self, specs: Sequence[JobSpec], configs: Sequence[Config]) -> np.ndarray:
-        """Vectorised: the model is evaluated per distinct (application, batch, depth) × config on the anchor grid
-        of iteration counts ``ANCHORS`` and interpolated linearly in ``1/iterations`` (the feature it enters by)."""
+    def runtimes(self, specs: Sequence[JobSpec], configs: Sequence[Config], kind: str | None = None) -> np.ndarray:
+        """Vectorised: per distinct (application, batch, depth), the model on the anchor grid of iteration counts
+        × every configuration, interpolated linearly in ``1/iterations``. ``kind`` forces the model chosen for one
+        kind of question (how ``hybrid`` reads the trend of an extrapolation back to its anchor)."""
         out = np.full((len(specs), len(configs)), INFEASIBLE)
         if out.size == 0:
             return out
         groups: dict[tuple, list[int]] = {}
         for i, s in enumerate(specs):
-            groups.setdefault((model_key(data_key(s)), s.batch_size, s.depth, s.application, s.framework), []).append(i)
+            groups.setdefault((s.application, s.framework, s.depth, s.batch_size), []).append(i)
         inv = 1.0 / ANCHORS[::-1]
-        for (mkey, _, _, _, _), idx in groups.items():
-            fitted = self.model(mkey)
-            if fitted is None:
-                continue
-            m, ranges = fitted
+        for idx in groups.values():
             first = specs[idx[0]]
-            ok = np.array([self._reason(first, c.vm, c.gpus, ranges) is None for c in configs], dtype=bool)
-            probes = [JobSpec(first.application, first.framework, 1, first.batch_size, depth=first.depth)] * len(inv)
-            q = query_frame(probes, configs, np.array([self._cpu(c.vm.gpu.measured_gflops, ranges) for c in configs]))
-            q["iterations"] = np.repeat(ANCHORS[::-1], len(configs))
-            grid = m.per_iteration(q).reshape(len(inv), len(configs))
+            fit = self.model(_mkey(first))
+            if fit is None:
+                continue
+            ok = np.array([self._static_reason(first, c.vm, c.gpus) is None for c in configs], dtype=bool)
+            names = [_gpu_name(c.vm) for c in configs]
+            q = pd.DataFrame({
+                "gpu": np.tile(names, len(inv)),
+                "speed": np.tile([speed(c.vm.gpu) for c in configs], len(inv)),
+                "gpus": np.tile([c.gpus for c in configs], len(inv)),
+                "batch_size": first.batch_size,
+                "cpu_threads": np.tile([self._cpu(g, fit.ranges) for g in names], len(inv)),
+                "iterations": np.repeat(ANCHORS[::-1], len(configs)),
+                "depth": _depth(first),
+            })
+            grid = self.predict_rows(fit, q, kind)[0].reshape(len(inv), len(configs))
             its = np.fromiter((specs[i].iterations for i in idx), dtype=float, count=len(idx))
             x = np.clip(1.0 / its, inv[0], inv[-1])
             hi = np.clip(np.searchsorted(inv, x), 1, len(inv) - 1)
@@ -369,3 +365,28 @@ class RegressionPredictor(Predictor):
             vals = (grid[hi - 1] * (1 - w) + grid[hi] * w) * its[:, None]
             out[idx] = np.where(ok[None, :] & np.isfinite(vals) & (vals > 0), vals, INFEASIBLE)
         return out
+
+    def predict_runs(self, rows: pd.DataFrame, kind: str | None = None) -> np.ndarray:
+        """Each row at its own CPU-thread count, read directly (no anchor grid); ``kind`` as in ``runtimes``."""
+        out = np.full(len(rows), np.nan)
+        keys = [(a, f, d != NO_DEPTH) for a, f, d in zip(rows["application"], rows["framework"], rows["depth"])]
+        for mkey in set(keys):
+            sel = np.array([k == mkey for k in keys])
+            fit = self.model(mkey)
+            if fit is not None:
+                q = rows[sel]
+                out[sel] = self.predict_rows(fit, q, kind)[0] * q["iterations"].to_numpy(float)
+        return out
+
+
+def _mkey(spec: JobSpec) -> MKey:
+    a, f, d = data_key(spec)
+    return a, f, d != NO_DEPTH
+
+
+def _gpu_name(vm: VMType) -> str:
+    return measured_gpu_name(vm.gpu) or vm.gpu.name
+
+
+def _depth(spec: JobSpec) -> int:
+    return NO_DEPTH if spec.depth is None else int(spec.depth)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Any, ClassVar, Mapping
 
 from predictors.base import Predictor, register
 from sim.model import INFEASIBLE, JobSpec, VMType
@@ -12,11 +12,17 @@ from sim.model import INFEASIBLE, JobSpec, VMType
 class TablePredictor(Predictor):
     """Runtimes given per (job name, VM type name, GPUs); configurations not in the table are unsupported.
 
-    ``runtimes`` maps ``"JOBNAME/VMTYPE/GPUS"`` (e.g. ``"J1/NC6/1"``) to seconds. A job spec's ``name`` is its key.
+    ``table`` maps ``"JOBNAME/VMTYPE/GPUS"`` (e.g. ``"J1/NC6/1"``) to seconds (YAML: ``{kind: table, table:
+    {J1/NC6/1: 3600}}``). A job spec's ``name`` is its key.
     """
 
-    def __init__(self, runtimes: Mapping[str, float]):
-        self.table = {str(k): float(v) for k, v in runtimes.items()}
+    test_params: ClassVar[Mapping[str, Any]] = {
+        "table": {f"J{j}/{v}/{g}": 600.0 * j / g for j in range(1, 7) for v, n in (("NC6", 1), ("NV12", 2))
+                  for g in range(1, n + 1)},
+    }
+
+    def __init__(self, table: Mapping[str, float]):
+        self.table = {str(k): float(v) for k, v in table.items()}
 
     def runtime(self, spec: JobSpec, vm: VMType, gpus: int) -> float:
         return self.table.get(f"{spec.name}/{vm.name}/{gpus}", INFEASIBLE)

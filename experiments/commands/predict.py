@@ -4,31 +4,38 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TextIO
 
-if TYPE_CHECKING:  # the heavy libraries are imported where they are used, so `capsim --help` starts at once
+from sim.model import CapsimError
+
+if TYPE_CHECKING:
     import pandas as pd
 
-HELP = "evaluate the runtime predictors (MAPE per application x GPU x protocol) or show one job's predictions"
+HELP = "evaluate the runtime predictors (published protocols, MAPE per cell) or show one job's predictions"
 
-SHOW_DEFAULT = ("measured", "regression", "analytical", "wave")
+SHOW_DEFAULT = ("measured", "regression", "analytical", "wave", "hybrid")
+PUBLISHED = ("batch", "gpus", "compute", "depth", "interpolation")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="predict_command", required=True, metavar="ACTION")
     ev = sub.add_parser("evaluate", help="fit and score predictors under the named protocols; write CSV and plots")
     ev.add_argument("--out", metavar="DIR", default="results/predict", help="output directory (default: %(default)s)")
-    ev.add_argument("--protocols", metavar="NAMES", help="comma-separated: interpolation,batch,gpus,compute,depth")
-    ev.add_argument("--predictors", metavar="NAMES",
-                    help="comma-separated: measured,regression,analytical,analytical_app,wave (default: all)")
+    ev.add_argument("--protocols", metavar="NAMES",
+                    help=f"comma-separated (default: the published {','.join(PUBLISHED)}; "
+                         "harder variants: batch_hard,gpus_hard,compute_hard)")
+    ev.add_argument("--predictors", metavar="SPECS",
+                    help="comma-separated kinds, each optionally with parameters, e.g. hybrid(anchor=true) "
+                         "(default: every trainable predictor of the registry)")
     ev.add_argument("--seed", type=int, default=0, help="seed of the interpolation folds (default: 0)")
-    ev.add_argument("--by-app", dest="by_gpu", action="store_false",
-                    help="print only the per-application table (the per-GPU one is always in mape.csv)")
-    ev.add_argument("--quiet", action="store_true", help="no progress line")
-    sh = sub.add_parser("show", help="one job's runtime from every predictor")
+    ev.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
+                    help="processes fitting splits in parallel (default: %(default)s)")
+    ev.add_argument("--quiet", action="store_true", help="no progress output")
+    sh = sub.add_parser("show", help="one job's runtime from every predictor, and which model answers it")
     sh.add_argument("app", metavar="APP", help="application key like resnet50_pt, or a network with --framework")
     sh.add_argument("--framework", choices=("pytorch", "tensorflow"), help="framework when APP is a bare network")
     sh.add_argument("--gpu", required=True, help="GPU model name from the GPU table, e.g. M60, V100")
@@ -39,14 +46,24 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     sh.add_argument("--predictors", metavar="KINDS", help=f"comma-separated kinds (default: {','.join(SHOW_DEFAULT)})")
 
 
-def _names(text: str | None, default: tuple[str, ...]) -> list[str]:
-    return [x.strip() for x in text.split(",") if x.strip()] if text else list(default)
+def split_specs(text: str | None) -> list[str]:
+    """Comma-separated items, commas inside parentheses kept: ``a,b(x=1,y=2)`` → ``["a", "b(x=1,y=2)"]``."""
+    if not text:
+        return []
+    out, depth, cur = [], 0, ""
+    for ch in text:
+        depth += (ch == "(") - (ch == ")")
+        if ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    out.append(cur.strip())
+    return [x for x in out if x]
 
 
 def parse_app(app: str, framework: str | None) -> tuple[str, str]:
     """(application, framework) from ``resnet50_pt`` or ``resnet50`` + ``--framework``."""
-    from sim.model import CapsimError
-
     short = {"pt": "pytorch", "tf": "tensorflow"}
     if "_" in app and app.rsplit("_", 1)[1] in short:
         name, fw = app.rsplit("_", 1)
@@ -61,7 +78,7 @@ def parse_app(app: str, framework: str | None) -> tuple[str, str]:
 def _show(args: argparse.Namespace) -> int:
     from predictors import build
     from sim.catalogue import gpu
-    from sim.model import CapsimError, JobSpec, VMType
+    from sim.model import JobSpec, VMType
 
     application, framework = parse_app(args.app, args.framework)
     if args.gpus < 1 or args.batch < 1 or args.iterations < 1:
@@ -69,16 +86,40 @@ def _show(args: argparse.Namespace) -> int:
     spec = JobSpec(application, framework, args.iterations, args.batch, name=args.app, depth=args.depth)
     vm = VMType(name=f"{args.gpu}x{args.gpus}", gpu=gpu(args.gpu), gpus=args.gpus, price_per_hour=0.0)
     print(f"{application}/{framework} batch {args.batch}, {args.iterations} iterations on {args.gpus} x {args.gpu}")
-    for kind in _names(args.predictors, SHOW_DEFAULT):
+    for kind in split_specs(args.predictors) or list(SHOW_DEFAULT):
         p = build(kind)
         reason = p.support(spec, vm, args.gpus)
         t = p.runtime(spec, vm, args.gpus)
         shown = f"{t:12.1f} s  ({t / 3600:.2f} h)" if math.isfinite(t) else f"{'unsupported':>12}: {reason}"
-        print(f"  {kind:<12} {shown}")
+        how = getattr(p, "explain", None)
+        extra = f"  [{how(spec, vm, args.gpus)}]" if how is not None and math.isfinite(t) else ""
+        print(f"  {kind:<12} {shown}{extra}")
     return 0
 
 
-def _plot(pred: pd.DataFrame, protocol: str, path: Path) -> None:
+class Progress:
+    """Splits done out of the total: a bar redrawn in place on a terminal, one plain line per split otherwise."""
+
+    def __init__(self, quiet: bool, stream: TextIO | None = None, width: int = 28):
+        self.quiet, self.width, self.stream = quiet, width, stream or sys.stderr
+        self.t0 = time.monotonic()
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+
+    def __call__(self, done: int, total: int, label: str) -> None:
+        if self.quiet:
+            return
+        elapsed = time.monotonic() - self.t0
+        if self.tty:
+            fill = int(self.width * done / max(total, 1))
+            bar = "#" * fill + "." * (self.width - fill)
+            end = "\n" if done == total else ""
+            self.stream.write(f"\r[{bar}] {done}/{total} splits  {elapsed:5.0f} s  {label:<28}{end}")
+        else:
+            self.stream.write(f"[{elapsed:6.1f} s] {done}/{total} splits done: {label}\n")
+        self.stream.flush()
+
+
+def _plot(pred: "pd.DataFrame", protocol: str, path: Path) -> None:
     """Predicted vs measured runtime, one panel per predictor that answered, one colour per application."""
     import matplotlib
 
@@ -87,88 +128,101 @@ def _plot(pred: pd.DataFrame, protocol: str, path: Path) -> None:
     import numpy as np
 
     sub = pred[(pred["protocol"] == protocol) & np.isfinite(pred["predicted"]) & (pred["predicted"] > 0)]
-    names = sorted(sub["predictor"].unique())
+    names = list(dict.fromkeys(sub["predictor"]))
     if not names:
         return
-    cols = min(4, len(names))
+    cols = min(3, len(names))
     rows = math.ceil(len(names) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.0 * cols, 3.0 * rows), squeeze=False)
-    colours = dict(zip(sorted(pred["app"].unique()), plt.get_cmap("tab10").colors))
+    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 3.2 * rows), squeeze=False)
+    label = sub["application"] + "_" + sub["framework"].map({"pytorch": "pt", "tensorflow": "tf"})
+    colours = dict(zip(sorted(label.unique()), plt.get_cmap("tab10")(np.arange(10))))
     lo, hi = pred["measured"].min() * 0.7, pred["measured"].max() * 1.4
     for ax in axes.flat[len(names):]:
         ax.set_visible(False)
     for ax, name in zip(axes.flat, names):
-        for app, g in sub[sub["predictor"] == name].groupby("app"):
+        mine = sub["predictor"] == name
+        for app in sorted(label[mine].unique()):
+            g = sub[mine & (label == app)]
             ax.scatter(g["measured"], g["predicted"], s=4, alpha=0.5, color=colours[app], label=app, rasterized=True)
         ax.plot([lo, hi], [lo, hi], color="k", lw=0.8)
         ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi), title=name, xlabel="measured (s)",
                ylabel="predicted (s)")
     handles = {lab: h for ax in axes.flat for h, lab in zip(*ax.get_legend_handles_labels())}
     fig.legend(handles.values(), handles.keys(), fontsize=7, markerscale=2, loc="upper center",
-               ncol=min(5, len(handles)), bbox_to_anchor=(0.5, 0.0))
+               ncol=min(4, len(handles)), bbox_to_anchor=(0.5, 0.0))
     fig.suptitle(f"predicted vs measured runtime, protocol: {protocol}")
     fig.tight_layout()
-    fig.savefig(path, bbox_inches="tight", dpi=120)
+    fig.savefig(path, bbox_inches="tight", dpi=110, metadata={"Software": None})
     plt.close(fig)
 
 
-def format_table(summary: pd.DataFrame, rows: tuple[str, ...] = ("protocol", "app")) -> str:
-    """MAPE % per ``rows`` (protocol × application [× GPU]) and predictor (columns), coverage when below 100 %,
-    the repeat noise floor and the best predictor (lowest MAPE among those answering over half the runs)."""
-    import numpy as np
+def _percent(v: Any) -> str:
+    return "-" if v is None or v != v else f"{100 * v:.1f}"
 
+
+def summary_table(summary: "pd.DataFrame") -> str:
+    """Mean MAPE % over cells per protocol (rows) and predictor (columns), with the noise floor, the published mean,
+    the cells whose floor is above it, the target, and, for interpolation, the applications at target (≤ 5 % or at
+    their floor) per predictor."""
     s = summary.copy()
-    s["cell"] = [
-        "-" if not np.isfinite(m) else f"{100 * m:.1f}" + ("" if c > 0.995 else f" ({100 * c:.0f}%)")
-        for m, c in zip(s["mape"], s["coverage"])
-    ]
-    keys = list(rows)
-    table = s.pivot_table(index=keys, columns="predictor", values="cell", aggfunc="first")
-    floor = s.groupby(keys)["noise_floor"].first().map(lambda v: "-" if not np.isfinite(v) else f"{100 * v:.1f}")
-    best = s[np.isfinite(s["mape"]) & (s["coverage"] > 0.5)]
-    best = best.loc[best.groupby(keys)["mape"].idxmin()].set_index(keys)["predictor"]
-    table["floor"] = floor
-    table["best"] = best
+    s["cell"] = [_percent(m) + ("" if c > 0.995 else f" ({100 * c:.0f}%)")
+                 for m, c in zip(s["mean_mape"], s["coverage"])]
+    s.loc[s["apps_at_target"] != "", "cell"] += " [" + s["apps_at_target"] + "]"
+    order = list(dict.fromkeys(s["protocol"]))
+    table = s.pivot_table(index="protocol", columns="predictor", values="cell", aggfunc="first").reindex(order)
+    table = table[list(dict.fromkeys(s["predictor"]))]
+    first = s.groupby("protocol", sort=False).first()
+    table["floor"] = first["noise_floor"].map(_percent)
+    table["published"] = first["published"].map(_percent)
+    table["floor>published"] = [f"{k}/{n}" if p == p else "-"
+                                for k, n, p in zip(first["floor_above_published"], first["cells"], first["published"])]
+    table["target"] = first["target"].map(_percent)
     return table.fillna("-").to_string()
+
+
+def application_table(cells: "pd.DataFrame") -> str:
+    """Mean MAPE % over cells per protocol × application × framework (rows, in evaluation order) and predictor."""
+    keys = ["protocol", "application", "framework"]
+    t = cells.groupby(keys + ["predictor"], sort=False)["mape"].mean().unstack("predictor")
+    t = t[list(dict.fromkeys(cells["predictor"]))].map(_percent)
+    t["floor"] = cells.groupby(keys, sort=False)["noise_floor"].mean().map(_percent)
+    return t.to_string()
 
 
 def _evaluate(args: argparse.Namespace) -> int:
     from experiments.results import write_csv
-    from sim.model import CapsimError
-    from predictors.evaluation import PREDICTORS, PROTOCOLS, evaluate, summarise
+    from predictors.evaluation import evaluate, parse_predictor, protocol_summary
+    from predictors.protocols import PROTOCOLS
 
-    protocols = _names(args.protocols, PROTOCOLS)
-    names = _names(args.predictors, PREDICTORS)
-    for given, known, what in ((protocols, PROTOCOLS, "--protocols"), (names, PREDICTORS, "--predictors")):
-        bad = [x for x in given if x not in known]
-        if bad:
-            raise CapsimError(f"{what}: unknown {', '.join(bad)}; choose from {', '.join(known)}")
+    protocols = split_specs(args.protocols) or list(PUBLISHED)
+    bad = [x for x in protocols if x not in PROTOCOLS]
+    if bad:
+        raise CapsimError(f"--protocols: unknown {', '.join(bad)}; choose from {', '.join(PROTOCOLS)}")
+    names = split_specs(args.predictors) or None
+    for n in names or []:
+        parse_predictor(n)
+    if args.workers < 1:
+        raise CapsimError(f"--workers must be at least 1, got {args.workers}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    start = time.perf_counter()
-
-    def progress(msg: str) -> None:
-        if not args.quiet:
-            print(f"\r{time.perf_counter() - start:6.0f}s {msg:<70}", end="", file=sys.stderr, flush=True)
-
-    pred = evaluate(protocols, names, seed=args.seed, progress=progress)
-    if not args.quiet:
-        print(file=sys.stderr)
-    by_app = summarise(pred, by=("protocol", "app", "predictor"))
-    by_gpu = summarise(pred, by=("protocol", "app", "gpu", "predictor"))
-    write_csv(pred, out / "predictions.csv")
-    write_csv(by_app, out / "mape_by_app.csv")
-    write_csv(by_gpu, out / "mape.csv")
+    t0 = time.perf_counter()
+    ev = evaluate(protocols, names, seed=args.seed, workers=args.workers, progress=Progress(args.quiet))
+    summary = protocol_summary(ev)
+    write_csv(ev.cells, out / "cells.csv")
+    write_csv(ev.coverage, out / "coverage.csv")
+    write_csv(summary, out / "summary.csv")
+    write_csv(ev.predictions, out / "predictions.csv")
     for protocol in protocols:
-        if (pred["protocol"] == protocol).any():
-            _plot(pred, protocol, out / f"pred_vs_measured_{protocol}.png")
-    print("MAPE % over the runs each predictor answered (coverage in brackets when not all);"
-          " floor = MAPE of the mean of a run's repeats")
-    if args.by_gpu:
-        print(format_table(by_gpu, ("protocol", "app", "gpu")))
-        print()
-    print(format_table(by_app))
-    print(f"\nwrote {out}/mape.csv (per application x GPU x protocol), mape_by_app.csv, predictions.csv, plots")
+        if len(ev.predictions) and (ev.predictions["protocol"] == protocol).any():
+            _plot(ev.predictions, protocol, out / f"pred_vs_measured_{protocol}.png")
+    print("Mean MAPE % over each protocol's cells (coverage in brackets when below 100 %; interpolation: "
+          "applications at <= 5 % or their noise floor); floor = mean noise floor of the cells; floor>published = "
+          "cells whose noise floor is above the published mean")
+    print(summary_table(summary))
+    print()
+    print(application_table(ev.cells))
+    print(f"\nwrote {out}/cells.csv (MAPE per cell), summary.csv, coverage.csv, predictions.csv and plots "
+          f"in {time.perf_counter() - t0:.0f} s")
     return 0
 
 

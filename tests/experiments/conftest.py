@@ -25,7 +25,7 @@ def small_scenario(**over: Any) -> dict[str, Any]:
         "name": "tiny",
         "cluster": {"nodes": 2, "vm_types": ["NC6", "NC12"]},
         "workload": {"jobs": 6, "mean_interarrival": 60, "mix": {"J1": 1, "J4": 1}},
-        "predictor": {"kind": "table", "runtimes": dict(TABLE)},
+        "predictor": {"kind": "table", "table": dict(TABLE)},
         "policies": [{"kind": "fifo"}, {"kind": "edf"}],
         "seeds": [0, 1],
     }

@@ -114,8 +114,8 @@ def test_bad_policy_parameter(tmp_path: Path) -> None:
 
 
 def test_misspelt_predictor_parameter(tmp_path: Path) -> None:
-    msg = bad(tmp_path, predictor={"kind": "table", "runtime": {}})
-    assert "predictor.runtime" in msg and "did you mean 'runtimes'" in msg
+    msg = bad(tmp_path, predictor={"kind": "table", "tabel": {}})
+    assert "predictor.tabel" in msg and "did you mean 'table'" in msg
 
 
 def test_problems_are_listed_in_file_order(tmp_path: Path) -> None:
@@ -178,7 +178,7 @@ def test_trace_replayed_relative_to_the_scenario_file(tmp_path: Path) -> None:
                                   "10,alexnet,pytorch,6094,256,J4,500,0.01\n")
     table = {"J1/NC6/1": 400.0, "J4/NC6/1": 900.0}
     p = write_yaml(sub / "s.yaml", small_scenario(workload={"trace": "jobs.csv"}, cluster={"nodes": 1,
-                   "vm_types": ["NC6"]}, predictor={"kind": "table", "runtimes": table}, seeds=[0]))
+                   "vm_types": ["NC6"]}, predictor={"kind": "table", "table": table}, seeds=[0]))
     out = tmp_path / "out"
     assert main(["run", str(p), "--out", str(out), "--quiet", "--workers", "1"]) == 0
     import pandas as pd

@@ -84,7 +84,7 @@ def test_p600_server_usable_with_at_most_two_gpus(pred: MeasuredPredictor) -> No
 
 def test_batch_interpolation_lies_between_neighbours(pred: MeasuredPredictor) -> None:
     v = vm_type("NV24")
-    per_sample = {b: pred.answer(JobSpec("resnet50", "tensorflow", 1, b), v, 1)[1] / b for b in (32, 40, 48, 64)}
+    per_sample = {b: pred.terms(JobSpec("resnet50", "tensorflow", 1, b), v, 1)[1] / b for b in (32, 40, 48, 64)}
     lo, hi = sorted((per_sample[32], per_sample[64]))
     assert lo <= per_sample[40] <= hi and lo <= per_sample[48] <= hi
     s = JobSpec("resnet50", "tensorflow", 5000, 48)
@@ -114,17 +114,20 @@ def test_every_paper_job_has_a_feasible_config(pred: MeasuredPredictor) -> None:
 
 def test_vectorised_equals_scalar(pred: MeasuredPredictor) -> None:
     cfgs = configurations(vm_types().values())
-    specs = list(job_types().values()) + [JobSpec("alexnet", "tensorflow", 777, 100), JobSpec("resnet", "pytorch", 900, 64, depth=3)]
+    specs = list(job_types().values()) + [JobSpec("alexnet", "tensorflow", 777, 100),
+                                          JobSpec("resnet", "pytorch", 900, 64, depth=3)]
     table = pred.runtimes(specs, cfgs)
     for i, s in enumerate(specs):
         for k, c in enumerate(cfgs):
             assert table[i, k] == pred.runtime(s, c.vm, c.gpus)
 
 
-def test_depth_files_answer_for_the_resnet_variants(pred: MeasuredPredictor) -> None:
-    shallow = pred.runtime(JobSpec("resnet", "tensorflow", 1000, 64, depth=1), vm_type("NV6"), 1)
-    deep = pred.runtime(JobSpec("resnet", "tensorflow", 1000, 64, depth=10), vm_type("NV6"), 1)
+def test_depth_files_answer_for_the_pytorch_resnet_variants(pred: MeasuredPredictor) -> None:
+    shallow = pred.runtime(JobSpec("resnet", "pytorch", 1000, 64, depth=1), vm_type("NV6"), 1)
+    deep = pred.runtime(JobSpec("resnet", "pytorch", 1000, 64, depth=10), vm_type("NV6"), 1)
     assert math.isfinite(shallow) and math.isfinite(deep)
+    why = pred.support(JobSpec("resnet", "tensorflow", 1000, 64, depth=1), vm_type("NV6"), 1)
+    assert "never measured" in why
 
 
 def test_clear_errors() -> None:

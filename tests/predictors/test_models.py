@@ -10,9 +10,10 @@ import pytest
 
 from predictors import build
 from predictors.analytical import AnalyticalPredictor, allreduce_time
+from predictors.augmented import augment, base_features
 from predictors.measured import MeasuredPredictor
 from predictors.networks import conv_cost, fc_cost, layer_costs, network, parameters
-from predictors.regression import RegressionPredictor, augment, base_features
+from predictors.regression import RegressionPredictor
 from predictors.wave import WavePredictor, gamma, scale_factor
 from sim.catalogue import configurations, gpu, job_types, vm_type, vm_types
 from sim.model import CapsimError, JobSpec, VMType
@@ -57,6 +58,16 @@ def test_resnet_has_parallel_branches_and_depth_variants() -> None:
     assert parameters(network("resnet50", 1)) < parameters(network("resnet50", 2)) < parameters(network("resnet50"))
 
 
+def test_cifar_resnet_sizes_match_the_published_ones() -> None:
+    # He et al. 2016, table 6: ResNet-20 (3 modules per stage) 0.27 M parameters, ResNet-56 (9) 0.85 M.
+    assert parameters(network("resnet_cifar", 3)) == pytest.approx(0.27e6, rel=0.02)
+    assert parameters(network("resnet_cifar", 9)) == pytest.approx(0.85e6, rel=0.02)
+    g = network("resnet_cifar", 2)
+    assert len([n for n in g if n.endswith(":conv")]) == 1 + 3 * 2 * 2
+    # first 3x3 conv on 32x32x3 to 16 channels: 32*32*16*27 multiply-adds forward
+    assert layer_costs(g)["flops"][0] == 3 * 2 * 32 * 32 * 16 * 27
+
+
 def test_unknown_network_is_a_clear_error() -> None:
     with pytest.raises(CapsimError, match="no layer graph for network 'bert'"):
         network("bert")
@@ -82,7 +93,14 @@ def test_analytical_linear_in_iterations_and_efficiencies_in_range(analytical: A
     assert t2 == pytest.approx(2 * t1)
     effs = analytical.efficiencies()
     assert ("pytorch", "M60") in effs
-    assert all(0.05 < e < 5 and f >= 0 for (fw, _), (e, f) in effs.items() if fw != "unknown")
+    assert all(0.05 < e < 5 and f >= 0 for (e, f) in effs.values())
+
+
+def test_analytical_models_the_depth_runs_as_a_cifar_resnet(analytical: AnalyticalPredictor) -> None:
+    # the depth runs are input-bound: a CIFAR-10 ResNet is a few GFLOPs per batch, so depth barely matters
+    shallow, deep = (analytical.runtime(JobSpec("resnet", "pytorch", 600, 128, depth=d), vm_type("NV6"), 1)
+                     for d in (1, 10))
+    assert shallow <= deep < 1.2 * shallow
 
 
 def test_analytical_predicts_unmeasured_gpus_faster_on_bigger_ones(analytical: AnalyticalPredictor) -> None:
@@ -156,7 +174,7 @@ def test_wave_vectorised_equals_scalar() -> None:
 
 def test_augment_skips_a_term_times_its_inverse() -> None:
     x = base_features(
-        __import__("pandas").DataFrame({"batch_size": [8, 16], "gflops": [1.0, 2.0], "gpus": [1, 2],
+        __import__("pandas").DataFrame({"batch_size": [8, 16], "gpu": ["M60", "K80"], "gpus": [1, 2],
                                         "cpu_threads": [2, 4], "iterations": [10, 20]}), with_depth=False)
     cols = set(augment(x, 2).columns)
     assert {"batch", "inv_batch", "batch*gpus", "batch*inv_gpus", "batch*batch"} <= cols
@@ -165,32 +183,39 @@ def test_augment_skips_a_term_times_its_inverse() -> None:
 
 
 @pytest.fixture(scope="module")
-def linear_regression() -> RegressionPredictor:
-    return RegressionPredictor(families=("linear", "ridge"), folds=3, max_features=5)
+def regression() -> RegressionPredictor:
+    return RegressionPredictor(families=("structured", "linear"))
 
 
-def test_regression_close_to_measured_on_measured_configs(linear_regression: RegressionPredictor) -> None:
+def test_regression_close_to_measured_on_measured_configs(regression: RegressionPredictor) -> None:
     m = MeasuredPredictor()
     s = job_types()["J6"]
     for name, g in (("NV6", 1), ("NV24", 4), ("NC12", 2)):
-        assert linear_regression.runtime(s, vm_type(name), g) == pytest.approx(m.runtime(s, vm_type(name), g), rel=0.25)
-    model, _ = linear_regression.model(("resnet50", "tensorflow", False))
-    assert model.family in ("linear", "ridge") and 1 <= len(model.features) <= 5
+        assert regression.runtime(s, vm_type(name), g) == pytest.approx(m.runtime(s, vm_type(name), g), rel=0.15)
 
 
-def test_regression_vectorised_equals_scalar_and_unsupported(linear_regression: RegressionPredictor) -> None:
+def test_regression_names_the_kind_of_question_and_its_model(regression: RegressionPredictor) -> None:
+    j5 = job_types()["J5"]
+    assert regression.question(j5, vm_type("NV6"), 1)[0] == "inside"
+    assert regression.question(j5, vm_type("inhouse1"), 2)[0] == "batch"  # batch 64; the P600 ran 4..16 on 2 GPUs
+    assert regression.question(j5, vm_type("inhouse3"), 8)[0] == "gpus"
+    assert regression.question(j5, vm("V100", 1), 1)[0] == "compute"
+    assert regression.question(job_types()["J1"], vm_type("inhouse2"), 8)[0] == "batch_below"
+    assert regression.explain(j5, vm("V100", 1), 1).startswith("structured/")  # only structured models for new GPUs
+
+
+def test_regression_answers_the_whole_catalogue_faster_on_faster_gpus(regression: RegressionPredictor) -> None:
     cfgs = configurations(vm_types().values())
-    specs = [job_types()["J6"], dataclasses.replace(job_types()["J6"], iterations=123)]
-    table = linear_regression.runtimes(specs, cfgs)
-    for i, s in enumerate(specs):
-        for k, c in enumerate(cfgs):
-            assert table[i, k] == linear_regression.runtime(s, c.vm, c.gpus)
-    assert "no measured GFLOP/s" in linear_regression.support(specs[0], vm("V100"), 1)
-    assert linear_regression.runtime(specs[0], vm("V100"), 1) == math.inf
+    table = regression.runtimes(list(job_types().values()), cfgs)
+    assert np.isfinite(table).all() and (table > 0).all()
+    j5 = job_types()["J5"]
+    assert regression.runtime(j5, vm("V100", 1), 1) < regression.runtime(j5, vm("M60", 1), 1)
 
 
 def test_regression_bad_parameters() -> None:
     with pytest.raises(CapsimError, match="unknown families"):
         build("regression", families=["xgboost"])
+    with pytest.raises(CapsimError, match="cpu_threads"):
+        build("regression", cpu_threads="most")
     with pytest.raises(CapsimError, match="unknown application"):
         RegressionPredictor().runtime(JobSpec("bert", "pytorch", 10, 8), vm_type("NV6"), 1)

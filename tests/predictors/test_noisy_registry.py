@@ -92,10 +92,10 @@ def test_input_floor_keeps_cpu_bound_alexnet_from_scaling_with_the_gpu() -> None
     gpu_only = AnalyticalPredictor(cpu_threads=None)
     floored = AnalyticalPredictor(cpu_threads=2)
     h100 = VMType("h", __import__("sim.catalogue", fromlist=["gpu"]).gpu("H100"), 1, 1.0)
-    floor = floored.input_time("alexnet", "pytorch", 256, 2) * 1000
+    floor = floored.input_time("alexnet", "pytorch", 256, 1, 2) * 1000
     assert floored.runtime(spec, h100, 1) == pytest.approx(max(gpu_only.runtime(spec, h100, 1), floor))
     assert floored.runtime(spec, h100, 1) > gpu_only.runtime(spec, h100, 1)
-    assert floored.input_time("vgg19", "pytorch", 256, "max") == 0.0
+    assert floored.input_time("vgg19", "pytorch", 256, 1, "max") == 0.0
 
 
 @pytest.mark.parametrize("config", [{"kind": "measured"}, {"kind": "analytical"}, {"kind": "wave"},

@@ -1,11 +1,13 @@
 """Rebuild ``runs.csv`` from the Politecnico di Milano measurements (see ATTRIBUTION.md for what changes).
 
-Usage: ``python predictors/data/polimi/make.py [SOURCE_DIR]`` (default ``/work/shared/data/polimi-gpu-runs``).
-The output is one row per measured run, long format, GPU named by the capsim GPU catalogue.
+Usage: ``python predictors/data/polimi/make.py SOURCE_DIR [--out FILE]``, where SOURCE_DIR is the folder of the
+source CSVs (``alexnet_pt.csv`` … ``extrapolation_N_resnet_4.csv``). The output is one row per measured run, long
+format, GPU named by the capsim GPU catalogue.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -13,7 +15,6 @@ import pandas as pd
 
 from sim.catalogue import gpu_models
 
-SOURCE = Path("/work/shared/data/polimi-gpu-runs")
 OUT = Path(__file__).with_name("runs.csv")
 
 RENAME = {
@@ -30,6 +31,9 @@ RENAME = {
 COLUMNS = ["application", "framework", "gpu", "gpus", "batch_size", "iterations", "cpu_threads", "disk_speed",
            "depth", "runtime_s", "source_file"]
 M60_GFLOPS = 7365
+DEPTH_FRAMEWORK = "pytorch"
+"""The variable-depth ResNet files do not name their framework; the authors describe them as a PyTorch CIFAR-10
+ResNet with a varying number of inner modules."""
 
 
 def _load(path: Path) -> pd.DataFrame:
@@ -37,7 +41,7 @@ def _load(path: Path) -> pd.DataFrame:
     df = raw[[c for c in raw.columns if c in RENAME]].rename(columns=RENAME)
     stem = path.stem
     if stem.startswith("extrapolation_N_resnet_"):
-        df["application"], df["framework"] = "resnet", "unknown"
+        df["application"], df["framework"] = "resnet", DEPTH_FRAMEWORK
         df["gflops"], df["gpus"] = M60_GFLOPS, int(stem.rsplit("_", 1)[1])
     elif stem == "deepspeech_p600_gt750m":
         df["application"], df["framework"] = "deepspeech", "tensorflow"
@@ -59,11 +63,13 @@ def _drop_twins(df: pd.DataFrame) -> pd.DataFrame:
     return ranked[~ranked.duplicated(subset=key, keep="first")].sort_index()
 
 
-def build(source: Path = SOURCE) -> pd.DataFrame:
+def build(source: Path) -> pd.DataFrame:
     """Every run of every source file, with unusable rows (no overall time) dropped and twins merged."""
     by_gflops = {g.measured_gflops: g.name for g in gpu_models().values() if g.measured_gflops is not None}
-    frames = [_load(p) for p in sorted(source.glob("*.csv"))]
-    df = pd.concat(frames, ignore_index=True)
+    paths = sorted(source.glob("*.csv"))
+    if not paths:
+        raise SystemExit(f"{source}: no source CSV files here; give the folder of the Politecnico di Milano runs")
+    df = pd.concat([_load(p) for p in paths], ignore_index=True)
     df = df[df["runtime_s"].notna()].copy()
     unknown = set(df["gflops"]) - set(by_gflops)
     if unknown:
@@ -74,8 +80,17 @@ def build(source: Path = SOURCE) -> pd.DataFrame:
                            "iterations", "source_file"], kind="stable").reset_index(drop=True)
 
 
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description="Rebuild predictors/data/polimi/runs.csv from the source CSVs.")
+    ap.add_argument("source", type=Path, metavar="SOURCE_DIR", help="folder of the source CSVs")
+    ap.add_argument("--out", type=Path, default=OUT, help="output file (default: %(default)s)")
+    args = ap.parse_args(argv)
+    if not args.source.is_dir():
+        raise SystemExit(f"{args.source}: not a folder; give the folder of the Politecnico di Milano source CSVs")
+    out = build(args.source)
+    out.to_csv(args.out, index=False, float_format="%.6f")
+    print(f"wrote {len(out)} runs to {args.out}")
+
+
 if __name__ == "__main__":
-    src = Path(sys.argv[1]) if len(sys.argv) > 1 else SOURCE
-    out = build(src)
-    out.to_csv(OUT, index=False, float_format="%.6f")
-    print(f"wrote {len(out)} runs to {OUT}")
+    main(sys.argv[1:])

@@ -1,0 +1,107 @@
+"""The structured family on hand-built runs: exact recovery, the max combination, borrowed all-reduce, the pooled
+fallback with per-die speed, the per-cell level; and the regression's choice of models per kind of question."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from predictors.regression import RegressionPredictor, axis_splits
+from predictors.structured import fit_structured, speed
+from sim.catalogue import gpu
+
+
+def runs_from(fn, gpus=("M60", "K80"), counts=(1, 2, 4), batches=(8, 16, 32, 64), cpus=(2, 8)) -> pd.DataFrame:
+    rows = []
+    for g in gpus:
+        for n in counts:
+            for b in batches:
+                for c in cpus:
+                    it = 6400 // b
+                    rows.append({"application": "toy", "framework": "pytorch", "gpu": g, "gpus": n,
+                                 "batch_size": b, "iterations": it, "cpu_threads": c, "depth": -1,
+                                 "runtime_s": it * fn(g, n, b, c, it)})
+    return pd.DataFrame(rows)
+
+
+def law(g: str, n: int, b: int, c: int, it: int) -> float:
+    k = 1.0 if g == "M60" else 1.5
+    return k * (0.02 + 0.003 * b / n) + 0.05 * (n - 1) / n + 30.0 / it
+
+
+def test_recovers_a_sum_of_terms_exactly() -> None:
+    d = runs_from(law)
+    m = fit_structured(d, ("fixed", "work", "allreduce", "startup"))
+    theta = m.per_gpu["K80"][0]
+    assert theta == pytest.approx([0.03, 0.0045, 0.05, 30.0], rel=1e-6)
+    y = d["runtime_s"] / d["iterations"]
+    assert np.allclose(m.per_iteration(d), y, rtol=1e-9)
+
+
+def test_max_combination_fits_an_input_bound_regime_that_a_sum_cannot() -> None:
+    def bound(g, n, b, c, it):
+        return max(0.01 + 0.002 * b / n, 0.006 * b / c)
+
+    d = runs_from(bound, counts=(1, 2))
+    y = (d["runtime_s"] / d["iterations"]).to_numpy()
+    terms = ("fixed", "work", "allreduce", "startup", "input")
+    err_max = np.abs(fit_structured(d, terms, "max").per_iteration(d) / y - 1).max()
+    err_sum = np.abs(fit_structured(d, terms, "sum").per_iteration(d) / y - 1).max()
+    assert err_max < 1e-6 and err_sum > 0.05
+
+
+def test_a_gpu_type_measured_on_one_count_borrows_the_allreduce() -> None:
+    d = runs_from(law)
+    d = d[(d.gpu == "M60") | (d.gpus == 1)]
+    m = fit_structured(d, ("fixed", "work", "allreduce", "startup"))
+    assert m.per_gpu["K80"][0][2] == pytest.approx(m.per_gpu["M60"][0][2]) == pytest.approx(0.05, rel=1e-6)
+
+
+def test_pooled_model_scales_the_gpu_side_with_per_die_speed() -> None:
+    # GPU-side terms exactly inversely proportional to per-die speed, shared start-up and all-reduce
+    def scaled(g, n, b, c, it):
+        return (0.02 + 0.003 * b / n) * 3000.0 / speed(gpu(g)) + 0.05 * (n - 1) / n + 30.0 / it
+
+    d = runs_from(scaled, gpus=("QuadroP600", "K80", "M60"))
+    m = fit_structured(d, ("fixed", "work", "allreduce", "startup"))
+    q = runs_from(scaled, gpus=("GTX1080Ti",))
+    assert m.alpha == 1.0
+    assert np.allclose(m.per_iteration(q), q["runtime_s"] / q["iterations"], rtol=1e-6)
+    assert speed(gpu("K80")) == 5591 / 2 and speed(gpu("V100")) == 15700.0
+
+
+def test_cell_level_corrects_a_cell_bias() -> None:
+    d = runs_from(lambda g, n, b, c, it: law(g, n, b, c, it) * (1.2 if (g, n) == ("M60", 2) else 1.0))
+    terms = ("fixed", "work", "allreduce", "startup")
+    y = d["runtime_s"] / d["iterations"]
+    cell = (d.gpu == "M60") & (d.gpus == 2)
+    plain = fit_structured(d, terms)
+    fixed = plain.with_cells(d)
+    worst_fixed = np.abs(fixed.per_iteration(d[cell]) / y[cell] - 1).max()
+    assert worst_fixed < np.abs(plain.per_iteration(d[cell]) / y[cell] - 1).max() and worst_fixed < 0.02
+
+
+def test_validation_splits_ask_the_right_question() -> None:
+    d = runs_from(law)
+    (top, top_out), (second, second_out) = axis_splits(d, "batch", 3, 0)
+    assert set(d.iloc[top].batch_size) == set(d.iloc[top_out].batch_size) == {64}
+    assert set(d.iloc[second].batch_size) == {32} and set(d.iloc[second_out].batch_size) == {32, 64}
+    (low, _), _ = axis_splits(d, "batch_below", 3, 0)
+    assert set(d.iloc[low].batch_size) == {8}
+    (most, _), (next_most, out) = axis_splits(d, "gpus", 3, 0)
+    assert set(d.iloc[most].gpus) == {4} and set(d.iloc[next_most].gpus) == {2} and set(d.iloc[out].gpus) == {2, 4}
+    ((fast, _),) = axis_splits(d, "compute", 3, 0)
+    assert set(d.iloc[fast].gpu) == {"M60"}
+    assert axis_splits(d, "depth", 3, 0) is None
+    assert len(axis_splits(d, "inside", 3, 0)) == 3
+
+
+def test_regression_keeps_unbounded_families_inside() -> None:
+    r = RegressionPredictor()
+    fit = r.model(("resnet50", "tensorflow", False))
+    assert set(fit.eligible("inside")) == set(fit.labels)
+    assert not {"rf", "gbr", "svr"} & set(fit.eligible("batch"))
+    assert all(lab.startswith("structured/") for lab in fit.eligible("compute"))
+    for kind in ("batch", "gpus", "compute"):
+        assert fit.chosen(kind) in fit.eligible(kind)
