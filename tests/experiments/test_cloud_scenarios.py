@@ -93,7 +93,7 @@ def test_mistakes_name_the_entry_and_what_there_is(tmp_path: Path, vm_types, whe
 def test_a_run_on_a_cloud_vm_bills_by_its_providers_rule(tmp_path: Path) -> None:
     d = small_scenario(cluster={"nodes": 1, "vm_types": {"provider": "aws", "gpu": "T4", "boot_time": 0}},
                        workload={"jobs": 1, "mix": {"J1": 1}}, predictor={"kind": "table",
-                                                                          "runtimes": {"J1/g4dn.xlarge/1": 30.0}},
+                                                                          "table": {"J1/g4dn.xlarge/1": 30.0}},
                        policies=[{"kind": "fifo"}], seeds=[0])
     out = tmp_path / "out"
     assert main(["run", str(write_yaml(tmp_path / "s.yaml", d)), "--out", str(out), "--quiet", "--workers", "1"]) == 0

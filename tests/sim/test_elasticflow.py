@@ -108,7 +108,7 @@ def test_a_scenario_replays_a_slice_with_a_fixed_weight(tmp_path: Path) -> None:
     trace = {"path": str(_file("195job")), "format": "elasticflow", "limit": 3}
     data = {"name": "ef", "cluster": {"nodes": 1, "vm_types": ["NC6"]},
             "workload": {"trace": trace, "weight_range": [0.05, 0.05]},
-            "predictor": {"kind": "table", "runtimes": {"J1/NC6/1": 100.0}}, "policies": [{"kind": "fifo"}]}
+            "predictor": {"kind": "table", "table": {"J1/NC6/1": 100.0}}, "policies": [{"kind": "fifo"}]}
     p = tmp_path / "s.yaml"
     p.write_text(yaml.safe_dump(data), encoding="utf-8")
     sc = load_scenario(p)
