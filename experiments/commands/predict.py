@@ -71,8 +71,14 @@ def _show(args: argparse.Namespace) -> int:
     print(f"{application}/{framework} batch {args.batch}, {args.iterations} iterations on {args.gpus} x {args.gpu}")
     for kind in _names(args.predictors, SHOW_DEFAULT):
         p = build(kind)
-        reason = p.support(spec, vm, args.gpus)
-        t = p.runtime(spec, vm, args.gpus)
+        try:
+            reason = p.support(spec, vm, args.gpus)
+            t = p.runtime(spec, vm, args.gpus)
+        except CapsimError:
+            raise
+        except Exception as e:  # noqa: BLE001 (one predictor failing on this job must not hide the others' answers)
+            first = str(e).splitlines()[0] if str(e) else ""
+            t, reason = math.nan, f"the predictor failed: {type(e).__name__}: {first}"
         shown = f"{t:12.1f} s  ({t / 3600:.2f} h)" if math.isfinite(t) else f"{'unsupported':>12}: {reason}"
         print(f"  {kind:<12} {shown}")
     return 0
@@ -147,12 +153,20 @@ def _evaluate(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
 
+    tty = sys.stderr.isatty()
+    last = [-math.inf]
+
     def progress(msg: str) -> None:
-        if not args.quiet:
-            print(f"\r{time.perf_counter() - start:6.0f}s {msg:<70}", end="", file=sys.stderr, flush=True)
+        """On a terminal one line rewritten in place; in a log a line every 5 s at most."""
+        now = time.perf_counter()
+        if args.quiet or (not tty and now - last[0] < 5.0):
+            return
+        last[0] = now
+        line = f"{now - start:6.0f}s {msg:<70}"
+        print(f"\r{line}" if tty else line.rstrip(), end="" if tty else "\n", file=sys.stderr, flush=True)
 
     pred = evaluate(protocols, names, seed=args.seed, progress=progress)
-    if not args.quiet:
+    if not args.quiet and tty:
         print(file=sys.stderr)
     by_app = summarise(pred, by=("protocol", "app", "predictor"))
     by_gpu = summarise(pred, by=("protocol", "app", "gpu", "predictor"))

@@ -59,6 +59,8 @@ def choose_metrics(text: str | None, summary: pd.DataFrame, directory: str, reco
 
 
 def run(args: argparse.Namespace) -> int:
+    from sim.model import CapsimError
+
     from experiments.report import aggregate, render
     from experiments.store import open_results
 
@@ -71,7 +73,12 @@ def run(args: argparse.Namespace) -> int:
     agg = aggregate(summary, res.fields, metrics, res.policies)
     text = render(agg, res.fields, metrics, args.format)
     if args.output:
-        Path(args.output).write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+        from experiments.results import atomic_write_bytes
+
+        target = Path(args.output)
+        if target.is_dir():
+            raise CapsimError(f"--output {target}: is a folder; give a file name, e.g. {target / 'table.tex'}")
+        atomic_write_bytes(target, (text if text.endswith("\n") else text + "\n").encode("utf-8"))
     else:
         print(text.rstrip("\n"))
     failures = res.tables["failures"]
