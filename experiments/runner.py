@@ -255,6 +255,7 @@ def run_tasks(
         except BaseException:
             pool.shutdown(wait=False, cancel_futures=True)
             _stop_children()
+            pool.shutdown(wait=True)  # the pool's thread ends now, not half-way through the interpreter's exit
             raise
         pool.shutdown(wait=True)
 

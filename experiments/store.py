@@ -114,12 +114,19 @@ class ResultStore:
                                       f"delete it and run the sweep again")
                 self._manifest = data
                 return data
-        return {}
+        self._manifest = {}
+        return self._manifest
 
     def _records(self) -> dict[str, dict[str, Any]]:
-        return self.manifest().get("runs", {})
+        return self.manifest().setdefault("runs", {})
 
     # ----- writing (by the holder of the folder's lock) -------------------------------------------------------------
+    def prepare(self) -> int:
+        """Create the folder and remove temporary files of dead writers; return how many were removed (for a writer
+        that manages the lock itself; commands use ``writing``)."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        return clean_temp_files(self.root)
+
     @contextlib.contextmanager
     def writing(self, command: dict[str, Any], log: Any = None) -> Iterator["ResultStore"]:
         """Hold the folder's lock for one command: temporary files of dead writers removed, the manifest records

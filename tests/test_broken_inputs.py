@@ -285,12 +285,14 @@ def test_broken_input_gives_one_clear_error(case: Case, tmp_path: Path, monkeypa
     if case.setup:
         case.setup(tmp_path)
         capsys.readouterr()
+    outside = [Path("/tmp/capsim-absolute"), tmp_path.parent / "escaped"]
+    before = [p.exists() for p in outside]
     code = main(list(case.argv))
     err = capsys.readouterr().err
     assert code == 2, f"exit {code}, expected 2 (a mistake in the input): {err}"
     assert "Traceback" not in err and "internal error" not in err, err
     assert err.startswith("capsim: ") and case.names in err, f"the message must name {case.names}: {err}"
-    assert not Path("/tmp/capsim-absolute").exists() and not (tmp_path.parent / "escaped").exists()
+    assert [p.exists() for p in outside] == before, "nothing is written outside the case's folder"
 
 
 REAL = ["binary-file", "billion-laughs", "trace-header-only", "report-manifest-not-json", "run-out-is-a-file"]

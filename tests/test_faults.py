@@ -47,12 +47,13 @@ def sweep_file(d: Path, seeds: str = "0-9") -> Path:
     return path
 
 
-def start(f: Path, out: Path, sleepy: float, log: Path) -> subprocess.Popen:
-    env = {**os.environ, "CAPSIM_SLEEPY": str(sleepy), "PYTHONPATH": str(ROOT)}
+def start(f: Path, out: Path, sleepy: float, log: Path, *how: str) -> subprocess.Popen:
+    env = {**os.environ, "CAPSIM_SLEEPY": str(sleepy), "PYTHONPATH": str(ROOT),
+           "DASK_DISTRIBUTED__WORKER__PRELOAD": '["tests.fault_sweep"]'}  # Dask's workers know `sleepy` too
     with open(log, "ab") as err:
         return subprocess.Popen([sys.executable, "-m", "tests.fault_sweep", "sweep", str(f), "--out", str(out),
-                                 "--workers", "2", "--quiet"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                                stderr=err)
+                                 *(how or ("--workers", "2")), "--quiet"], cwd=ROOT, env=env,
+                                stdout=subprocess.DEVNULL, stderr=err)
 
 
 def processes_of(out: Path) -> set[int]:
@@ -111,6 +112,21 @@ def test_workers_die_with_their_parent(sig: signal.Signals, tmp_path: Path) -> N
     else:
         assert code == -signal.SIGKILL
     assert ResultStore(out).load_checked(all_runs=True)[1] == {}, "what finished before the signal is intact"
+
+
+@pytest.mark.slow
+def test_local_dask_workers_die_with_their_parent(tmp_path: Path) -> None:
+    pytest.importorskip("distributed")
+    f, out, log = sweep_file(tmp_path), tmp_path / "out", tmp_path / "err.log"
+    proc = start(f, out, 0.3, log, "--dask", "local:2")
+    try:
+        assert wait_for(lambda: len(children(proc.pid)) >= 2 and (out / "summary").is_dir(), 120), log.read_text()
+        workers = children(proc.pid)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+    finally:
+        proc.kill()
+    assert wait_for(lambda: not any(map(alive, workers)), 15), {w for w in workers if alive(w)}
 
 
 def test_a_second_concurrent_sweep_is_refused(tmp_path: Path, capsys) -> None:

@@ -362,3 +362,35 @@ def test_yaml_mistakes_are_named_precisely(tmp_path: Path) -> None:
     msg = str(e.value)
     assert "cluster.decision_interval: expected a number, found True (YAML reads yes/no/on/off" in msg
     assert "cluster.billing_quantum: expected a number, found '1e3' (text, not a number" in msg
+
+
+def test_the_readme_scenario_with_an_inline_vm_warns_nothing(tmp_path: Path) -> None:
+    import warnings
+
+    from experiments.runner import Task
+    from experiments.scenario import load_scenario
+
+    from .test_readme import scenario_block
+
+    p = tmp_path / "my.yaml"
+    p.write_text(scenario_block(), encoding="utf-8")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sc = load_scenario(p)
+        task = Task.make(sc, sc.policy_specs()[0], 0)
+        assert task.scenario_obj().vm_types()[-1].name == "my-v100"
+        task.config_json()
+
+
+def test_predict_evaluate_progress_in_a_log_is_a_few_lines(monkeypatch, tmp_path: Path, capsys) -> None:
+    from predictors import evaluation
+
+    def fake(protocols, names, seed=0, progress=None):
+        for i in range(500):
+            progress(f"fitting {i}")
+        raise CapsimError("stopped by the test")
+
+    monkeypatch.setattr(evaluation, "evaluate", fake)
+    assert main(["predict", "evaluate", "--out", str(tmp_path / "p")]) == 2
+    err = capsys.readouterr().err
+    assert "\r" not in err and err.count("fitting") == 1 and "stopped by the test" in err
