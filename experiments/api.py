@@ -230,9 +230,6 @@ def run(what: str | Path | Scenario | Sweep, overrides: Mapping[str, Any] | None
         manifest = obj.manifest(tasks)
     with tempfile.TemporaryDirectory(prefix="capsim-") as tmp:
         store = ResultStore(out if out is not None else tmp)
-        store.prepare()
-        store.write_manifest(manifest)
-        done = store.finished() if out is not None else set()
         failed: list[str] = []
 
         def collect(o: Any) -> None:
@@ -241,9 +238,9 @@ def run(what: str | Path | Scenario | Sweep, overrides: Mapping[str, Any] | None
                 failed.append(f"{o.task.policy_label}, seed {o.task.seed}: "
                               f"{(o.error or '?').strip().splitlines()[-1]}")
 
-        run_tasks([t for t in tasks if t.run_id not in done], collect, workers=max(1, workers))
-        if out is not None:
-            store.export_summary()
+        with store.writing(manifest):
+            done = store.finished() if out is not None else set()
+            run_tasks([t for t in tasks if t.run_id not in done], collect, workers=max(1, workers))
         if failed and len(failed) == len(tasks):
             raise CapsimError(f"every run failed; the first: {failed[0]}")
         if failed:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from pathlib import Path
 from typing import Any, Sequence
 
 # sub-command name -> module in experiments.commands exposing ``HELP``, ``add_arguments(parser)``, ``run(args) -> int``
@@ -65,23 +66,84 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+EXIT_FAILED_RUNS, EXIT_USER_ERROR, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_TERMINATED = 1, 2, 3, 130, 143
+"""Exit codes: some runs failed (their tracebacks are stored), a mistake in the input (the message says what to
+fix), a defect in capsim (the traceback is written to a log file), Ctrl-C, SIGTERM."""
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived: unwind like Ctrl-C, so the lock is released, workers stopped and finished runs kept."""
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise Terminated()
+
+
+def _crash_report(e: BaseException, argv: Sequence[str]) -> str:
+    """Write the traceback of an unexpected exception to a log file; return one line saying what failed and where
+    the traceback is."""
+    import os
+    import tempfile
+    import time
+    import traceback
+
+    text = "".join(traceback.format_exception(e))
+    frames = traceback.extract_tb(e.__traceback__)
+    where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno} in {frames[-1].name}" if frames else ""
+    what = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}".rstrip(": ")
+    try:
+        fd, log = tempfile.mkstemp(prefix=f"capsim-crash-{time.strftime('%Y%m%d-%H%M%S')}-", suffix=".log")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(f"capsim {' '.join(argv)}\n\n{text}")
+        saved = f"the full traceback is in {log}"
+    except OSError:
+        saved = "the traceback could not be saved"
+    return f"capsim: internal error (a defect in capsim, not in your input): {what}{where}; {saved}; please report it"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from sim.model import CapsimError
 
+    argv = list(sys.argv[1:] if argv is None else argv)
+    previous = None
+    try:
+        import signal
+
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:  # not the main thread: leave SIGTERM alone
+        pass
     try:
         return int(args._run(args) or 0)
     except CapsimError as e:
         print(f"capsim: error: {e}", file=sys.stderr)
-        return 2
+        return EXIT_USER_ERROR
     except BrokenPipeError:
         import os
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as e:
+        if e.filename is None:
+            print(_crash_report(e, argv), file=sys.stderr)
+            return EXIT_INTERNAL
+        target = f"{e.filename} -> {e.filename2}" if e.filename2 else str(e.filename)
+        print(f"capsim: error: {target}: {e.strerror or e}", file=sys.stderr)
+        return EXIT_USER_ERROR
     except KeyboardInterrupt:
         print("capsim: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
+    except Terminated:
+        print("capsim: terminated", file=sys.stderr)
+        return EXIT_TERMINATED
+    except Exception as e:  # noqa: BLE001 (the one place an unexpected error becomes one line, not a traceback)
+        print(_crash_report(e, argv), file=sys.stderr)
+        return EXIT_INTERNAL
+    finally:
+        if previous is not None:
+            import signal
+
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ worker; the worker rebuilds the objects, runs the engine and sends back plain Da
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
 import traceback
@@ -36,11 +37,15 @@ class Task:
     policy: dict[str, Any]
     seed: int
     labels: tuple[tuple[str, Any], ...] = ()
+    scenario_id: str = ""
+    """The hash of the resolved scenario without policy and seed: runs of one scenario share it (reports group by
+    it, never pooling different scenarios)."""
 
     @staticmethod
     def make(sc: Scenario, policy: PolicySpec, seed: int, labels: Iterable[tuple[str, Any]] = ()) -> "Task":
         data = sc.model_dump(mode="python", exclude={"policies", "seeds"}, exclude_unset=False)
-        return Task(sc.run_id(policy, seed), data, str(sc.base_dir), policy.model_dump(), seed, tuple(labels))
+        return Task(sc.run_id(policy, seed), data, str(sc.base_dir), policy.model_dump(), seed, tuple(labels),
+                    sc.scenario_id())
 
     def scenario_obj(self) -> Scenario:
         sc = Scenario.model_validate(self.scenario)
@@ -97,7 +102,7 @@ def execute(task: Task, single_thread: bool = False) -> Outcome:
         policy = sc.build_policy(spec, single_thread=single_thread)
         result = Simulation(cluster, jobs, policy, estimator, truth).run()
     except BaseException as e:  # noqa: BLE001 (recorded and reported by the caller; the sweep goes on)
-        if isinstance(e, KeyboardInterrupt):
+        if not isinstance(e, Exception):  # Ctrl-C, SIGTERM, exit: stop, do not record a failed run
             raise
         return Outcome(task, error="".join(traceback.format_exception(e)), wall=time.perf_counter() - t0)
     labels = [("run_id", task.run_id), *task.labels, ("policy", task.policy_label), ("seed", task.seed)]
@@ -111,9 +116,52 @@ def _execute_single_thread(task: Task) -> Outcome:
     return execute(task, single_thread=True)
 
 
-def _init_worker() -> None:
+def _init_worker(parent: int | None = None) -> None:
+    """Set up a worker process: one thread per numeric library, the default SIGTERM action, and death with the
+    parent (``die_with_parent``)."""
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = "1"
+    try:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    except ValueError:  # not the main thread of the worker (a Dask worker runs this on its event loop)
+        pass
+    die_with_parent(parent)
+
+
+def die_with_parent(parent: int | None = None) -> None:
+    """End this process when its parent process ends, however it ends (SIGKILL included), so no worker outlives the
+    command that started it: on Linux the kernel sends SIGKILL (``PR_SET_PDEATHSIG``); elsewhere a thread polls the
+    parent's pid. ``parent`` is the expected parent (a worker whose parent already died exits at once)."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            ok = libc.prctl(1, int(signal.SIGKILL), 0, 0, 0) == 0  # 1 = PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            ok = False
+        if ok:
+            if parent is not None and os.getppid() != parent:
+                os._exit(1)
+            return
+    import threading
+
+    first = parent if parent is not None else os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == first:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="capsim-parent-watch", daemon=True).start()
+
+
+def _stop_children() -> None:
+    """Terminate this process's worker processes (an interrupted or terminated command leaves none running)."""
+    import multiprocessing as mp
+
+    for child in mp.active_children():
+        child.terminate()
 
 
 class Progress:
@@ -187,7 +235,9 @@ def run_tasks(
         ctx = mp.get_context(method)
         if method == "forkserver":
             ctx.set_forkserver_preload(["experiments.runner", "sim.engine", "optim", "predictors"])
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker)
+        parent = None if method == "forkserver" else os.getpid()  # a forkserver's children have it as parent
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker,
+                                   initargs=(parent,))
         try:
             pending: set[Future] = set()
             queue = iter(tasks)
@@ -204,6 +254,8 @@ def run_tasks(
                         pending.add(pool.submit(_execute_single_thread, nxt))
         except BaseException:
             pool.shutdown(wait=False, cancel_futures=True)
+            _stop_children()
+            pool.shutdown(wait=True)  # the pool's thread ends now, not half-way through the interpreter's exit
             raise
         pool.shutdown(wait=True)
 
@@ -235,7 +287,7 @@ def _run_dask(tasks: list[Task], on_outcome: Callable[[Outcome], None], address:
         except (OSError, TimeoutError) as e:
             raise CapsimError(f"--dask {address!r}: cannot reach the Dask scheduler: {e}") from None
     try:
-        client.run(_init_worker)
+        client.run(_init_worker)  # a local cluster's workers are this process's children: they die with it
         futures = client.map(_execute_single_thread, tasks, pure=False)
         for fut in as_completed(futures):
             on_outcome(fut.result())

@@ -15,7 +15,7 @@ from sim.model import Billing, JobSpec, VMType
 if TYPE_CHECKING:
     from experiments.scenario_spec import ClusterSpec, PolicySpec, PredictorSpec, TraceSpec, WorkloadSpec
 
-__all__ = ["ScenarioBuild", "registered_policies", "param_names"]
+__all__ = ["ScenarioBuild", "registered_policies", "param_names", "file_sha256"]
 
 
 class ScenarioBuild:
@@ -108,12 +108,9 @@ class ScenarioBuild:
         w = self.workload
         deadline_factor = (w.deadline_factor[0], w.deadline_factor[1])
         weight_range = (w.weight_range[0], w.weight_range[1])
-        t, tp = self.trace_spec(), self.trace_path()
-        if t is not None and tp is not None:
-            from sim.traces import read_trace
-
-            rows = read_trace(tp, t.format, **t.options)
-            return list(wl.trace_jobs(rows, truth, configs, seed, str(tp), deadline_factor=deadline_factor,
+        rows = self.trace_rows()
+        if rows is not None:
+            return list(wl.trace_jobs(rows, truth, configs, seed, rows.source, deadline_factor=deadline_factor,
                                       weight_range=weight_range))
         spec = wl.WorkloadSpec(
             n_jobs=self.n_jobs,
@@ -123,6 +120,20 @@ class ScenarioBuild:
             weight_range=weight_range,
         )
         return list(wl.poisson_jobs(spec, truth, configs, seed))
+
+    def trace_rows(self) -> Any:
+        """The trace's rows, read and checked once per file and process (``sim.workload.TraceRows``; None without a
+        trace); a bad file or cell is a CapsimError naming the file, the row and the column."""
+        t, tp = self.trace_spec(), self.trace_path()
+        if t is None or tp is None:
+            return None
+        key = (*_file_key(tp), t.format, json.dumps(t.options, sort_keys=True, default=str))
+        if key not in _TRACES:
+            from sim.traces import read_trace
+            from sim.workload import validate_trace
+
+            _remember(_TRACES, key, validate_trace(read_trace(tp, t.format, **t.options), str(tp)))
+        return _TRACES[key]
 
     def build_policy(self, spec: PolicySpec, single_thread: bool = False) -> Any:
         """The policy for ``spec``; with ``single_thread`` a solver's ``threads`` defaults to 1 (parallel sweeps)."""
@@ -153,6 +164,29 @@ def registered_policies() -> list[str]:
 
 
 _PREDICTORS: dict[str, Any] = {}
+_TRACES: dict[tuple, Any] = {}
+_HASHES: dict[tuple, str] = {}
+
+
+def _file_key(path: Path) -> tuple[str, int, int]:
+    st = path.stat()
+    return str(path.resolve()), st.st_size, st.st_mtime_ns
+
+
+def _remember(cache: dict, key: Any, value: Any, size: int = 16) -> None:
+    if len(cache) >= size:
+        cache.pop(next(iter(cache)))
+    cache[key] = value
+
+
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of a file's bytes, computed once per file version and process (traces enter run ids by it)."""
+    import hashlib
+
+    key = _file_key(path)
+    if key not in _HASHES:
+        _remember(_HASHES, key, hashlib.sha256(path.read_bytes()).hexdigest(), 64)
+    return _HASHES[key]
 
 
 def _build_predictor(spec: PredictorSpec) -> Any:
@@ -161,7 +195,5 @@ def _build_predictor(spec: PredictorSpec) -> Any:
 
     key = json.dumps(spec.model_dump(mode="json"), sort_keys=True)
     if key not in _PREDICTORS:
-        if len(_PREDICTORS) >= 16:
-            _PREDICTORS.pop(next(iter(_PREDICTORS)))
-        _PREDICTORS[key] = predictors.build(spec.kind, **spec.params)
+        _remember(_PREDICTORS, key, predictors.build(spec.kind, **spec.params))
     return _PREDICTORS[key]

@@ -29,9 +29,24 @@ def _unknown_params(cls: Any, params: dict[str, Any], what: str, path: tuple) ->
                     f"(parameters: {', '.join(known) or 'none'})") for k in params if k not in known]
 
 
+def _bool_for_number(cls: Any, params: dict[str, Any], what: str, path: tuple) -> list[Problem]:
+    """A problem per parameter given true/false where ``cls`` takes a number (YAML reads `yes`, `off` as booleans)."""
+    try:
+        defaults = cls.param_defaults()
+    except (AttributeError, TypeError):
+        return []
+    out = []
+    for k, v in params.items():
+        d = defaults.get(k)
+        if isinstance(v, bool) and isinstance(d, (int, float)) and not isinstance(d, bool):
+            out.append(Problem(path + (k,), f"expected a number for {what} (default {d!r}), found {v!r} (YAML reads "
+                               f"yes/no/on/off/true/false as true or false)"))
+    return out
+
+
 def _check_params(cls: Any, params: dict[str, Any], what: str, at: tuple, build: Any, problems: list[Problem]) -> None:
     """A problem per parameter ``cls`` does not take; if there is none, a trial ``build()`` whose failure is one."""
-    hints = _unknown_params(cls, params, what, at)
+    hints = _unknown_params(cls, params, what, at) or _bool_for_number(cls, params, what, at)
     if hints:
         problems.extend(hints)
         return
@@ -79,9 +94,17 @@ def _check_trace(sc: Scenario, trace: TraceSpec, problems: list[Problem]) -> Non
     if len(problems) > before:
         return
     tp = sc.trace_path()
+    where = at + (("path",) if mapping else ())
     if tp is not None and not tp.is_file():
-        problems.append(Problem(at + (("path",) if mapping else ()), f"expected a {getattr(reader, 'file_kind', 'trace')} file (relative "
+        problems.append(Problem(where, f"expected a {getattr(reader, 'file_kind', 'trace')} file (relative "
                                 f"to the scenario file), found no file at {tp}"))
+        return
+    try:
+        sc.trace_rows()  # read and checked once, here, rather than in every run
+    except CapsimError as e:
+        problems.append(Problem(where, str(e)))
+    except OSError as e:
+        problems.append(Problem(where, f"cannot read {tp}: {e.strerror}"))
 
 
 def _selected(sel: CloudSelection, at: tuple, problems: list[Problem]) -> list[str]:
@@ -95,8 +118,43 @@ def _selected(sel: CloudSelection, at: tuple, problems: list[Problem]) -> list[s
         return []
 
 
-def semantic_problems(sc: Scenario) -> list[Problem]:
-    """Problems pydantic cannot see: unknown names (VM types, GPUs, job types, policies, predictors), files."""
+_FEASIBLE: dict[str, str | None] = {}
+
+
+def _check_feasible(sc: Scenario, problems: list[Problem]) -> None:
+    """Every job of the workload (its mix, or every trace row) has a configuration the truth predictor can run it
+    on, checked once here rather than failing every run; the answer is kept per truth, VM types and job specs."""
+    from sim.catalogue import configurations
+    from sim.workload import fastest_runtimes, trace_jobs
+
+    rows = sc.trace_rows()
+    specs = sorted({repr(s) for s in rows.specs}) if rows is not None else [repr(s) for s, _ in sc.job_mix()]
+    truth_spec = sc.truth or sc.predictor
+    key = repr((truth_spec.model_dump(mode="json"), [repr(v) for v in sc.vm_types()], specs, rows is not None))
+    if key not in _FEASIBLE:
+        if len(_FEASIBLE) > 256:
+            _FEASIBLE.clear()
+        try:
+            _, truth = sc.predictors()
+            configs = configurations(sc.vm_types())
+            if rows is not None:
+                trace_jobs(rows, truth, configs, 0, rows.source)
+            else:
+                fastest_runtimes([s for s, _ in sc.job_mix()], truth, configs)
+            _FEASIBLE[key] = None
+        except CapsimError as e:
+            _FEASIBLE[key] = str(e)
+        except Exception as e:  # noqa: BLE001 (a predictor failing on this workload fails every run: say so now)
+            _FEASIBLE[key] = (f"the truth predictor {truth_spec.kind!r} fails on this workload: {type(e).__name__}: "
+                              f"{str(e).splitlines()[0] if str(e) else ''}")
+    if _FEASIBLE[key] is not None:
+        problems.append(Problem(("workload", "trace" if rows is not None else "mix"), _FEASIBLE[key]))
+
+
+def semantic_problems(sc: Scenario, runnable: bool = True) -> list[Problem]:
+    """Problems pydantic cannot see: unknown names (VM types, GPUs, job types, policies, predictors), files, trace
+    contents; with ``runnable``, also jobs the truth predictor cannot run (a sweep's base scenario need not be
+    runnable on its own: its grid points are checked)."""
     from sim import catalogue
 
     problems: list[Problem] = []
@@ -180,11 +238,15 @@ def semantic_problems(sc: Scenario) -> list[Problem]:
                           lambda p=p: optim.build(p.kind, **p.params), problems)
     elif not known_pol:
         problems.append(Problem(("policies",), "no policies are registered; list some under `policies:`"))
+    if runnable and not problems:
+        _check_feasible(sc, problems)
     return problems
 
 
-def validate_scenario(data: Any, file: str, base_dir: Path, prefix: tuple = ()) -> tuple[Scenario | None, list[Problem]]:
-    """Validate plain data as a Scenario; return it (or None) and every problem found, paths under ``prefix``."""
+def validate_scenario(data: Any, file: str, base_dir: Path, prefix: tuple = (),
+                      runnable: bool = True) -> tuple[Scenario | None, list[Problem]]:
+    """Validate plain data as a Scenario; return it (or None) and every problem found, paths under ``prefix``
+    (``runnable``: see ``semantic_problems``)."""
     if not isinstance(data, dict):
         return None, [Problem(prefix, f"expected a mapping of scenario fields, found {type(data).__name__}")]
     try:
@@ -198,13 +260,13 @@ def validate_scenario(data: Any, file: str, base_dir: Path, prefix: tuple = ()) 
             partial = None
         if partial is not None:
             partial._base_dir = base_dir
-            problems += [p for p in semantic_problems(partial) if p.path and p.path[0] not in bad_top]
+            problems += [p for p in semantic_problems(partial, runnable=False) if p.path and p.path[0] not in bad_top]
         for p in problems:
             p.path = tuple(prefix) + tuple(p.path)
         return None, problems
     sc._base_dir = base_dir
     sc._file = file
-    problems = semantic_problems(sc)
+    problems = semantic_problems(sc, runnable)
     for p in problems:
         p.path = tuple(prefix) + tuple(p.path)
     return (sc if not problems else None), problems

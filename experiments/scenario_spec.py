@@ -19,23 +19,29 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
-    PositiveFloat,
-    PositiveInt,
     PrivateAttr,
+    Strict,
     Tag,
     field_validator,
     model_validator,
 )
 
 from sim.model import Billing, VMType
+from sim.cluster import MAX_BILLING_QUANTUM
 from sim.traces.base import DEFAULT_FORMAT
 
-from experiments.scenario_build import ScenarioBuild, registered_policies
+from experiments.folders import name_problem
+from experiments.scenario_build import ScenarioBuild, file_sha256, registered_policies
 
 __all__ = ["Scenario", "ClusterSpec", "CloudSelection", "WorkloadSpec", "TraceSpec", "PolicySpec", "PredictorSpec",
            "parse_seeds"]
 
-NonNeg = Annotated[float, Field(ge=0)]
+# Numbers are strict (a YAML 1.1 boolean such as `yes` or a quoted "30" is not a number) and finite.
+NonNeg = Annotated[float, Strict(), Field(ge=0, allow_inf_nan=False)]
+PositiveFloat = Annotated[float, Strict(), Field(gt=0, allow_inf_nan=False)]
+PositiveInt = Annotated[int, Strict(), Field(gt=0)]
+MAX_SEEDS = 100_000
+"""The most seeds one scenario or sweep may list (a range like `0-99999999` is a typo, not an experiment)."""
 
 
 class _Strict(BaseModel):
@@ -85,7 +91,7 @@ class SlotGroup(_Strict):
     """``count`` node slots that may host only the listed VM types (all of the cluster's types if omitted)."""
 
     count: PositiveInt = 1
-    vm_types: list[str] | None = None
+    vm_types: Annotated[list[str], Field(min_length=1)] | None = None
 
 
 def _nodes_tag(v: Any) -> str | None:
@@ -123,14 +129,14 @@ class ClusterSpec(_Strict):
     """Node slots and the VM types they may host, billing and rescheduling options."""
 
     nodes: Annotated[
-        Annotated[PositiveInt, Tag("<count>")] | Annotated[list[SlotGroup], Tag("<groups>")],
+        Annotated[PositiveInt, Tag("<count>")] | Annotated[list[SlotGroup], Field(min_length=1), Tag("<groups>")],
         Discriminator(
             _nodes_tag,
             custom_error_type="capsim_choice",
             custom_error_message="expected a number of nodes or a list of slot groups {count, vm_types}",
         ),
     ] = 5
-    vm_types: list[VMEntry] | None = None
+    vm_types: Annotated[list[VMEntry], Field(min_length=1)] | None = None
     billing_quantum: NonNeg = 0.0
     restart_overhead: NonNeg = 0.0
     decision_interval: PositiveFloat | None = None
@@ -139,6 +145,15 @@ class ClusterSpec(_Strict):
     @classmethod
     def _one_selection(cls, v: Any) -> Any:
         return [v] if isinstance(v, dict) else v  # `vm_types: {provider: aws}` is a list of one selection
+
+    @field_validator("billing_quantum")
+    @classmethod
+    def _quantum(cls, v: float) -> float:
+        if v > MAX_BILLING_QUANTUM:
+            raise ValueError(f"expected a billing quantum of at most {MAX_BILLING_QUANTUM:g} s (a day: longer ones "
+                             f"make every VM cost one quantum whatever it does, and huge ones bill nothing), found "
+                             f"{v:g}")
+        return v
 
     @property
     def node_count(self) -> int:
@@ -213,7 +228,8 @@ class WorkloadSpec(_Strict):
     mean_interarrival: PositiveFloat = 30.0
     mix: (
         Annotated[
-            Annotated[dict[str, PositiveFloat], Tag("<weights>")] | Annotated[list[JobTypeSpec], Tag("<specs>")],
+            Annotated[dict[str, PositiveFloat], Field(min_length=1), Tag("<weights>")]
+            | Annotated[list[JobTypeSpec], Field(min_length=1), Tag("<specs>")],
             Discriminator(
                 _mix_tag,
                 custom_error_type="capsim_choice",
@@ -269,20 +285,19 @@ def parse_seeds(value: Any) -> list[int]:
     if isinstance(value, bool):
         raise ValueError(f"expected a list of seeds or a range like '0-4', found {value!r}")
     if isinstance(value, int):
-        return [value]
+        return _checked_seeds([value], value)
     if isinstance(value, str):
         m = _SEED_RANGE.match(value)
         if m and int(m.group(1)) <= int(m.group(2)):
-            return list(range(int(m.group(1)), int(m.group(2)) + 1))
+            lo, hi = int(m.group(1)), int(m.group(2))
+            if hi - lo >= MAX_SEEDS:
+                raise ValueError(f"expected at most {MAX_SEEDS:,} seeds, found the range {value!r} of {hi - lo + 1:,}")
+            return _checked_seeds(list(range(lo, hi + 1)), value)
         if re.fullmatch(r"\s*\d+(\s*,\s*\d+)*\s*", value):
-            return [int(x) for x in value.split(",")]
+            return _checked_seeds([int(x) for x in value.split(",")], value)
         raise ValueError(f"expected a list of seeds or a range like '0-4', found {value!r}")
     if isinstance(value, list) and value and all(isinstance(x, int) and not isinstance(x, bool) for x in value):
-        if any(x < 0 for x in value):
-            raise ValueError(f"expected seeds ≥ 0, found {value}")
-        if len(set(value)) != len(value):
-            raise ValueError(f"expected distinct seeds, found {value}")
-        return list(value)
+        return _checked_seeds(list(value), value)
     raise ValueError(f"expected a non-empty list of whole-number seeds or a range like '0-4', found {value!r}")
 
 
@@ -297,6 +312,18 @@ def _resolved_vm(v: VMType) -> dict[str, Any]:
     if v.region:
         d["region"] = v.region
     return d
+
+
+def _checked_seeds(seeds: list[int], given: Any) -> list[int]:
+    if any(not 0 <= x < 2**63 for x in seeds):
+        raise ValueError(f"expected seeds ≥ 0 (and below 2^63), found {given!r}")
+    if len(set(seeds)) != len(seeds):
+        twice = sorted({x for x in seeds if seeds.count(x) > 1})
+        raise ValueError(f"expected distinct seeds (a seed run twice would count twice in every mean), found "
+                         f"{', '.join(map(str, twice))} more than once in {given!r}")
+    if len(seeds) > MAX_SEEDS:
+        raise ValueError(f"expected at most {MAX_SEEDS:,} seeds, found {len(seeds):,}")
+    return seeds
 
 
 class Scenario(_Strict, ScenarioBuild):
@@ -319,6 +346,14 @@ class Scenario(_Strict, ScenarioBuild):
     def _seeds(cls, v: Any) -> list[int]:
         return parse_seeds(v)
 
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        why = name_problem(v)
+        if why:
+            raise ValueError(why)
+        return v
+
     # ----- resolution helpers -------------------------------------------------------------------------------------
     @property
     def base_dir(self) -> Path:
@@ -330,6 +365,11 @@ class Scenario(_Strict, ScenarioBuild):
 
     @property
     def n_jobs(self) -> int:
+        """The number of jobs: the trace's rows, else ``workload.jobs`` (default: 10 per node)."""
+        rows = self.trace_rows()
+        return len(rows) if rows is not None else self._poisson_jobs()
+
+    def _poisson_jobs(self) -> int:
         return self.workload.jobs if self.workload.jobs is not None else 10 * self.cluster.node_count
 
     def policy_specs(self) -> list[PolicySpec]:
@@ -360,12 +400,12 @@ class Scenario(_Strict, ScenarioBuild):
                 {"name": s.name, "application": s.application, "framework": s.framework, "iterations": s.iterations,
                  "batch_size": s.batch_size, "depth": s.depth, "weight": w} for s, w in self.job_mix()
             ]
-        d["workload"]["jobs"] = self.n_jobs
+        d["workload"]["jobs"] = self._poisson_jobs()  # also with a trace: run ids of trace scenarios stay as they were
         d["estimator"] = d["estimator"] or d["predictor"]
         d["truth"] = d["truth"] or d["predictor"]
         t, tp = self.trace_spec(), self.trace_path()
         if t is not None and tp is not None:
-            d["workload"]["trace"] = {"sha256": hashlib.sha256(tp.read_bytes()).hexdigest()}
+            d["workload"]["trace"] = {"sha256": file_sha256(tp)}
             if t.format != DEFAULT_FORMAT or t.options:  # a bare path hashes as it always did
                 d["workload"]["trace"].update(format=t.format, options=t.options)
         if policy is not None:
@@ -376,7 +416,15 @@ class Scenario(_Strict, ScenarioBuild):
 
     def run_id(self, policy: PolicySpec, seed: int) -> str:
         """A stable id: the hash of the fully resolved configuration of this policy and seed (the name aside)."""
-        resolved = self.resolved(policy, seed)
-        resolved.pop("name")
-        blob = json.dumps(resolved, sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+        return _hash_without_name(self.resolved(policy, seed))
+
+    def scenario_id(self) -> str:
+        """The hash of the fully resolved configuration without policy and seed (the name aside): every run of this
+        scenario shares it."""
+        return _hash_without_name(self.resolved())
+
+
+def _hash_without_name(resolved: dict[str, Any]) -> str:
+    resolved.pop("name")
+    blob = json.dumps(resolved, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]

@@ -28,6 +28,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from experiments.folders import name_problem, slug
 from experiments.loading import Problem, did_you_mean, path_str, pydantic_problems, raise_problems, read_yaml
 from experiments.runner import Task
 from experiments.scenario import PolicySpec, Scenario, validate_scenario
@@ -36,6 +37,8 @@ from experiments.store import new_manifest
 __all__ = ["SweepFile", "Sweep", "load_sweep", "grid_value_label"]
 
 SWEEP_KEYS = ("extends", "name", "scenario", "policies", "seeds", "grid", "zip")
+MAX_RUNS = 100_000
+"""The most runs one sweep may expand to: a grid beyond it is a typo (a list of values where a range was meant)."""
 
 
 class SweepFile(BaseModel):
@@ -144,6 +147,12 @@ class Sweep:
                         out.append(t)
         return out
 
+    def label_types(self) -> dict[str, Any]:
+        """The one Arrow type of each grid field's column in every table (``experiments.results.label_type``)."""
+        from experiments.results import label_type
+
+        return {f: label_type(grid_value_label(dict(pt.values)[f]) for pt in self.points) for f in self.fields}
+
     def manifest(self, tasks: list[Task] | None = None) -> dict[str, Any]:
         """What this sweep covers, for reports: grid fields, policy order, seeds and the run ids."""
         ids = [t.run_id for t in (tasks if tasks is not None else self.tasks())]
@@ -199,7 +208,10 @@ def load_sweep(path: str | Path) -> Sweep:
     top_level = [k for k in ("policies", "seeds") if getattr(sf, k) is not None]
     for k in top_level:
         base[k] = getattr(sf, k)
-    name = sf.name or base.get("name") or p.stem
+    name = sf.name or base.get("name") or slug(p.stem)
+    if sf.name is not None and name_problem(sf.name):
+        problems.append(Problem(("name",), str(name_problem(sf.name))))
+        name = slug(sf.name)
     base.setdefault("name", name)
 
     def relocate(probs: list[Problem]) -> list[Problem]:
@@ -208,7 +220,7 @@ def load_sweep(path: str | Path) -> Sweep:
                 pr.path = ("scenario",) + tuple(pr.path)
         return probs
 
-    base_sc, base_problems = validate_scenario(base, str(p), base_dir)
+    base_sc, base_problems = validate_scenario(base, str(p), base_dir, runnable=not axes_given(sf))
     problems += relocate(base_problems)
 
     axes: list[list[tuple[tuple[str, Any], ...]]] = []
@@ -246,6 +258,14 @@ def load_sweep(path: str | Path) -> Sweep:
                         problems += _value_problems(base, key, v, str(p), base_dir, ("zip", gi, key, i))
     raise_problems(src, problems, f"sweep {p}")
     assert base_sc is not None
+    n_runs = len(base_sc.policy_specs()) * len(base_sc.seeds)
+    for axis in axes:
+        n_runs *= len(axis)
+    if n_runs > MAX_RUNS:
+        sizes = " × ".join(str(len(a)) for a in axes)
+        raise_problems(src, [Problem(("grid",), f"expected at most {MAX_RUNS:,} runs, found {n_runs:,} (grid "
+                                     f"{sizes} × {len(base_sc.policy_specs())} policies × {len(base_sc.seeds)} "
+                                     f"seeds); sweep fewer values")], f"sweep {p}")
 
     points: list[Point] = []
     for combo in itertools.product(*axes) if axes else [()]:
@@ -265,6 +285,11 @@ def load_sweep(path: str | Path) -> Sweep:
     return Sweep(name, str(p), fields, points, base_sc.policy_specs(), base_sc.seeds)
 
 
+def axes_given(sf: SweepFile) -> bool:
+    """Whether the sweep has a grid: then its base scenario need not be runnable on its own, only its points."""
+    return bool(sf.grid or sf.zip)
+
+
 def _grid_key_ok(key: str, values: list[Any], where: tuple, fields: list[str], problems: list[Problem]) -> bool:
     reason = _check_path(key)
     if reason:
@@ -282,7 +307,7 @@ def _grid_key_ok(key: str, values: list[Any], where: tuple, fields: list[str], p
 def _value_problems(base: dict, key: str, value: Any, file: str, base_dir: Path, where: tuple) -> list[Problem]:
     data = copy.deepcopy(base)
     _set_path(data, key, value)
-    _, probs = validate_scenario(data, file, base_dir)
+    _, probs = validate_scenario(data, file, base_dir, runnable=False)
     out = []
     for pr in probs:  # the base scenario is valid, so every problem here comes from this value
         field = path_str(pr.path)

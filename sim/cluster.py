@@ -9,7 +9,12 @@ from functools import cached_property
 from sim.catalogue import configurations
 from sim.model import Billing, CapsimError, Config, VMType
 
-__all__ = ["NodeSlot", "Cluster"]
+__all__ = ["NodeSlot", "Cluster", "MAX_BILLING_QUANTUM"]
+
+MAX_BILLING_QUANTUM = 86_400.0
+"""The longest billing quantum (s): one day. Clouds bill per second, minute or hour; with a quantum longer than a run
+every VM costs one quantum whatever it does, so VM cost no longer tells policies apart, and ``billed_seconds``
+rounds ``on / q`` with a tolerance of 1e-9, so a quantum above 1e9 times a VM's time on bills it nothing at all."""
 
 _EXACT = Billing()
 
@@ -63,8 +68,9 @@ class Cluster:
                         f"cluster: slot {i} allows {sorted(s.allowed)}, but {bad or 'nothing'} is not among the "
                         f"cluster's VM types {names}; restrict slots to listed VM types"
                     )
-        if not (self.billing_quantum >= 0 and math.isfinite(self.billing_quantum)):
-            raise CapsimError(f"cluster: billing_quantum must be a finite number >= 0, got {self.billing_quantum}")
+        if not (0 <= self.billing_quantum <= MAX_BILLING_QUANTUM):
+            raise CapsimError(f"cluster: billing_quantum must be a number of seconds in [0, {MAX_BILLING_QUANTUM:g}] "
+                              f"(at most a day), got {self.billing_quantum}")
         if not (self.restart_overhead >= 0 and math.isfinite(self.restart_overhead)):
             raise CapsimError(f"cluster: restart_overhead must be a finite number >= 0, got {self.restart_overhead}")
         if not self.decision_interval > 0:

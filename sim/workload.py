@@ -18,7 +18,8 @@ from sim.catalogue import job_types
 from sim.model import CapsimError, Config, Job, JobSpec
 from sim.traces.base import REQUIRED as _TRACE_REQUIRED
 
-__all__ = ["WorkloadSpec", "STREAMS", "streams", "poisson_jobs", "trace_jobs", "fastest_runtimes"]
+__all__ = ["WorkloadSpec", "STREAMS", "streams", "poisson_jobs", "TraceRows", "validate_trace", "trace_jobs",
+           "fastest_runtimes"]
 
 STREAMS = ("arrivals", "mix", "deadlines", "weights", "noise")
 
@@ -64,20 +65,28 @@ def streams(seed: int) -> dict[str, np.random.Generator]:
     return {name: np.random.default_rng(child) for name, child in zip(STREAMS, children)}
 
 
-def fastest_runtimes(specs: Sequence[JobSpec], truth: Predictor, configs: Sequence[Config]) -> np.ndarray:
-    """t_min of each spec: its fastest true runtime over ``configs``; a spec with none feasible is a CapsimError."""
+def _fastest(specs: Sequence[JobSpec], truth: Predictor, configs: Sequence[Config]) -> np.ndarray:
     if not specs:
         return np.empty(0)
     table = np.asarray(truth.runtimes(list(specs), list(configs)), dtype=float)
-    t_min = table.min(axis=1) if table.shape[1] else np.full(len(specs), math.inf)
+    return table.min(axis=1) if table.shape[1] else np.full(len(specs), math.inf)
+
+
+def _infeasible(spec: JobSpec, truth: Predictor) -> CapsimError:
+    label = spec.name or f"{spec.application}/{spec.framework}"
+    return CapsimError(
+        f"job spec {label!r} ({spec.application}, {spec.framework}, {spec.iterations} iterations, batch "
+        f"{spec.batch_size}) has no feasible configuration under the truth predictor "
+        f"{type(truth).__name__}; remove it from the workload or add VM types it can run on"
+    )
+
+
+def fastest_runtimes(specs: Sequence[JobSpec], truth: Predictor, configs: Sequence[Config]) -> np.ndarray:
+    """t_min of each spec: its fastest true runtime over ``configs``; a spec with none feasible is a CapsimError."""
+    t_min = _fastest(specs, truth, configs)
     for spec, t in zip(specs, t_min):
         if not math.isfinite(t):
-            label = spec.name or f"{spec.application}/{spec.framework}"
-            raise CapsimError(
-                f"job spec {label!r} ({spec.application}, {spec.framework}, {spec.iterations} iterations, batch "
-                f"{spec.batch_size}) has no feasible configuration under the truth predictor "
-                f"{type(truth).__name__}; remove it from the workload or add VM types it can run on"
-            )
+            raise _infeasible(spec, truth)
     return t_min
 
 
@@ -133,18 +142,29 @@ def _number(source: str, row: int, column: str, value: Any, *, integer: bool, mi
     return x
 
 
-def trace_jobs(
-    rows: pd.DataFrame, truth: Predictor, configs: Sequence[Config], seed: int, source: str, *,
-    deadline_factor: tuple[float, float] = (1.0, 3.0), weight_range: tuple[float, float] = (0.003, 0.015),
-) -> list[Job]:
-    """Jobs replayed from a trace table (read from a file by a ``sim.traces`` reader), ids 0..n-1 in submission
-    order (ties keep the row order).
+@dataclass(frozen=True)
+class TraceRows:
+    """A trace table whose every cell was checked (``validate_trace``): per row, in table order, the submission
+    time, the job spec, and the deadline and weight when given (None: drawn from the seed)."""
+
+    source: str
+    submit: tuple[float, ...]
+    specs: tuple[JobSpec, ...]
+    deadlines: tuple[float | None, ...]
+    weights: tuple[float | None, ...]
+
+    def __len__(self) -> int:
+        return len(self.specs)
+
+
+def validate_trace(rows: pd.DataFrame, source: str) -> TraceRows:
+    """Check every cell of a trace table (read from a file by a ``sim.traces`` reader) and keep them parsed.
 
     Columns: ``sim.traces.REQUIRED`` (submit_time, application, framework, iterations, batch_size), and optionally
     name, deadline, weight, gpus (the GPU count asked for; empty: the policy chooses); others are ignored. Missing
     deadlines and weights (absent column or empty cell) are drawn as in ``poisson_jobs`` with ``deadline_factor`` and
-    ``weight_range``. Rows are numbered from 1 in table order (a CSV file's rows after its header); a bad cell raises
-    a CapsimError naming ``source``, the row and the column.
+    ``weight_range``. Rows are numbered from 1 in table order (a CSV file's rows after its header); a table without
+    rows, or a bad cell, raises a CapsimError naming ``source``, the row and the column.
     """
     missing = [c for c in _TRACE_REQUIRED if c not in rows.columns]
     if missing:
@@ -152,6 +172,8 @@ def trace_jobs(
             f"{source}: missing column(s) {missing}; a trace needs {list(_TRACE_REQUIRED)} and may add "
             f"name, deadline, weight"
         )
+    if len(rows) == 0:
+        raise CapsimError(f"{source}: no jobs (the trace has its columns but no rows); expected one row per job")
     has_d = "deadline" in rows.columns
     has_w = "weight" in rows.columns
     has_name = "name" in rows.columns
@@ -187,19 +209,37 @@ def trace_jobs(
             w = _number(source, i, "weight", w, integer=False, minimum=0.0)
         given_d.append(d)
         given_w.append(w)
+    return TraceRows(source, tuple(submit), tuple(specs), tuple(given_d), tuple(given_w))
+
+
+def trace_jobs(
+    rows: pd.DataFrame | TraceRows, truth: Predictor, configs: Sequence[Config], seed: int, source: str, *,
+    deadline_factor: tuple[float, float] = (1.0, 3.0), weight_range: tuple[float, float] = (0.003, 0.015),
+) -> list[Job]:
+    """Jobs replayed from a trace table (checked by ``validate_trace`` unless it already was), ids 0..n-1 in
+    submission order (ties keep the row order).
+
+    Missing deadlines and weights (absent column or empty cell) are drawn as in ``poisson_jobs`` with
+    ``deadline_factor`` and ``weight_range``. A job spec no configuration can run under ``truth`` is a CapsimError
+    naming ``source`` and the rows that hold it.
+    """
+    t = rows if isinstance(rows, TraceRows) else validate_trace(rows, source)
+    specs, submit = t.specs, t.submit
     n = len(specs)
     uniq, idx = _spec_index(specs)
-    try:
-        t_uniq = fastest_runtimes(uniq, truth, configs)
-    except CapsimError as e:
-        raise CapsimError(f"{source}: {e}") from None
+    t_uniq = _fastest(uniq, truth, configs)
+    for k, t_k in enumerate(t_uniq):
+        if not math.isfinite(t_k):
+            where = [i + 1 for i in range(n) if idx[i] == k]
+            rows_text = ", ".join(map(str, where[:5])) + (", ..." if len(where) > 5 else "")
+            raise CapsimError(f"{source}: {_infeasible(uniq[k], truth)} (row {rows_text}, column 'application')")
     t_min = t_uniq[idx] if n else np.empty(0)
     submit_a = np.asarray(submit, dtype=float)
     drawn_d, drawn_w = _deadlines_weights(submit_a, t_min, streams(seed), deadline_factor, weight_range)
     order = sorted(range(n), key=lambda k: submit[k])
     return [
-        Job(id=new, spec=specs[k], submit_time=submit[k], deadline=_given_or(given_d[k], drawn_d[k]),
-            weight=_given_or(given_w[k], drawn_w[k]))
+        Job(id=new, spec=specs[k], submit_time=submit[k], deadline=_given_or(t.deadlines[k], drawn_d[k]),
+            weight=_given_or(t.weights[k], drawn_w[k]))
         for new, k in enumerate(order)
     ]
 

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from optim.base import Policy
 from optim.common import config_table
 from sim.model import Assignment, Plan, Snapshot
-from tests.optim.worlds import World, check, check_plan_names, recorded_run, worlds
+from tests.optim.worlds import World, at_scale, check, check_plan_names, recorded_run, worlds
 
 
 class RandomPolicy(Policy):
@@ -102,7 +102,6 @@ def test_engine_invariants_under_random_plans(world):
 
 
 @pytest.mark.slow
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(world=worlds())
-def test_engine_invariants_under_random_plans_many_worlds(world):
-    random_plans_keep_the_invariants(world)
+def test_engine_invariants_under_random_plans_at_scale():
+    """The slow profile: ``AT_SCALE`` (1,000) random worlds under random preempting plans."""
+    at_scale(random_plans_keep_the_invariants, "random preempting policy")

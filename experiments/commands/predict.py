@@ -88,8 +88,14 @@ def _show(args: argparse.Namespace) -> int:
     print(f"{application}/{framework} batch {args.batch}, {args.iterations} iterations on {args.gpus} x {args.gpu}")
     for kind in split_specs(args.predictors) or list(SHOW_DEFAULT):
         p = build(kind)
-        reason = p.support(spec, vm, args.gpus)
-        t = p.runtime(spec, vm, args.gpus)
+        try:
+            reason = p.support(spec, vm, args.gpus)
+            t = p.runtime(spec, vm, args.gpus)
+        except CapsimError:
+            raise
+        except Exception as e:  # noqa: BLE001 (one predictor failing on this job must not hide the others' answers)
+            first = str(e).splitlines()[0] if str(e) else ""
+            t, reason = math.nan, f"the predictor failed: {type(e).__name__}: {first}"
         shown = f"{t:12.1f} s  ({t / 3600:.2f} h)" if math.isfinite(t) else f"{'unsupported':>12}: {reason}"
         how = getattr(p, "explain", None)
         extra = f"  [{how(spec, vm, args.gpus)}]" if how is not None and math.isfinite(t) else ""

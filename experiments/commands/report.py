@@ -64,6 +64,8 @@ def choose_metrics(text: str | None, summary: pd.DataFrame, directory: str, reco
 def run(args: argparse.Namespace) -> int:
     import sys
 
+    from sim.model import CapsimError
+
     from experiments.report import aggregate, notes, render
     from experiments.store import open_results
 
@@ -79,7 +81,12 @@ def run(args: argparse.Namespace) -> int:
         for line in notes(agg, metrics)[1:]:
             print(f"capsim: {line}", file=sys.stderr)
     if args.output:
-        Path(args.output).write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+        from experiments.results import atomic_write_bytes
+
+        target = Path(args.output)
+        if target.is_dir():
+            raise CapsimError(f"--output {target}: is a folder; give a file name, e.g. {target / 'table.tex'}")
+        atomic_write_bytes(target, (text if text.endswith("\n") else text + "\n").encode("utf-8"))
     else:
         print(text.rstrip("\n"))
     failures = res.tables["failures"]

@@ -6,7 +6,6 @@ import argparse
 import os
 import sys
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -40,8 +39,11 @@ def select_policies(sc: Scenario, names: str | None) -> list[PolicySpec]:
 
     by_label = {s.label: s for s in specs}
     known = optim.registry()
-    out = []
+    out: list[PolicySpec] = []
     for n in (x.strip() for x in names.split(",") if x.strip()):
+        if any(p.label == n for p in out):
+            raise CapsimError(f"--policies: {n!r} is named twice; each policy runs once per seed (a second would "
+                              f"count twice in every mean)")
         if n in by_label:
             out.append(by_label[n])
         elif n in known:
@@ -54,15 +56,26 @@ def select_policies(sc: Scenario, names: str | None) -> list[PolicySpec]:
     return out
 
 
+def check_workers(n: int) -> int:
+    """``--workers``: a number ≥ 1."""
+    from sim.model import CapsimError
+
+    if n < 1:
+        raise CapsimError(f"--workers: expected a number ≥ 1 (1 runs in this process), found {n}")
+    return n
+
+
 def run(args: argparse.Namespace) -> int:
     from sim.model import CapsimError
 
+    from experiments.folders import output_dir
     from experiments.results import summary_frame
     from experiments.runner import Outcome, Progress, Task, run_tasks
     from experiments.scenario import load_scenario, parse_seeds
     from experiments.store import ResultStore, new_manifest
     from experiments.tables import policy_means
 
+    check_workers(args.workers)
     sc = load_scenario(args.scenario)
     seeds = sc.seeds
     if args.seeds:
@@ -71,15 +84,13 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as e:
             raise CapsimError(f"--seeds: {e}") from None
     policies = select_policies(sc, args.policies)
-    out = Path(args.out) if args.out else Path("results") / sc.name
+    out = output_dir(args.out, sc.name)
     tasks = [Task.make(sc, p, s) for p in policies for s in seeds]
     order = [p.label for p in policies]
 
     print(f"{sc.name}: {len(policies)} policies × {len(seeds)} seeds, {sc.n_jobs} jobs on "
           f"{sc.cluster.node_count} nodes (scenario {sc.file})", flush=True)
     store = ResultStore(out)
-    store.prepare()
-    store.write_manifest(new_manifest("run", sc.name, sc.file, [], order, seeds, [t.run_id for t in tasks]))
     outcomes: list[Outcome] = []
     progress = Progress(len(tasks), quiet=args.quiet)
 
@@ -89,10 +100,9 @@ def run(args: argparse.Namespace) -> int:
         progress.update(o.ok)
 
     t0 = time.perf_counter()
-    try:
+    manifest = new_manifest("run", sc.name, sc.file, [], order, seeds, [t.run_id for t in tasks])
+    with store.writing(manifest, log=lambda line: print(f"capsim: {line}", file=sys.stderr)):
         run_tasks(tasks, collect, workers=max(1, min(args.workers, os.cpu_count() or 1, len(tasks))))
-    finally:
-        store.export_summary()
     ok = [o for o in outcomes if o.ok]
     failed = [o for o in outcomes if not o.ok]
     summary = summary_frame([o.summary for o in ok], LABELS)

@@ -7,7 +7,6 @@ import os
 import shutil
 import sys
 import time
-from pathlib import Path
 
 HELP = "run a sweep file (grid × policies × seeds); finished runs are never redone"
 
@@ -23,51 +22,53 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sim.model import CapsimError
-
+    from experiments.commands.run import check_workers
+    from experiments.folders import output_dir
+    from experiments.results import DASK_TMP
     from experiments.runner import Outcome, Progress, run_tasks
     from experiments.store import ResultStore
     from experiments.sweep import load_sweep
 
+    check_workers(args.workers)
     sweep = load_sweep(args.file)
-    out = Path(args.out) if args.out else Path("results") / sweep.name
-    if args.workers < 1:
-        raise CapsimError(f"--workers: expected a number ≥ 1, found {args.workers}")
+    out = output_dir(args.out, sweep.name)
     tasks = sweep.tasks()
-    store = ResultStore(out)
+    store = ResultStore(out, label_types=sweep.label_types())
     if args.dry_run:
         done = store.finished()
         for t in tasks:
             grid = ", ".join(f"{k}={v}" for k, v in t.labels)
             print(f"{t.run_id}  {'done' if t.run_id in done else 'todo'}  {t.policy_label:<12} seed {t.seed:<4} {grid}")
         return 0
-    store.prepare()
-    store.write_manifest(sweep.manifest(tasks))
-    done = store.finished()
-    todo = [t for t in tasks if t.run_id not in done]
     log = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr, flush=True))
-    log(f"sweep {sweep.name}: {len(sweep.points)} grid points × {len(sweep.policies)} policies × "
-        f"{len(sweep.seeds)} seeds = {len(tasks)} runs; {len(tasks) - len(todo)} already done, {len(todo)} to run")
-    progress = Progress(len(todo), quiet=args.quiet)
     failures: list[Outcome] = []
-
-    def on_outcome(o: Outcome) -> None:
-        store.write(o)
-        if not o.ok:
-            failures.append(o)
-        progress.update(o.ok)
-
     t0 = time.perf_counter()
-    dask_tmp = None
-    if args.dask:
-        dask_tmp = str(out / ".dask-tmp")
-        os.environ.setdefault("DASK_TEMPORARY_DIRECTORY", dask_tmp)
-    try:
-        run_tasks(todo, on_outcome, workers=min(args.workers, max(1, len(todo))), dask=args.dask, dask_tmp=dask_tmp)
-    finally:
+    with store.writing(sweep.manifest(tasks), log=lambda line: print(f"capsim: {line}", file=sys.stderr)):
+        done, damaged = store.verify({t.run_id: t for t in tasks})
+        for rid, why in sorted(damaged.items())[:5]:
+            print(f"capsim: run {rid} will run again: {why}", file=sys.stderr)
+        if len(damaged) > 5:
+            print(f"capsim: ... and {len(damaged) - 5} more damaged runs will run again", file=sys.stderr)
+        todo = [t for t in tasks if t.run_id not in done]
+        log(f"sweep {sweep.name}: {len(sweep.points)} grid points × {len(sweep.policies)} policies × "
+            f"{len(sweep.seeds)} seeds = {len(tasks)} runs; {len(tasks) - len(todo)} already done, {len(todo)} to run")
+        progress = Progress(len(todo), quiet=args.quiet)
+
+        def on_outcome(o: Outcome) -> None:
+            store.write(o)
+            if not o.ok:
+                failures.append(o)
+            progress.update(o.ok)
+
+        dask_tmp = str(out / f"{DASK_TMP}-{os.getpid()}") if args.dask else None
         if dask_tmp:
-            shutil.rmtree(dask_tmp, ignore_errors=True)
-        store.export_summary()
+            os.environ.setdefault("DASK_TEMPORARY_DIRECTORY", dask_tmp)
+        try:
+            run_tasks(todo, on_outcome, workers=min(args.workers, max(1, len(todo))), dask=args.dask,
+                      dask_tmp=dask_tmp)
+        finally:
+            if dask_tmp:
+                shutil.rmtree(dask_tmp, ignore_errors=True)
     wall = time.perf_counter() - t0
     ran = len(todo) - len(failures)
     print(f"sweep {sweep.name}: {ran} runs finished in {wall:.1f} s, {len(tasks) - len(todo)} were already done; "

@@ -1,7 +1,8 @@
 """The trace reader contract and the registry of trace formats.
 
-A reader turns one file format into capsim's trace table; ``sim.workload.trace_jobs`` turns that table into jobs
-(validating every cell, drawing missing deadlines and weights from the seed). So a reader knows its format and
+A reader turns one file format into capsim's trace table; ``sim.workload.validate_trace`` checks every cell of it
+(once, when a scenario is loaded) and ``sim.workload.trace_jobs`` turns it into jobs (drawing missing deadlines and
+weights from the seed). So a reader knows its format and
 nothing of jobs, predictors or seeds, and every format gets the same checks and the same messages.
 """
 
@@ -34,11 +35,11 @@ class TraceReader(Component):
 
     - ``read(path) -> pandas.DataFrame`` (required): one row per job, in the file's order, with the ``REQUIRED``
       columns and any of the optional ones in ``COLUMNS`` (a missing or empty deadline or weight is drawn from the
-      run's seed). Cells may be left as the file gives them: ``sim.workload.trace_jobs`` validates every cell and
-      names the row (counted from 1 in the order returned: a CSV's data rows after its header, a headerless file's
+      run's seed). Cells may be left as the file gives them: ``sim.workload.validate_trace`` checks every cell (and
+      that there is at least one row) and names the row (counted from 1 in the order returned: a CSV's data rows after its header, a headerless file's
       lines) and the column. Further columns a format carries (requested GPUs, a priority, ...) may be kept; they are
       ignored until the model uses them. It raises a ``CapsimError`` naming the file for what only the format can
-      see: an unreadable file, a malformed line, a value it cannot map to the table. It may depend on nothing but its
+      see: an unreadable or empty file, a malformed line, a column named twice, a value it cannot map to the table. It may depend on nothing but its
       parameters and the file.
 
     Per-format options are constructor parameters (the ``Component`` contract: stored under their own names, with

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sim.model import CapsimError
-from sim.traces.base import TRACE_FORMATS, TraceReader
+from sim.traces.base import REQUIRED, TRACE_FORMATS, TraceReader
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -27,8 +27,23 @@ class CsvTrace(TraceReader):
     example_jobs = 3
 
     def read(self, path: Path) -> "pd.DataFrame":
+        import csv
+
         import pandas as pd
 
+        try:
+            with open(path, newline="", encoding="utf-8") as f:
+                header = next(csv.reader(f), None)
+        except (OSError, UnicodeDecodeError, csv.Error) as e:
+            raise CapsimError(f"{path}: cannot read the trace CSV: {e}") from None
+        if not header or not any(h.strip() for h in header):
+            raise CapsimError(f"{path}: the file is empty; expected a header line naming the columns "
+                              f"({', '.join(REQUIRED)}) and one row per job")
+        names = [h.strip() for h in header]
+        for j, name in enumerate(names):
+            if name in names[:j]:
+                raise CapsimError(f"{path}: header, column {name!r}: appears twice (columns {names.index(name) + 1} "
+                                  f"and {j + 1}); name each column once")
         try:
             return pd.read_csv(path)
         except Exception as e:  # noqa: BLE001 (any parsing failure is the user's file)

@@ -9,6 +9,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
+import optim
+from optim.base import Policy
+from sim.model import Plan, Snapshot
 from experiments.cli import main
 from experiments.runner import TABLES
 from experiments.store import ResultStore, load_results
@@ -255,23 +258,39 @@ def test_killed_sweep_process_resumes(sweep_file: Path, tmp_path: Path) -> None:
     assert t["jobs"].groupby("run_id").size().eq(60).all()
 
 
-def test_failing_run_is_recorded_and_others_finish(tmp_path: Path, capsys) -> None:
+def test_a_bad_trace_in_the_grid_is_refused_up_front(tmp_path: Path) -> None:
     good = tmp_path / "good.csv"
     good.write_text("submit_time,application,framework,iterations,batch_size,name\n0,deepspeech,tensorflow,2528,4,J1\n")
     bad = tmp_path / "bad.csv"
     bad.write_text("submit_time,application,framework,iterations,batch_size,name\n0,deepspeech,jax,2528,4,J1\n")
     d = sweep_data(grid={"workload.trace": ["good.csv", "bad.csv"]})
     d["scenario"]["workload"] = {}
+    msg = error_of(write_yaml(tmp_path / "s.yaml", d))
+    assert "grid.workload.trace[1]" in msg and "bad.csv: row 1, column 'framework'" in msg and "good.csv" not in msg
+
+
+class _BreaksOnOneNode(Policy):
+    """FIFO, except that it raises on a one-node cluster (a failure only a run can find)."""
+
+    def decide(self, snapshot: Snapshot) -> Plan:
+        if len(snapshot.nodes) == 1:
+            raise RuntimeError("no plan for one node")
+        return optim.build("fifo").decide(snapshot)
+
+
+def test_failing_run_is_recorded_and_others_finish(tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.setitem(optim.base.POLICIES._kinds, "breaks1", _BreaksOnOneNode)
+    d = sweep_data(policies=[{"kind": "breaks1"}], grid={"cluster.nodes": [1, 2]})
     f = write_yaml(tmp_path / "s.yaml", d)
     out = tmp_path / "out"
     assert main(["sweep", str(f), "--out", str(out), "--workers", "1", "--quiet"]) == 1
     err = capsys.readouterr().err
-    assert "4 of 8 runs failed" in err and "bad.csv" in err
+    assert "2 of 4 runs failed" in err and "no plan for one node" in err
     t = load_results(out)
-    assert len(t["summary"]) == 4 and set(t["summary"]["workload.trace"]) == {"good.csv"}
+    assert len(t["summary"]) == 2 and set(t["summary"]["cluster.nodes"]) == {2}
     fails = t["failures"]
-    assert len(fails) == 4 and set(fails["workload.trace"]) == {"bad.csv"}
-    assert fails["traceback"].str.contains("framework").all() and fails["config"].str.contains("scenario").all()
+    assert len(fails) == 2 and set(fails["cluster.nodes"]) == {1}
+    assert fails["traceback"].str.contains("RuntimeError").all() and fails["config"].str.contains("scenario").all()
 
 
 def _same_results(a: Path, b: Path) -> None:

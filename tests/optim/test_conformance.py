@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 
 import optim
 from optim.base import Policy
-from tests.optim.worlds import World, check, check_plan_names, recorded_run, worlds
+from tests.optim.worlds import World, at_scale, check, check_plan_names, recorded_run, worlds
 
 KINDS = tuple(optim.registry(aliases=False))
 EMPTY = inspect.Parameter.empty
@@ -111,3 +111,10 @@ def test_on_random_worlds(kind, prop, depth):
         PROPERTIES[prop](kind, world)
 
     holds()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", KINDS)
+def test_engine_invariants_at_scale(kind):
+    """The slow profile: the engine's invariants on ``AT_SCALE`` (1,000) random worlds per policy."""
+    at_scale(lambda world: engine_run_keeps_the_invariants(kind, world), f"policy {kind}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import ClassVar
+from typing import Callable, ClassVar
 
 from hypothesis import strategies as st
 
@@ -21,7 +21,8 @@ from sim.cluster import Cluster, NodeSlot
 from sim.engine import RunResult, Simulation
 from sim.model import Job, Plan, Snapshot
 
-__all__ = ["World", "worlds", "run", "recorded_run", "check", "check_plan_names"]
+__all__ = ["World", "worlds", "run", "recorded_run", "check", "check_plan_names", "AT_SCALE", "at_scale",
+           "features"]
 
 CATALOGUE = tuple(vm_types().values())
 SPECS = tuple(job_types().values())
@@ -172,3 +173,54 @@ def _check_money(cluster: Cluster, r: RunResult) -> None:
                         rel_tol=1e-9, abs_tol=1e-12)
     assert math.isclose(r.jobs.cost_share.sum() + s["idle_cost"], vm_cost, rel_tol=1e-9, abs_tol=1e-12)
     assert math.isclose(s["total_cost"], vm_cost + s["tardiness_cost"], rel_tol=1e-12)
+
+
+AT_SCALE = 1_000
+"""Random worlds per policy in the slow profile (``pytest -m slow``; ``-rP`` shows the printed counts)."""
+
+
+def features(world: World) -> set[str]:
+    """What makes a world hard, for the coverage count of the slow profile."""
+    c = world.cluster
+    found = set()
+    if any(v.boot_time > 0 for v in c.vm_types):
+        found.add("boot time")
+    if c.billing_quantum > 0:
+        found.add("billing quantum")
+    if c.restart_overhead > 0:
+        found.add("restart overhead")
+    if world.truth is not None:
+        found.add("estimator != truth")
+    if any(s.allowed is not None for s in c.slots):
+        found.add("slot groups")
+    if math.isfinite(c.decision_interval):
+        found.add("periodic decisions")
+    return found
+
+
+def at_scale(prop: Callable[[World], None], label: str, examples: int = AT_SCALE) -> int:
+    """Check ``prop`` on ``examples`` fresh random worlds (no example database, no replay); print and return how
+    many ran and how often each feature of ``features`` appeared, and fail if one appeared in under 10 %."""
+    from collections import Counter
+
+    from hypothesis import HealthCheck, Phase, given, settings
+
+    seen: Counter[str] = Counter()
+    count = [0]
+
+    @settings(max_examples=examples, deadline=None, database=None, phases=[Phase.generate, Phase.shrink],
+              suppress_health_check=list(HealthCheck))
+    @given(world=worlds())
+    def check_one(world: World) -> None:
+        count[0] += 1
+        seen.update(features(world))
+        prop(world)
+
+    check_one()
+    shares = ", ".join(f"{k} {v}" for k, v in sorted(seen.items()))
+    print(f"{label}: {count[0]} random worlds checked ({shares})")
+    assert count[0] >= examples, f"only {count[0]} worlds were drawn"
+    rare = [k for k in ("boot time", "billing quantum", "restart overhead", "estimator != truth", "slot groups")
+            if seen[k] < examples // 10]
+    assert not rare, f"too few worlds with {rare}: {dict(seen)}"
+    return count[0]

@@ -102,7 +102,8 @@ def tsv(monkeypatch) -> type[_Tsv]:
 
 def _scenario(tmp_path: Path, trace: object, **workload: object) -> Path:
     data = {"name": "t", "cluster": {"nodes": 1, "vm_types": ["NC6"]}, "workload": {"trace": trace, **workload},
-            "predictor": {"kind": "table", "table": {"J1/NC6/1": 100.0}}, "policies": [{"kind": "fifo"}]}
+            "predictor": {"kind": "table", "table": {"J1/NC6/1": 100.0, "/NC6/1": 100.0}},
+            "policies": [{"kind": "fifo"}]}
     p = tmp_path / "s.yaml"
     p.write_text(yaml.safe_dump(data), encoding="utf-8")
     return p
