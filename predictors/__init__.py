@@ -3,5 +3,6 @@
 from predictors.base import Predictor, build, register, registry
 from predictors import table  # noqa: F401
 from predictors import analytical, measured, noisy, regression, wave  # noqa: F401
+from predictors import throughput  # noqa: F401
 
 __all__ = ["Predictor", "build", "register", "registry"]

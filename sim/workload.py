@@ -69,13 +69,20 @@ def fastest_runtimes(specs: Sequence[JobSpec], truth: Predictor, configs: Sequen
     if not specs:
         return np.empty(0)
     table = np.asarray(truth.runtimes(list(specs), list(configs)), dtype=float)
+    asks = [i for i, s in enumerate(specs) if s.gpus is not None]
+    if asks:  # a job that asks for a GPU count runs only with it
+        counts = np.array([c.gpus for c in configs])
+        table = table.copy()
+        for i in asks:
+            table[i, counts != specs[i].gpus] = math.inf
     t_min = table.min(axis=1) if table.shape[1] else np.full(len(specs), math.inf)
     for spec, t in zip(specs, t_min):
         if not math.isfinite(t):
             label = spec.name or f"{spec.application}/{spec.framework}"
+            asks = f", {spec.gpus} GPUs" if spec.gpus is not None else ""
             raise CapsimError(
                 f"job spec {label!r} ({spec.application}, {spec.framework}, {spec.iterations} iterations, batch "
-                f"{spec.batch_size}) has no feasible configuration under the truth predictor "
+                f"{spec.batch_size}{asks}) has no feasible configuration under the truth predictor "
                 f"{type(truth).__name__}; remove it from the workload or add VM types it can run on"
             )
     return t_min
@@ -141,7 +148,7 @@ def trace_jobs(
     order (ties keep the row order).
 
     Columns: ``sim.traces.REQUIRED`` (submit_time, application, framework, iterations, batch_size), and optionally
-    name, deadline, weight; others are ignored. Missing deadlines and weights (absent column or empty cell) are drawn
+    name, deadline, weight, gpus (the GPUs the job asks for) and priority (its fairness weight); others are ignored. Missing deadlines and weights (absent column or empty cell) are drawn
     as in ``poisson_jobs`` with ``deadline_factor`` and ``weight_range``. Rows are numbered from 1 in table order (a
     CSV file's rows after its header); a bad cell raises a CapsimError naming ``source``, the row and the column.
     """
@@ -154,7 +161,9 @@ def trace_jobs(
     has_d = "deadline" in rows.columns
     has_w = "weight" in rows.columns
     has_name = "name" in rows.columns
-    submit, specs, given_d, given_w = [], [], [], []
+    gpus_col = rows["gpus"].tolist() if "gpus" in rows.columns else None
+    prio_col = rows["priority"].tolist() if "priority" in rows.columns else None
+    submit, specs, given_d, given_w, prios = [], [], [], [], []
     for i, r in enumerate(rows.to_dict("records"), start=1):
         s = _number(source, i, "submit_time", r["submit_time"], integer=False, minimum=0.0)
         app, fw = r["application"], r["framework"]
@@ -167,7 +176,14 @@ def trace_jobs(
         bs = _number(source, i, "batch_size", r["batch_size"], integer=True, minimum=1)
         name = r.get("name") if has_name else None
         name = "" if name is None or (isinstance(name, float) and math.isnan(name)) else str(name)
-        specs.append(JobSpec(application=app.strip(), framework=fw, iterations=int(it), batch_size=int(bs), name=name))
+        g = gpus_col[i - 1] if gpus_col is not None else None
+        g = None if _empty(g) else int(_number(source, i, "gpus", g, integer=True, minimum=1))
+        p = prio_col[i - 1] if prio_col is not None else None
+        prios.append(1.0 if _empty(p) else _number(source, i, "priority", p, integer=False, minimum=0.0))
+        if prios[-1] <= 0:
+            raise _trace_error(source, i, "priority", p, "a finite number > 0")
+        specs.append(JobSpec(application=app.strip(), framework=fw, iterations=int(it), batch_size=int(bs), name=name,
+                             gpus=g))
         submit.append(s)
         d = r.get("deadline") if has_d else None
         w = r.get("weight") if has_w else None
@@ -191,9 +207,13 @@ def trace_jobs(
     order = sorted(range(n), key=lambda k: submit[k])
     return [
         Job(id=new, spec=specs[k], submit_time=submit[k], deadline=_given_or(given_d[k], drawn_d[k]),
-            weight=_given_or(given_w[k], drawn_w[k]))
+            weight=_given_or(given_w[k], drawn_w[k]), priority=prios[k])
         for new, k in enumerate(order)
     ]
+
+
+def _empty(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
 
 
 def _given_or(given: float | None, drawn: float) -> float:
