@@ -84,6 +84,17 @@ def _check_trace(sc: Scenario, trace: TraceSpec, problems: list[Problem]) -> Non
                                 f"to the scenario file), found no file at {tp}"))
 
 
+def _check_fixed_cluster(sc: Scenario, problems: list[Problem]) -> None:
+    """A fixed cluster's GPU models and the fields it excludes; rounds exclude periodic decisions."""
+    from experiments.servers import check_servers
+
+    problems.extend(Problem(("cluster",) + path, message)
+                    for path, message in check_servers(sc.cluster, sc.cluster.model_fields_set))
+    if sc.cluster.rounds is not None and sc.cluster.decision_interval is not None:
+        problems.append(Problem(("cluster", "rounds"), "expected rounds or decision_interval, not both: in round "
+                                "mode the decisions are the round boundaries"))
+
+
 def semantic_problems(sc: Scenario) -> list[Problem]:
     """Problems pydantic cannot see: unknown names (VM types, GPUs, job types, policies, predictors), files."""
     from sim import catalogue
@@ -113,6 +124,7 @@ def semantic_problems(sc: Scenario) -> list[Problem]:
                     problems.append(Problem(("cluster", "nodes", gi, "vm_types", vi),
                                             f"expected one of the cluster's VM types ({', '.join(cluster_vm_names)}), "
                                             f"found {v!r}{did_you_mean(v, cluster_vm_names)}"))
+    _check_fixed_cluster(sc, problems)
     jt = catalogue.job_types()
     mix = sc.workload.mix
     if isinstance(mix, dict):

@@ -138,6 +138,9 @@ class Policy(Component):
     may_preempt: ClassVar[bool] = False
     may_share: ClassVar[bool] = False
     may_gang: ClassVar[bool] = False
+    plans_capacity: ClassVar[bool] = True
+    """Whether the policy decides which VMs to run. Gavel's policies schedule the servers they are given (on an
+    empty slot they start one VM and keep it): a scenario that lists no policies runs them only on fixed clusters."""
 
     def decide(self, snapshot: Snapshot) -> Plan:
         raise NotImplementedError(self)

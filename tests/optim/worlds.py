@@ -3,7 +3,7 @@
 ``worlds()`` draws a cluster, either rented (2–4 catalogue VM types, 1–4 slots, some restricted to one type,
 optional boot time, billing quantum, restart overhead and periodic decisions) or fixed servers (1–3 VM types with
 1–3 always-present servers each, gangs across servers allowed or not), each sometimes in round mode; 3–15 jobs of the
-J1–J6 mix with tight or loose deadlines, some asking for a GPU count; an estimator table and, sometimes, a truth that
+J1–J6 mix with tight or loose deadlines, on fixed servers some asking for a GPU count; an estimator table and, sometimes, a truth that
 differs from it. ``check`` asserts what any run must satisfy
 whatever the policy; ``recorded_run`` also returns every snapshot the policy saw and the plan it answered.
 """
@@ -76,7 +76,7 @@ def worlds(draw) -> World:
         counts = sorted({c.gpus for c in cluster.configs if c.gpus <= c.vm.gpus
                          and any(s.accepts(c.vm.name) for s in slots)
                          and f"{spec.name}/{c.vm.name}/{c.gpus}" in table})
-        if draw(st.integers(0, 3)) == 0:
+        if fixed and draw(st.integers(0, 3)) == 0:  # rented clusters leave the count to the policy, as before
             spec = dataclasses.replace(spec, gpus=draw(st.sampled_from(counts)))
         jobs.append(Job(i, spec, float(t), float(t + draw(st.integers(10, 600))),
                         draw(st.sampled_from([0.003, 0.01, 0.015]))))
