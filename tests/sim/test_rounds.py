@@ -120,3 +120,35 @@ def test_a_stall_in_round_mode_asks_the_policy_again():
 def test_round_mode_excludes_periodic_decisions():
     with pytest.raises(CapsimError, match="round_length and decision_interval exclude each other"):
         servers(1, decision_interval=60.0)
+
+
+def test_gavels_metrics_beside_capsims():
+    """On four one-GPU servers: GANG (4 GPUs, 363 iterations at 1 it/s) ends its first round with 3 iterations left:
+    Gavel would fail that round and drop the job; capsim runs it (363 s) and reports it, leaving it out of Gavel's
+    average JCT. SHORT runs first on one server (0-100); the gang waits for all four."""
+    gang = JobSpec("resnet", "pytorch", 363, 64, name="GANG", gpus=4)
+    truth = TablePredictor({"GANG/v100/4": 363.0, "SHORT/v100/1": 100.0})
+    cluster = Cluster((GPU,), tuple(NodeSlot(frozenset({"v100"}), fixed=True) for _ in range(4)), gang=True,
+                      round_length=360.0)
+
+    class GangFirst(Scripted):
+        may_gang = True
+
+    def script(s: Snapshot) -> Plan:
+        if s.waiting and not s.running:
+            jv = s.waiting[0]
+            if jv.job.spec.gpus == 4:
+                return Plan(start=(Assignment(jv.id, 0, 1, ((1, 1), (2, 1), (3, 1))),))
+            return Plan(start=(Assignment(jv.id, 0, 1),))
+        return Plan()
+
+    jobs = [Job(0, SHORT, 0.0, 1e9, 0.0), Job(1, gang, 0.0, 1e9, 0.0)]
+    r = Simulation(cluster, jobs, GangFirst(script), truth).run()
+    check(World(cluster, jobs, truth, None, 0), r)
+    # SHORT 0-100 (the round ends at 100), GANG 100-463: 360 iterations, then 3 in its last round
+    assert ends(r) == {0: (0.0, 100.0), 1: (100.0, 463.0)}
+    assert list(r.jobs.final_round_iterations) == [100, 3]
+    s = r.summary
+    assert s["gavel_dropped"] == 1 and s["gavel_mean_jct"] == 100.0 and s["mean_jct"] == (100.0 + 463.0) / 2
+    assert s["gavel_makespan"] == 463.0
+    assert s["gavel_utilisation"] == pytest.approx((100 + 4 * 363) / (4 * 463))
