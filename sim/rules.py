@@ -172,7 +172,7 @@ def _gang(a: Any, world: World, changes: dict[int, VMType | None], policy: Polic
     first: VMType | None = None
     parts: list[tuple[int, int]] = []
     for node, gpus in a.parts:
-        n = _as_index(node)
+        n = node if node.__class__ is int else _as_index(node)
         if n is None or not 0 <= n <= last:
             raise PlanRejected(f"job {jid} is assigned to node {node!r}, but the cluster has nodes 0..{last}")
         vm = changes[n] if n in changes else world.nodes[n].vm
@@ -181,7 +181,7 @@ def _gang(a: Any, world: World, changes: dict[int, VMType | None], policy: Polic
         if first is not None and vm.name != first.name:
             raise PlanRejected(f"job {jid} is spread over {first.name} and {vm.name}: a gang runs on one VM type")
         first = vm
-        g = _as_index(gpus)
+        g = gpus if gpus.__class__ is int else _as_index(gpus)
         if g is None or not 1 <= g <= vm.gpus:
             raise PlanRejected(f"job {jid} asks for {gpus!r} GPUs on node {n}, whose {vm.name} has {vm.gpus}")
         if any(n == m for m, _ in parts):

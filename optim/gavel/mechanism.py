@@ -14,6 +14,7 @@ type between two recomputes. At every decision (a round boundary in round mode),
    visited fastest GPU first (V100, P100, K80); each job placed once, where it can run, on as many GPUs as it
    takes. FIFO policies skip jobs of priority 0 (X = 0). A job admitted since the last recompute is a candidate
    with priority 0 and reserves its GPUs, but is not run (Gavel gives workers only to jobs in the allocation);
+   "job order" is the order of admission, Gavel's order of its priority lists;
 4. keeps every job that runs on the same type where it is (a lease extension), preempts those not mapped, moves
    those mapped to another type and starts the others, largest GPU count first, on one server if it fits, else as
    a gang over several servers of the type.
@@ -33,26 +34,12 @@ import numpy as np
 
 from optim.base import Policy
 from optim.common import config_table
+from optim.gavel.jobs import JobTable
 from sim.model import Assignment, CapsimError, JobView, Plan, Snapshot
 
-__all__ = ["TimeSliced", "Job"]
+__all__ = ["TimeSliced", "JobTable"]
 
 _DEFAULT_ROUND = 360.0
-
-
-class Job:
-    """What the mechanism keeps about one job: per type its throughput (``rate``, 0 where it cannot run), GPUs
-    (``sf``) and configuration; time received since the last recompute, deficit, allocation; where it ran."""
-
-    __slots__ = ("id", "rate", "sf", "cfg", "weight", "received", "deficit", "alloc", "done", "type")
-
-    def __init__(self, jid: int, rate: np.ndarray, sf: np.ndarray, cfg: np.ndarray, weight: float, credit: float):
-        self.id, self.rate, self.sf, self.cfg, self.weight = jid, rate, sf, cfg, weight
-        self.received = np.full(len(rate), credit)
-        self.deficit = np.zeros(len(rate))
-        self.alloc: np.ndarray | None = None
-        self.done = 0.0
-        self.type = -1
 
 
 class TimeSliced(Policy):
@@ -75,16 +62,17 @@ class TimeSliced(Policy):
 
     def _restart(self) -> None:
         self._types: tuple[str, ...] = ()
-        self._jobs: dict[int, Job] = {}
-        self._rows: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._signature: tuple | None = None
+        self._table = JobTable(0)
+        self._rows: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._last_time = -math.inf
         self._last_reset = 0.0
         self._need_update = True
 
     # ----- the hook -----------------------------------------------------------------------------------------------
 
-    def allocate(self, jobs: list[Job], gpus: np.ndarray) -> np.ndarray:
-        """X for ``jobs`` (in job order) on the server types, shape ``(len(jobs), len(gpus))``."""
+    def allocate(self, table: JobTable, rows: np.ndarray, gpus: np.ndarray) -> np.ndarray:
+        """X for the jobs in ``rows`` of ``table`` (admission order) on the server types: ``(len(rows), types)``."""
         raise NotImplementedError(self)
 
     # ----- the decision -------------------------------------------------------------------------------------------
@@ -98,15 +86,12 @@ class TimeSliced(Policy):
         if not self._types:
             return Plan(vms=opened)
         credit = (s.round_length if math.isfinite(s.round_length) else _DEFAULT_ROUND) / 2.0
-        views = self._account(s, credit)
+        self._account(s, credit)
         if "stall" in s.trigger:
             self._last_reset = 0.0
         if self._need_update and (now - self._last_reset >= self.recompute_interval or self._last_reset == 0.0):
             self._recompute(now, credit)
-        jobs = [self._jobs[j] for j in sorted(self._jobs)]
-        mapped = self._map(jobs)
-        plan = self._place(s, views, mapped, opened)
-        return plan
+        return self._place(s, self._map(), opened)
 
     def _servers(self, s: Snapshot) -> dict[int, str]:
         """Fix the server types on the first decision; VMs to start on empty slots (the slot's largest type)."""
@@ -116,171 +101,182 @@ class TimeSliced(Policy):
             types = [v for v in s.vm_types if nv.accepts(v.name)]
             if types:
                 opened[n] = max(types, key=lambda v: (v.gpus, v.gpu.fp32_tflops, v.name)).name
+        signature = tuple(nv.vm.name if nv.vm is not None else opened.get(nv.index) for nv in s.nodes)
+        if signature == self._signature:
+            return opened
+        self._signature = signature
+        vm = {v.name: v for v in s.vm_types}
         if not self._types:
-            present = {nv.vm.name: nv.vm for nv in s.nodes if nv.vm is not None}
-            present.update({name: s.vm_type(name) for name in opened.values()})
+            present = {name: vm[name] for name in signature if name is not None}
             if self.type_order is not None:
                 unknown = sorted(set(self.type_order) - set(present))
                 if unknown:
                     raise CapsimError(f"policy {self.name!r}: type_order names {unknown}, which the cluster's servers "
                                       f"are not (server types: {sorted(present)})")
-                rank = {name: i for i, name in enumerate(self.type_order)}
-            else:
-                rank = {}
+            rank = {name: i for i, name in enumerate(self.type_order or ())}
             self._types = tuple(sorted(present, key=lambda t: (rank.get(t, len(rank)), -present[t].gpu.fp32_tflops,
                                                                t)))
             self._index = {t: i for i, t in enumerate(self._types)}
             self._by_name = np.array(sorted(range(len(self._types)), key=lambda w: self._types[w]))
-        gpus = np.zeros(len(self._types), dtype=int)
+            self._table = JobTable(len(self._types))
+        gpus = np.zeros(len(self._types), dtype=np.int64)
         self._nodes: list[list[int]] = [[] for _ in self._types]
-        for nv in s.nodes:
-            name = nv.vm.name if nv.vm is not None else opened.get(nv.index)
+        self._node_gpus: dict[int, int] = {}
+        for n, name in enumerate(signature):
             w = self._index.get(name, -1) if name is not None else -1
             if w >= 0:
-                gpus[w] += s.vm_type(name).gpus
-                self._nodes[w].append(nv.index)
+                gpus[w] += vm[name].gpus
+                self._nodes[w].append(n)
+                self._node_gpus[n] = vm[name].gpus
         self._gpus = gpus
         return opened
 
-    def _account(self, s: Snapshot, credit: float) -> dict[int, JobView]:
+    def _account(self, s: Snapshot, credit: float) -> None:
         """Credit the time run since the last decision; add new jobs, drop those gone; note whether any changed."""
-        views = {jv.id: jv for jv in s.running}
-        views.update((jv.id, jv) for jv in s.waiting)
-        gone = [j for j in self._jobs if j not in views]
+        t = self._table
+        present = {jv.job.id for jv in s.running}
+        present.update(jv.job.id for jv in s.waiting)
+        gone = [j for j in t.row if j not in present]
         for j in gone:
-            del self._jobs[j]
+            t.drop(j)
         configs = s.configs
         for jv in s.running:
-            rec = self._jobs.get(jv.id)
-            if rec is not None and rec.type >= 0:
-                ran = jv.at(s.time).done - rec.done
-                if ran > 0:
-                    w = self._index.get(configs[jv.config].vm.name, -1)
-                    if w >= 0:
-                        rec.received[w] += ran * float(jv.estimates[jv.config])
-        new = [jv for jv in views.values() if jv.id not in self._jobs]
-        for jv in sorted(new, key=lambda v: v.id):
-            rate, sf, cfg = self._job_rows(s, jv)
-            self._jobs[jv.id] = Job(jv.id, rate, sf, cfg, jv.job.priority, credit)
+            r = t.row.get(jv.job.id)
+            if r is not None and t.type[r] >= 0:
+                ran = jv.at(s.time).done - t.done[r]
+                w = self._index.get(configs[jv.config].vm.name, -1)
+                if ran > 0 and w >= 0:
+                    t.received[r, w] += ran * float(jv.estimates[jv.config])
+        new = sorted((jv for jv in (*s.waiting, *s.running) if jv.job.id not in t.row), key=lambda v: v.job.id)
+        for jv in new:
+            rate, sf = self._job_rows(s, jv)
+            t.add(jv.id, rate, sf, jv.job.priority, credit)
         if gone or new:
             self._need_update = True
-        return views
 
-    def _job_rows(self, s: Snapshot, jv: JobView) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per type: throughput (1 / estimated runtime, 0 where it cannot run), GPUs and configuration index."""
-        key = id(jv.estimates)
-        hit = self._rows.get(key)
-        if hit is not None and hit[3] is jv.estimates:
-            return hit[0], hit[1], hit[2]
-        index = config_table(s.configs).index
+    def _job_rows(self, s: Snapshot, jv: JobView) -> tuple[np.ndarray, np.ndarray]:
+        """Per type: throughput (1 / estimated runtime, 0 where it cannot run) and GPUs."""
         est = jv.estimates
+        hit = self._rows.get(id(est))
+        if hit is not None and hit[2] is est:
+            return hit[0], hit[1]
+        index = config_table(s.configs).index
         m = len(self._types)
-        rate, sf, cfg = np.zeros(m), np.ones(m, dtype=int), np.full(m, -1)
+        rate, sf = np.zeros(m), np.ones(m, dtype=np.int64)
+        asked = jv.job.spec.gpus
         for w, name in enumerate(self._types):
-            counts = [jv.job.spec.gpus] if jv.job.spec.gpus is not None else range(1, int(self._gpus[w]) + 1)
-            for g in counts:
+            for g in ([asked] if asked is not None else range(1, int(self._gpus[w]) + 1)):
                 k = index.get((name, g))
                 if k is not None and math.isfinite(est[k]) and est[k] > 0:
-                    rate[w], sf[w], cfg[w] = 1.0 / float(est[k]), g, k
+                    rate[w], sf[w] = 1.0 / float(est[k]), g
                     break
             else:
-                if jv.job.spec.gpus is not None:
-                    sf[w] = jv.job.spec.gpus
-        self._rows[key] = (rate, sf, cfg, est)
-        return rate, sf, cfg
+                if asked is not None:
+                    sf[w] = asked
+        self._rows[id(est)] = (rate, sf, est)
+        return rate, sf
 
     def _recompute(self, now: float, credit: float) -> None:
         """Gavel's reset: deficits += X · elapsed − received; received back to the credit; a new allocation."""
+        t = self._table
+        rows = t.live()
         elapsed = now - self._last_reset
-        jobs = [self._jobs[j] for j in sorted(self._jobs)]
-        for rec in jobs:
-            should = rec.alloc * elapsed if rec.alloc is not None else 0.0
-            rec.deficit += should - (rec.received - credit)
-            rec.received[:] = credit
-        x = self.allocate(jobs, self._gpus) if jobs else np.zeros((0, len(self._types)))
-        for rec, row in zip(jobs, x):
-            rec.alloc = row
+        should = np.where(t.allocated[rows, None], t.alloc[rows] * elapsed, 0.0)
+        t.deficit[rows] += should - (t.received[rows] - credit)
+        t.received[rows] = credit
+        if len(rows):
+            t.alloc[rows] = self.allocate(t, rows, self._gpus)
+            t.allocated[rows] = True
         self._need_update = False
         self._last_reset = now
 
-    def _map(self, jobs: list[Job]) -> dict[int, int]:
+    def _map(self) -> dict[int, int]:
         """Job id → server type index for this round (jobs outside the allocation included: they hold GPUs idle)."""
-        n, m = len(jobs), len(self._types)
-        if n == 0:
+        t = self._table
+        rows = t.live()
+        if not len(rows):
             return {}
-        rate = np.array([r.rate for r in jobs])
-        sf = np.array([r.sf for r in jobs])
-        alloc = np.array([r.alloc if r.alloc is not None else np.zeros(m) for r in jobs])
-        deficit = np.array([r.deficit for r in jobs])
-        received = np.array([r.received for r in jobs])
-        priority = np.where((alloc > 0) & (rate > 0), alloc / received, 0.0)
+        rate, sf, ids = t.rate[rows], t.sf[rows], t.ids[rows]
+        alloc = np.where(t.allocated[rows, None], t.alloc[rows], 0.0)
+        deficit = t.deficit[rows]
+        priority = np.where((alloc > 0) & (rate > 0), alloc / t.received[rows], 0.0)
         left = self._gpus.copy()
         mapped: dict[int, int] = {}
-        position = np.arange(n)
-        for w in range(m):
+        position = np.arange(len(rows))
+        fifo = self.fifo
+        for w in range(len(left)):
             if left[w] <= 0:
                 continue
-            order = np.lexsort((position, -alloc[:, w], -deficit[:, w], -priority[:, w]))
+            order = np.lexsort((position, -alloc[:, w], -deficit[:, w], -priority[:, w])).tolist()
+            pw, rw, sw = priority[:, w].tolist(), rate[:, w].tolist(), sf[:, w].tolist()
+            room = int(left[w])
             for i in order:
-                if left[w] <= 0:
+                if fifo and pw[i] <= 0:
                     break
-                if self.fifo and priority[i, w] <= 0:
-                    break
-                jid = jobs[i].id
-                if jid in mapped or rate[i, w] <= 0 or sf[i, w] > left[w]:
+                jid = int(ids[i])
+                if jid in mapped or rw[i] <= 0 or sw[i] > room:
                     continue
-                left[w] -= sf[i, w]
+                room -= sw[i]
                 mapped[jid] = w
+                if room <= 0:
+                    break
+            left[w] = room
         return mapped
 
-    def _place(self, s: Snapshot, views: dict[int, JobView], mapped: dict[int, int], opened: dict[int, str]) -> Plan:
+    def _place(self, s: Snapshot, mapped: dict[int, int], opened: dict[int, str]) -> Plan:
         """Keep, preempt, move and start jobs so that the mapped ones run on their types (module docstring, 4)."""
-        free = {}
-        for w, nodes in enumerate(self._nodes):
-            for n in nodes:
-                vm = s.nodes[n].vm
-                free[n] = (vm.gpus if vm is not None else s.vm_type(opened[n]).gpus)
+        t = self._table
+        row = t.row
+        free = dict(self._node_gpus)
         configs = s.configs
+        index = self._index
+        now = s.time
         preempt, todo = [], []
         for jv in s.running:
-            rec = self._jobs[jv.id]
-            w = mapped.get(jv.id, -1)
-            here = self._index.get(configs[jv.config].vm.name, -1)
-            if w >= 0 and w == here:
-                for n, g in jv.parts or ((jv.node, configs[jv.config].gpus),):
+            jid = jv.job.id
+            w = mapped.get(jid, -1)
+            cfg = configs[jv.config]
+            if w >= 0 and w == index.get(cfg.vm.name, -1):
+                for n, g in jv.parts or ((jv.node, cfg.gpus),):
                     free[n] -= g
-                rec.type, rec.done = w, jv.at(s.time).done
+                r = row[jid]
+                t.type[r], t.done[r] = w, jv.at(now).done
             elif w >= 0:
-                todo.append(jv)
+                todo.append((jid, jv))
             else:
-                preempt.append(jv.id)
-                rec.type = -1
-        todo += [jv for jv in s.waiting if jv.id in mapped and self._jobs[jv.id].alloc is not None]
-        for jv in s.waiting:
-            self._jobs[jv.id].type = -1
-        todo.sort(key=lambda jv: (-int(self._jobs[jv.id].sf[mapped[jv.id]]), jv.id))
+                preempt.append(jid)
+                t.type[row[jid]] = -1
+        allocated = t.allocated
+        todo += [(jv.job.id, jv) for jv in s.waiting if jv.job.id in mapped and allocated[row[jv.job.id]]]
+        todo.sort(key=lambda x: (-int(t.sf[row[x[0]], mapped[x[0]]]), x[0]))
         start, move = [], []
-        for jv in todo:
-            rec = self._jobs[jv.id]
-            w = mapped[jv.id]
-            parts = _fit(self._nodes[w], free, int(rec.sf[w]), s.gang)
+        open_nodes: dict[int, list[int]] = {}  # per type, its nodes with a free GPU, in index order
+        for jid, jv in todo:
+            r = row[jid]
+            w = mapped[jid]
+            nodes = open_nodes.get(w)
+            if nodes is None:
+                nodes = open_nodes[w] = [n for n in self._nodes[w] if free[n] > 0]
+            parts = _fit(nodes, free, int(t.sf[r, w]), s.gang)
             if parts is None:
                 if jv.running:
-                    preempt.append(jv.id)
-                rec.type = -1
+                    preempt.append(jid)
+                t.type[r] = -1
                 continue
             for n, g in parts:
                 free[n] -= g
-            a = Assignment(jv.id, parts[0][0], parts[0][1], tuple(parts[1:]))
+            if any(free[n] == 0 for n, _ in parts):
+                nodes[:] = [n for n in nodes if free[n] > 0]
+            a = Assignment(jid, parts[0][0], parts[0][1], tuple(parts[1:]))
             (move if jv.running else start).append(a)
-            rec.type, rec.done = w, jv.at(s.time).done
-        keep = frozenset(n for nodes in self._nodes for n in nodes)
+            t.type[r], t.done[r] = w, jv.at(now).done
+        keep = frozenset(self._node_gpus)
         return Plan(vms=opened, start=tuple(start), move=tuple(move), preempt=tuple(preempt), keep_idle=keep)
 
 
 def _fit(nodes: list[int], free: dict[int, int], g: int, gang: bool) -> list[tuple[int, int]] | None:
-    """``g`` GPUs on ``nodes``: the first node with room for all of them, else (``gang``) free GPUs taken node by
-    node in order; None if they are not there."""
+    """``g`` GPUs on ``nodes`` (those with a free GPU): the first node with room for all of them, else (``gang``)
+    free GPUs taken node by node in order; None if they are not there."""
     for n in nodes:
         if free[n] >= g:
             return [(n, g)]
@@ -288,8 +284,9 @@ def _fit(nodes: list[int], free: dict[int, int], g: int, gang: bool) -> list[tup
         return None
     parts, left = [], g
     for n in nodes:
-        if free[n] > 0 and left > 0:
-            take = min(free[n], left)
-            parts.append((n, take))
-            left -= take
-    return parts if left == 0 else None
+        take = min(free[n], left)
+        parts.append((n, take))
+        left -= take
+        if left == 0:
+            return parts
+    return None

@@ -9,13 +9,9 @@ import numpy as np
 
 from optim.base import register
 from optim.gavel.allocation import fifo_perf, fifo_sticky, max_min_fairness
-from optim.gavel.mechanism import Job, TimeSliced
+from optim.gavel.mechanism import JobTable, TimeSliced
 
 __all__ = ["FifoPerf", "MaxMinFairnessPerf", "GavelFifo"]
-
-
-def _arrays(jobs: list[Job]) -> tuple[np.ndarray, np.ndarray]:
-    return np.array([r.rate for r in jobs]), np.array([r.sf for r in jobs])
 
 
 @register("fifo_perf")
@@ -25,9 +21,8 @@ class FifoPerf(TimeSliced):
 
     fifo: ClassVar[bool] = True
 
-    def allocate(self, jobs: list[Job], gpus: np.ndarray) -> np.ndarray:
-        rate, sf = _arrays(jobs)
-        return fifo_perf(rate, sf, gpus, self._by_name)
+    def allocate(self, table: JobTable, rows: np.ndarray, gpus: np.ndarray) -> np.ndarray:
+        return fifo_perf(table.rate[rows], table.sf[rows], gpus, self._by_name)
 
 
 @register("max_min_fairness_perf")
@@ -36,9 +31,8 @@ class MaxMinFairnessPerf(TimeSliced):
     throughput on an equal share of the cluster, divided by its priority weight (``Job.priority``); an LP solved by
     HiGHS's interior-point method (``optim.gavel.allocation.solve_max_min``)."""
 
-    def allocate(self, jobs: list[Job], gpus: np.ndarray) -> np.ndarray:
-        rate, sf = _arrays(jobs)
-        return max_min_fairness(rate, sf, gpus, np.array([r.weight for r in jobs], dtype=float))
+    def allocate(self, table: JobTable, rows: np.ndarray, gpus: np.ndarray) -> np.ndarray:
+        return max_min_fairness(table.rate[rows], table.sf[rows], gpus, table.weight[rows])
 
 
 @register("gavel_fifo")
@@ -49,14 +43,13 @@ class GavelFifo(TimeSliced):
 
     fifo: ClassVar[bool] = True
 
-    def allocate(self, jobs: list[Job], gpus: np.ndarray) -> np.ndarray:
-        rate, sf = _arrays(jobs)
-        sticky = getattr(self, "_sticky", {})
-        present = {r.id for r in jobs}
-        handed = [w for j, w in sorted(sticky.items()) if j not in present]
-        kept = np.array([sticky.get(r.id, -1) for r in jobs], dtype=int)
-        x = fifo_sticky(rate, sf, gpus, kept, np.arange(len(gpus)), handed)
-        self._sticky = {r.id: int(np.argmax(row)) for r, row in zip(jobs, x) if row.any()}
+    def allocate(self, table: JobTable, rows: np.ndarray, gpus: np.ndarray) -> np.ndarray:
+        ids = table.ids[rows].tolist()
+        present = set(ids)
+        handed = [w for j, w in sorted(self._sticky.items()) if j not in present]
+        kept = np.array([self._sticky.get(j, -1) for j in ids], dtype=int)
+        x = fifo_sticky(table.rate[rows], table.sf[rows], gpus, kept, np.arange(len(gpus)), handed)
+        self._sticky = {j: int(np.argmax(row)) for j, row in zip(ids, x) if row.any()}
         return x
 
     def _restart(self) -> None:
