@@ -1,8 +1,10 @@
 """Replaying Gavel's traces (``experiments/gavel/replay.yaml``) and measuring the agreement with Gavel's own results.
 
-``python -m experiments.gavel_replay [--plot docs/img/gavel_scatter.png]`` prints, for the shipped traces and
-policies, capsim's average JCT and makespan against Gavel's (``reference/results.csv``) and the per-job relative JCT
-errors against Gavel's per-job files, and draws the per-job scatter plot of ``docs/gavel.md``.
+``python -m experiments.gavel_replay [--plot docs/img/gavel_scatter.png] [--effects]`` prints, for the shipped
+traces and policies, capsim's average JCT and makespan against Gavel's (``reference/results.csv``) and the per-job
+relative JCT errors against Gavel's per-job files, and draws the per-job scatter plot of ``docs/gavel.md``;
+``--effects`` adds how much the rounds and the recompute throttle make of each result. ``--generate FILE --jobs N
+--lam L --seed S [--multi-gpu]`` writes a trace with Gavel's generator instead (held-out traces).
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ import numpy as np
 import pandas as pd
 
 from experiments.loading import raise_problems, read_yaml
-from experiments.scenario import PolicySpec, validate_scenario
+from experiments.scenario import validate_scenario
 
-__all__ = ["GAVEL_DIR", "REPLAY", "CASES", "replay", "reference", "agreement", "agreement_table", "scatter", "main"]
+__all__ = ["GAVEL_DIR", "REPLAY", "CASES", "VARIANTS", "build", "replay", "write_trace", "reference", "agreement",
+           "agreement_table", "effects_table", "scatter", "main"]
 
 GAVEL_DIR = Path(__file__).resolve().parent / "gavel"
 REPLAY = GAVEL_DIR / "replay.yaml"
@@ -26,24 +29,42 @@ CASES = tuple((t, p) for t in ("d.trace", "e.trace") for p in ("fifo_perf", "max
 """The traces and policies Gavel's reference results cover (on 4:4:4)."""
 
 
-def replay(trace: str | Path, policy: str, seed: int = 0, **cluster: Any) -> Any:
-    """The ``sim.engine.RunResult`` of replaying ``trace`` (a Gavel trace; relative paths from ``experiments/gavel``)
-    with ``policy`` on the replay scenario, its cluster fields overridden by ``cluster`` (e.g. ``rounds=None``)."""
-    from sim.engine import Simulation
-
+def build(trace: str | Path, policy: str, seed: int = 0, policy_params: dict[str, Any] | None = None,
+          **cluster: Any) -> tuple[Any, list[Any], Any, Any, Any]:
+    """(cluster, jobs, policy, estimator, truth) of replaying ``trace`` (a Gavel trace; relative paths from
+    ``experiments/gavel``) with ``policy`` (and ``policy_params``) on the replay scenario, its cluster fields
+    overridden by ``cluster`` (e.g. ``rounds={"length": 360, "effects": False}``)."""
     src = read_yaml(REPLAY, "scenario file")
     data = copy.deepcopy(src.data)
     data["workload"]["trace"]["path"] = str(trace)
     data["cluster"].update(cluster)
     data["cluster"] = {k: v for k, v in data["cluster"].items() if v is not None}
-    data["policies"] = [{"kind": policy}]
+    data["policies"] = [{"kind": policy, **(policy_params or {})}]
     sc, problems = validate_scenario(data, str(REPLAY), GAVEL_DIR)
     raise_problems(src, problems)
-    assert sc is not None
+    assert sc is not None and sc.policies is not None
     estimator, truth = sc.predictors()
     c = sc.build_cluster()
-    jobs = sc.build_jobs(seed, truth, c.configs)
-    return Simulation(c, jobs, sc.build_policy(PolicySpec(kind=policy)), estimator, truth).run()
+    return c, sc.build_jobs(seed, truth, c.configs), sc.build_policy(sc.policies[0]), estimator, truth
+
+
+def replay(trace: str | Path, policy: str, seed: int = 0, policy_params: dict[str, Any] | None = None,
+           **cluster: Any) -> Any:
+    """The ``sim.engine.RunResult`` of the replay ``build`` describes."""
+    from sim.engine import Simulation
+
+    c, jobs, pol, estimator, truth = build(trace, policy, seed, policy_params, **cluster)
+    return Simulation(c, jobs, pol, estimator, truth).run()
+
+
+def write_trace(path: str | Path, jobs: int, lam: float, seed: int, multi_gpu: bool = False) -> Path:
+    """Write a trace made by Gavel's generator (``sim.traces.gavel.generate``) with Gavel's throughputs."""
+    from predictors.throughput import gavel_table
+    from sim.traces.gavel import generate
+
+    out = Path(path)
+    out.write_text(generate(jobs, lam, seed, gavel_table().by_gpu("V100"), multi_gpu=multi_gpu), encoding="utf-8")
+    return out
 
 
 def reference(trace: str, policy: str) -> tuple[pd.Series, pd.DataFrame]:
@@ -76,6 +97,26 @@ def agreement(trace: str, policy: str, result: Any = None) -> dict[str, Any]:
 
 def agreement_table(cases: tuple[tuple[str, str], ...] = CASES) -> list[dict[str, Any]]:
     return [agreement(t, p) for t, p in cases]
+
+
+VARIANTS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+    "Gavel (rounds, T = 1920 s)": ({}, {}),
+    "no round effects": ({"rounds": {"length": 360, "effects": False}}, {}),
+    "no round effects, no throttle": ({"rounds": {"length": 360, "effects": False}}, {"recompute_interval": 0}),
+}
+"""Cluster and policy overrides: Gavel's model, then without the round effects, then also without the recompute
+throttle (the event-driven variant with a decision every 360 s)."""
+
+
+def effects_table(cases: tuple[tuple[str, str], ...] = CASES) -> pd.DataFrame:
+    """Average JCT and makespan (h) of each case under each of ``VARIANTS``."""
+    rows = []
+    for trace, policy in cases:
+        for name, (cluster, params) in VARIANTS.items():
+            r = replay(trace, policy, policy_params=params, **cluster)
+            rows.append({"trace": trace, "policy": policy, "model": name,
+                         "avg_jct_h": r.summary["gavel_mean_jct"] / 3600, "makespan_h": r.summary["gavel_makespan"] / 3600})
+    return pd.DataFrame(rows)
 
 
 def scatter(rows: list[dict[str, Any]], path: str | Path) -> None:
@@ -122,11 +163,25 @@ def _print(rows: list[dict[str, Any]]) -> None:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--plot", help="write the per-job scatter plot to this PNG")
+    ap.add_argument("--effects", action="store_true", help="also show what the rounds and the throttle make")
+    ap.add_argument("--generate", metavar="FILE", help="write a trace with Gavel's generator and stop")
+    ap.add_argument("--jobs", type=int, default=80)
+    ap.add_argument("--lam", type=float, default=400.0, help="mean inter-arrival time (s)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--multi-gpu", action="store_true", help="Gavel's -m: jobs of 2 and 4 GPUs")
     args = ap.parse_args(argv)
+    if args.generate:
+        print(write_trace(args.generate, args.jobs, args.lam, args.seed, args.multi_gpu))
+        return
     rows = agreement_table()
     _print(rows)
     if args.plot:
         scatter(rows, args.plot)
+    if args.effects:
+        table = effects_table().pivot_table(index=["trace", "policy"], columns="model", values="avg_jct_h",
+                                            sort=False)
+        print("\naverage JCT (h) by model")
+        print(table.round(2).to_string())
 
 
 if __name__ == "__main__":

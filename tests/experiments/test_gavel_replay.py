@@ -93,3 +93,20 @@ def test_the_replay_scenario_runs_through_the_command_line(tmp_path):
     assert list(summary.policy) == ["fifo_perf", "max_min_fairness_perf", "gavel_fifo"]
     gavel = reference("d.trace", "fifo_perf")[0]
     assert summary.set_index("policy").gavel_mean_jct["fifo_perf"] == pytest.approx(gavel.avg_jct_s, rel=0.03)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [21, 22, 23])
+def test_held_out_traces_replay_within_the_engine_invariants(seed, tmp_path):
+    """Traces made by Gavel's generator (not the two shipped ones), multi-GPU, replayed with each Gavel policy in
+    round mode and without the round effects: every run keeps the engine's invariants."""
+    from experiments.gavel_replay import build, write_trace
+    from sim.engine import Simulation
+    from tests.optim.worlds import World, check
+
+    path = write_trace(tmp_path / "held_out.trace", 60, 300.0, seed, multi_gpu=True)
+    for policy in ("fifo_perf", "max_min_fairness_perf", "gavel_fifo"):
+        for rounds in (360, {"length": 360, "effects": False}):
+            c, jobs, pol, est, truth = build(path, policy, rounds=rounds)
+            r = Simulation(c, jobs, pol, est, truth).run()
+            check(World(c, jobs, est, None if truth is est else truth, seed), r)
