@@ -100,10 +100,12 @@ _FIXED_CLUSTER = ("servers", "gpus_per_server", "server_price", "gang", "rounds"
 """ClusterSpec fields left out of the scenario's data when unset, so that scenarios without them keep their run ids."""
 
 
-def _no_sexagesimal(v: Any) -> Any:
-    if isinstance(v, int) and not isinstance(v, bool) and v >= 3600:
-        raise ValueError(f"expected a quoted text like '4:4:4' or a mapping {{V100: 4, ...}}, found the number {v} "
-                         f"(YAML reads an unquoted 4:4:4 as a base-60 number): write it in quotes")
+def _no_sexagesimal(v: Any, numbers: bool) -> Any:
+    """Reject a number where YAML turned an unquoted ``4:4:4`` into one (base 60), or any number if not ``numbers``."""
+    if isinstance(v, int) and not isinstance(v, bool) and (v >= 3600 or not numbers):
+        hint = " (YAML reads an unquoted 4:4:4 as a base-60 number): write it in quotes" if v >= 3600 else ""
+        raise ValueError(f"expected a quoted text like '4:4:4' or a mapping {{V100: 4, ...}}, found the number "
+                         f"{v}{hint}")
     return v
 
 
@@ -129,10 +131,15 @@ class ClusterSpec(_Strict):
     gang: bool | None = None
     rounds: PositiveFloat | RoundsSpec | None = None
 
-    @field_validator("servers", "gpus_per_server", mode="before")
+    @field_validator("servers", mode="before")
     @classmethod
-    def _quoted(cls, v: Any) -> Any:
-        return _no_sexagesimal(v)
+    def _quoted_servers(cls, v: Any) -> Any:
+        return _no_sexagesimal(v, numbers=False)
+
+    @field_validator("gpus_per_server", mode="before")
+    @classmethod
+    def _quoted_gpus(cls, v: Any) -> Any:
+        return _no_sexagesimal(v, numbers=True)
 
     @field_validator("servers", "gpus_per_server")
     @classmethod

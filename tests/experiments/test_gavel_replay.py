@@ -64,6 +64,9 @@ def test_fixed_cluster_mistakes_are_named(tmp_path):
         load_scenario(p)
     with pytest.raises(CapsimError, match="expected three whole numbers V100:P100:K80"):
         load_scenario(fixed(tmp_path, servers="4:4"))
+    with pytest.raises(CapsimError, match="cluster.servers: expected a quoted text like '4:4:4' or a mapping .*the "
+                                          "number 12$"):
+        load_scenario(fixed(tmp_path, servers=12))
     with pytest.raises(CapsimError) as e:
         load_scenario(fixed(tmp_path, servers={"V100": 1, "X9": 2}, nodes=3, gpus_per_server={"P100": 2},
                             rounds=360, decision_interval=30))
