@@ -303,10 +303,10 @@ class Simulation(Rounds):
             if name is not None and node.vm is None:
                 self._start_vm(node, world.vm_types[name], now)
         for a in plan.move:
-            self._place(jobs[a.job_id], _parts(a), now)
+            self._place(jobs[a.job_id], ((index(a.node), index(a.gpus)),) if not a.gang else _parts(a), now)
         for a in plan.start:
             world.drop_waiting(a.job_id)
-            self._place(jobs[a.job_id], _parts(a), now)
+            self._place(jobs[a.job_id], ((index(a.node), index(a.gpus)),) if not a.gang else _parts(a), now)
         if world.idle:
             self._stop_idle(plan.keep_idle, now)
 
@@ -324,10 +324,12 @@ class Simulation(Rounds):
         """Run job ``st`` on ``parts`` ((node, GPUs) each, one VM type) from ``now`` (or once every VM is ready)."""
         world = self._world
         nodes = world.nodes
-        n = parts[0][0]
+        n, g = parts[0]
+        single = len(parts) == 1
         vm = nodes[n].vm
         assert vm is not None, "the plan rules put jobs only on nodes with a VM"
-        g = parts[0][1] if len(parts) == 1 else sum(gn for _, gn in parts)
+        if not single:
+            g = sum(gn for _, gn in parts)
         k = world.config_index[(vm.name, g)]
         true = st.true[k]
         if not math.isfinite(true):
@@ -338,8 +340,9 @@ class Simulation(Rounds):
             )
         since = now
         for m, _ in parts:
-            if nodes[m].ready_at > since:
-                since = nodes[m].ready_at
+            ready = nodes[m].ready_at
+            if ready > since:
+                since = ready
         overhead = self.cluster.restart_overhead if st.ran else 0.0
         st.node, st.cfg, st.gpus, st.since, st.overhead, st.parts = n, k, g, since, overhead, parts
         st.runs += 1
@@ -348,12 +351,14 @@ class Simulation(Rounds):
             st.first_start = since
         if not self._round_mode:  # in round mode the round's dispatch schedules the work
             st.event = self._clock.at(since + ((1.0 - st.done) * true + overhead), self._on_complete, st)
+        jid = st.job.id
         for m, gm in parts:
             node = nodes[m]
-            node.jobs[st.job.id] = st
+            node.jobs[jid] = st
             node.used += gm
             world.job_placed(m)
-        world.add_running(JobView(st.job, st.est, st.done, n, k, since, parts if len(parts) > 1 else ()))
+        world.add_running(JobView(st.job, st.est, st.done, n, k, since) if single else
+                          JobView(st.job, st.est, st.done, n, k, since, parts))
 
     def _end_segment(self, st: JobState, now: float) -> None:
         """Record the job's current run segment (one per node) up to ``now``, credit its GPU-seconds, and take it
@@ -366,9 +371,10 @@ class Simulation(Rounds):
         else:
             st.ran = True
         world = self._world
+        nodes = world.nodes
         jid = st.job.id
         for n, g in st.parts:
-            node = world.nodes[n]
+            node = nodes[n]
             iv = node.interval
             assert iv is not None, "a job runs only on a node with a VM"
             if elapsed >= 0:

@@ -135,11 +135,11 @@ def check_plan(plan: Plan, world: World, policy: Policy) -> None:
             if g is None or not 1 <= g <= vm.gpus:
                 raise PlanRejected(f"job {a.job_id} asks for {a.gpus!r} GPUs on node {n}, whose {vm.name} has "
                                    f"{vm.gpus}")
-            parts = ((n, g),)
+            parts = None
         if not math.isfinite(world.jobs[a.job_id].est[world.config_index[(vm.name, g)]]):
             raise PlanRejected(f"job {a.job_id} is put on {vm.name}x{g}, a configuration the estimator marks "
                                f"infeasible")
-        for n, gn in parts:
+        for n, gn in parts or ((n, g),):
             slot = load.get(n)
             if slot is None:
                 node = nodes[n]

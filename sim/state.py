@@ -122,6 +122,9 @@ class World:
         self._running_t: tuple[JobView, ...] | None = None
         self._empty_t: tuple[int, ...] | None = tuple(self.empty)
         self._idle_t: tuple[int, ...] | None = ()
+        self._vm_types_t = cluster.vm_types
+        self._overhead, self._quantum = cluster.restart_overhead, cluster.billing_quantum
+        self._round_length, self._gang = cluster.round_length, cluster.gang
 
     # The engine reports every change through these, so the snapshot knows what to rebuild.
 
@@ -187,7 +190,5 @@ class World:
             self._empty_t = tuple(self.empty)
         if self._idle_t is None:
             self._idle_t = tuple(sorted(self.idle))
-        c = self.cluster
-        return Snapshot(now, trigger, self.configs, c.vm_types, self._nodes_t, self._waiting_t, self._running_t,
-                        self._empty_t, c.restart_overhead, c.billing_quantum, self._idle_t, c.round_length,
-                        c.gang)
+        return Snapshot(now, trigger, self.configs, self._vm_types_t, self._nodes_t, self._waiting_t, self._running_t,
+                        self._empty_t, self._overhead, self._quantum, self._idle_t, self._round_length, self._gang)
