@@ -38,6 +38,8 @@ class ScenarioBuild:
     def vm_types(self) -> tuple[VMType, ...]:
         from sim import catalogue
 
+        if self.cluster.servers is not None:
+            return tuple(v for v, _ in self._servers())
         if self.cluster.vm_types is None:
             return tuple(catalogue.vm_types().values())
         out: list[VMType] = []
@@ -52,9 +54,17 @@ class ScenarioBuild:
                                   billing, v.spot_price_per_hour, v.region))
         return tuple(out)
 
+    def _servers(self) -> list[tuple[VMType, int]]:
+        from experiments.servers import server_types
+
+        c = self.cluster
+        return server_types(c.servers, c.gpus_per_server, c.server_price)
+
     def slots(self) -> list[Any]:
         from sim.engine import NodeSlot
 
+        if self.cluster.servers is not None:
+            return [NodeSlot(frozenset({v.name}), fixed=True) for v, n in self._servers() for _ in range(n)]
         if isinstance(self.cluster.nodes, int):
             return [NodeSlot(None) for _ in range(self.cluster.nodes)]
         out: list[Any] = []
@@ -67,12 +77,18 @@ class ScenarioBuild:
         from sim.engine import Cluster
 
         c = self.cluster
+        rounds = c.round_spec
+        interval = float("inf") if c.decision_interval is None else c.decision_interval
+        if rounds is not None and not rounds.effects:
+            interval = rounds.length  # the event-driven variant: a decision every round length, no round effects
         return Cluster(
             self.vm_types(),
             tuple(self.slots()),
             billing_quantum=c.billing_quantum,
             restart_overhead=c.restart_overhead,
-            decision_interval=float("inf") if c.decision_interval is None else c.decision_interval,
+            decision_interval=interval,
+            gang=c.gang if c.gang is not None else c.servers is not None,
+            round_length=rounds.length if rounds is not None and rounds.effects else float("inf"),
         )
 
     def job_mix(self) -> tuple[tuple[JobSpec, float], ...]:
@@ -156,11 +172,12 @@ def param_names(cls: Any) -> tuple[str, ...] | None:
         return None
 
 
-def registered_policies() -> list[str]:
-    """Registered policy kinds in registration order, each policy once (aliases such as ``ps`` dropped)."""
+def registered_policies(fixed: bool = True) -> list[str]:
+    """Registered policy kinds in registration order, each policy once (aliases such as ``ps`` dropped); without
+    ``fixed``, only those that plan capacity (``Policy.plans_capacity``: not Gavel's, which schedule given servers)."""
     import optim
 
-    return list(optim.registry(aliases=False))
+    return [k for k, cls in optim.registry(aliases=False).items() if fixed or getattr(cls, "plans_capacity", True)]
 
 
 _PREDICTORS: dict[str, Any] = {}

@@ -124,19 +124,21 @@ _FEASIBLE: dict[str, str | None] = {}
 def _check_feasible(sc: Scenario, problems: list[Problem]) -> None:
     """Every job of the workload (its mix, or every trace row) has a configuration the truth predictor can run it
     on, checked once here rather than failing every run; the answer is kept per truth, VM types and job specs."""
-    from sim.catalogue import configurations
     from sim.workload import fastest_runtimes, trace_jobs
 
     rows = sc.trace_rows()
     specs = sorted({repr(s) for s in rows.specs}) if rows is not None else [repr(s) for s, _ in sc.job_mix()]
     truth_spec = sc.truth or sc.predictor
-    key = repr((truth_spec.model_dump(mode="json"), [repr(v) for v in sc.vm_types()], specs, rows is not None))
+    try:
+        configs = sc.build_cluster().configs  # a fixed cluster's gangs reach counts no single server has
+    except CapsimError:
+        return  # the cluster's own problems are reported where they are found
+    key = repr((truth_spec.model_dump(mode="json"), [repr(c) for c in configs], specs, rows is not None))
     if key not in _FEASIBLE:
         if len(_FEASIBLE) > 256:
             _FEASIBLE.clear()
         try:
             _, truth = sc.predictors()
-            configs = configurations(sc.vm_types())
             if rows is not None:
                 trace_jobs(rows, truth, configs, 0, rows.source)
             else:
@@ -149,6 +151,17 @@ def _check_feasible(sc: Scenario, problems: list[Problem]) -> None:
                               f"{str(e).splitlines()[0] if str(e) else ''}")
     if _FEASIBLE[key] is not None:
         problems.append(Problem(("workload", "trace" if rows is not None else "mix"), _FEASIBLE[key]))
+
+
+def _check_fixed_cluster(sc: Scenario, problems: list[Problem]) -> None:
+    """A fixed cluster's GPU models and the fields it excludes; rounds exclude periodic decisions."""
+    from experiments.servers import check_servers
+
+    problems.extend(Problem(("cluster",) + path, message)
+                    for path, message in check_servers(sc.cluster, sc.cluster.model_fields_set))
+    if sc.cluster.rounds is not None and sc.cluster.decision_interval is not None:
+        problems.append(Problem(("cluster", "rounds"), "expected rounds or decision_interval, not both: in round "
+                                "mode the decisions are the round boundaries"))
 
 
 def semantic_problems(sc: Scenario, runnable: bool = True) -> list[Problem]:
@@ -189,6 +202,7 @@ def semantic_problems(sc: Scenario, runnable: bool = True) -> list[Problem]:
                     problems.append(Problem(("cluster", "nodes", gi, "vm_types", vi),
                                             f"expected one of the cluster's VM types ({', '.join(cluster_vm_names)}), "
                                             f"found {v!r}{did_you_mean(v, cluster_vm_names)}"))
+    _check_fixed_cluster(sc, problems)
     jt = catalogue.job_types()
     mix = sc.workload.mix
     if isinstance(mix, dict):

@@ -23,6 +23,7 @@ from pydantic import (
     Strict,
     Tag,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
@@ -125,8 +126,31 @@ VMEntry = Annotated[
 ]
 
 
+class RoundsSpec(_Strict):
+    """Round-based scheduling (``sim.rounds``): decisions only at boundaries ``length`` s apart (Gavel: 360 s).
+    ``effects: false`` keeps a decision every ``length`` s but drops the round effects (admission at boundaries, no
+    backfilling, whole iterations): the event-driven, work-conserving variant."""
+
+    length: PositiveFloat = 360.0
+    effects: bool = True
+
+
+_FIXED_CLUSTER = ("servers", "gpus_per_server", "server_price", "gang", "rounds")
+"""ClusterSpec fields left out of the scenario's data when unset, so that scenarios without them keep their run ids."""
+
+
+def _no_sexagesimal(v: Any, numbers: bool) -> Any:
+    """Reject a number where YAML turned an unquoted ``4:4:4`` into one (base 60), or any number if not ``numbers``."""
+    if isinstance(v, int) and not isinstance(v, bool) and (v >= 3600 or not numbers):
+        hint = " (YAML reads an unquoted 4:4:4 as a base-60 number): write it in quotes" if v >= 3600 else ""
+        raise ValueError(f"expected a quoted text like '4:4:4' or a mapping {{V100: 4, ...}}, found the number "
+                         f"{v}{hint}")
+    return v
+
+
 class ClusterSpec(_Strict):
-    """Node slots and the VM types they may host, billing and rescheduling options."""
+    """Node slots and the VM types they may host, billing and rescheduling options; or a fixed cluster of servers
+    (``servers``, see ``experiments.servers``), optionally scheduled in rounds."""
 
     nodes: Annotated[
         Annotated[PositiveInt, Tag("<count>")] | Annotated[list[SlotGroup], Field(min_length=1), Tag("<groups>")],
@@ -140,6 +164,43 @@ class ClusterSpec(_Strict):
     billing_quantum: NonNeg = 0.0
     restart_overhead: NonNeg = 0.0
     decision_interval: PositiveFloat | None = None
+    servers: str | dict[str, Annotated[int, Field(ge=0)]] | None = None
+    gpus_per_server: PositiveInt | str | dict[str, PositiveInt] | None = None
+    server_price: NonNeg | dict[str, NonNeg] | None = None
+    gang: bool | None = None
+    rounds: PositiveFloat | RoundsSpec | None = None
+
+    @field_validator("servers", mode="before")
+    @classmethod
+    def _quoted_servers(cls, v: Any) -> Any:
+        return _no_sexagesimal(v, numbers=False)
+
+    @field_validator("gpus_per_server", mode="before")
+    @classmethod
+    def _quoted_gpus(cls, v: Any) -> Any:
+        return _no_sexagesimal(v, numbers=True)
+
+    @field_validator("servers", "gpus_per_server")
+    @classmethod
+    def _colons(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            from experiments.servers import parse_colons
+
+            parse_colons(v)
+        return v
+
+    @model_serializer(mode="wrap")
+    def _omit_unset(self, handler: Any) -> Any:
+        d = handler(self)
+        if isinstance(d, dict):
+            for k in _FIXED_CLUSTER:
+                if d.get(k) is None:
+                    d.pop(k, None)
+        return d
+
+    @property
+    def round_spec(self) -> RoundsSpec | None:
+        return RoundsSpec(length=self.rounds) if isinstance(self.rounds, (int, float)) else self.rounds
 
     @field_validator("vm_types", mode="before")
     @classmethod
@@ -157,6 +218,10 @@ class ClusterSpec(_Strict):
 
     @property
     def node_count(self) -> int:
+        if self.servers is not None:
+            from experiments.servers import server_types
+
+            return sum(n for _, n in server_types(self.servers, self.gpus_per_server, self.server_price))
         return self.nodes if isinstance(self.nodes, int) else sum(g.count for g in self.nodes)
 
 
@@ -373,10 +438,11 @@ class Scenario(_Strict, ScenarioBuild):
         return self.workload.jobs if self.workload.jobs is not None else 10 * self.cluster.node_count
 
     def policy_specs(self) -> list[PolicySpec]:
-        """The policies to run: those listed, else every registered policy with default parameters."""
+        """The policies to run: those listed, else every registered policy with default parameters (on a rented
+        cluster, those that plan capacity)."""
         if self.policies is not None:
             return list(self.policies)
-        return [PolicySpec(kind=k) for k in registered_policies()]
+        return [PolicySpec(kind=k) for k in registered_policies(fixed=self.cluster.servers is not None)]
 
     def trace_spec(self) -> TraceSpec | None:
         """The trace as path, format and reader options (a bare path is a file of the default format)."""

@@ -7,6 +7,7 @@ conformance suite (``tests/optim/test_conformance.py``) then checks it.
 """
 
 from optim import baselines, greedy, milp  # noqa: F401  (registers fifo, edf, priority, ps, greedy, milp)
+from optim import gavel  # noqa: F401  (registers fifo_perf, max_min_fairness_perf, gavel_fifo)
 from optim.base import Policy, build, register, registry
 
 __all__ = ["Policy", "build", "register", "registry"]

@@ -6,7 +6,8 @@ from predictors import (  # noqa: F401
     measured,
     noisy,
     regression,
-    table,  # noqa: F401
+    table,
+    throughput,
     wave,
 )
 from predictors.base import Predictor, build, register, registry

@@ -8,7 +8,7 @@ import math
 from dataclasses import replace
 from functools import lru_cache
 from importlib import resources
-from typing import Iterable, NamedTuple
+from typing import Iterable, Mapping, NamedTuple
 
 from sim.model import Billing, CapsimError, Config, GPUModel, JobSpec, VMType
 
@@ -186,6 +186,8 @@ def job_types() -> dict[str, JobSpec]:
     }
 
 
-def configurations(types: Iterable[VMType]) -> tuple[Config, ...]:
-    """Every (VM type, GPU count) pair with 1..n_v GPUs, in catalogue order then GPU count."""
-    return tuple(Config(v, g) for v in types for g in range(1, v.gpus + 1))
+def configurations(types: Iterable[VMType], max_gpus: Mapping[str, int] | None = None) -> tuple[Config, ...]:
+    """Every (VM type, GPU count) pair with 1..n_v GPUs, in catalogue order then GPU count; ``max_gpus`` raises a VM
+    type's largest count (a job spread over several VMs of that type, a gang)."""
+    caps = max_gpus or {}
+    return tuple(Config(v, g) for v in types for g in range(1, max(v.gpus, caps.get(v.name, 0)) + 1))

@@ -24,10 +24,13 @@ class NodeSlot:
     """One node slot hosting at most one VM at a time.
 
     ``allowed=None`` takes any VM type of the cluster (a cloud quota slot); an in-house server is a slot limited to
-    its own type, e.g. ``frozenset({"inhouse2"})``.
+    its own type, e.g. ``frozenset({"inhouse2"})``. A ``fixed`` slot is a server that is always present (as in Gavel's
+    clusters): it allows exactly one VM type, which runs from the start of the run to its end, is never stopped when
+    idle and cannot be stopped or changed by a plan; it bills like any VM (its price may be 0).
     """
 
     allowed: frozenset[str] | None = None
+    fixed: bool = False
 
     def accepts(self, vm_name: str) -> bool:
         return self.allowed is None or vm_name in self.allowed
@@ -41,6 +44,11 @@ class Cluster:
     bills exactly per second); q > 0 overrides every rule and bills ``ceil(on / q) * q`` seconds.
     ``restart_overhead`` seconds are added to a preempted or moved job when it restarts. ``decision_interval`` H
     adds a periodic decision every H seconds (inf: decide only on arrivals and completions).
+
+    ``gang`` lets a job run on several nodes of one VM type at once (for policies with ``may_gang``): the
+    configurations of a VM type then go up to all the GPUs of the slots that accept it. ``round_length`` R (finite)
+    runs the round-based mode of ``sim.rounds``: decisions only at round boundaries, arrivals admitted at the first
+    boundary at or after them, no backfilling inside a round (it excludes ``decision_interval``).
     """
 
     vm_types: tuple[VMType, ...]
@@ -48,6 +56,8 @@ class Cluster:
     billing_quantum: float = 0.0
     restart_overhead: float = 0.0
     decision_interval: float = math.inf
+    gang: bool = False
+    round_length: float = math.inf
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "vm_types", tuple(self.vm_types))
@@ -61,6 +71,9 @@ class Cluster:
             raise CapsimError("cluster: slots is empty; give at least one node slot")
         known = set(names)
         for i, s in enumerate(self.slots):
+            if s.fixed and (s.allowed is None or len(s.allowed) != 1):
+                raise CapsimError(f"cluster: slot {i} is a fixed server but allows {sorted(s.allowed or names)}; a "
+                                  f"fixed server allows exactly one VM type")
             if s.allowed is not None:
                 bad = sorted(set(s.allowed) - known)
                 if bad or not s.allowed:
@@ -75,11 +88,25 @@ class Cluster:
             raise CapsimError(f"cluster: restart_overhead must be a finite number >= 0, got {self.restart_overhead}")
         if not self.decision_interval > 0:
             raise CapsimError(f"cluster: decision_interval must be > 0 (inf for none), got {self.decision_interval}")
+        if not self.round_length > 0:
+            raise CapsimError(f"cluster: round_length must be > 0 (inf for no rounds), got {self.round_length}")
+        if math.isfinite(self.round_length) and math.isfinite(self.decision_interval):
+            raise CapsimError("cluster: round_length and decision_interval exclude each other: in round mode the "
+                              "decisions are the round boundaries; give one of them")
 
     @cached_property
     def configs(self) -> tuple[Config, ...]:
-        """Every (VM type, GPU count) of the cluster, in the order ``Snapshot.configs`` and estimates use."""
-        return configurations(self.vm_types)
+        """Every (VM type, GPU count) of the cluster, in the order ``Snapshot.configs`` and estimates use; with
+        ``gang``, a VM type's counts go up to the GPUs of all the slots that accept it."""
+        if not self.gang:
+            return configurations(self.vm_types)
+        caps = {v.name: v.gpus * sum(1 for s in self.slots if s.accepts(v.name)) for v in self.vm_types}
+        return configurations(self.vm_types, caps)
+
+    @property
+    def rounds(self) -> bool:
+        """Whether the cluster runs in round mode (``round_length`` finite)."""
+        return math.isfinite(self.round_length)
 
     @property
     def n_nodes(self) -> int:

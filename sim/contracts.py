@@ -127,6 +127,9 @@ class Policy(Component):
     - ``may_share``: several jobs on one VM, splitting its GPUs.
     - ``may_preempt``: ``Plan.preempt`` (a running job back to the queue, its work kept) and ``Plan.move`` (restart
       elsewhere or with another GPU count, paying the cluster's restart overhead).
+    - ``may_gang``: a job spread over several nodes of one VM type (``Assignment.gang``), on a cluster that allows
+      gangs (``Cluster.gang``). A policy without it never sees the configurations only a gang can run: their
+      estimates are ``inf``.
 
     A plan that breaks a rule is rejected with a ``CapsimError`` naming the policy and the rule; the run stops.
     """
@@ -134,6 +137,10 @@ class Policy(Component):
     name: ClassVar[str] = "policy"
     may_preempt: ClassVar[bool] = False
     may_share: ClassVar[bool] = False
+    may_gang: ClassVar[bool] = False
+    plans_capacity: ClassVar[bool] = True
+    """Whether the policy decides which VMs to run. Gavel's policies schedule the servers they are given (on an
+    empty slot they start one VM and keep it): a scenario that lists no policies runs them only on fixed clusters."""
 
     def decide(self, snapshot: Snapshot) -> Plan:
         raise NotImplementedError(self)

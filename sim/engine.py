@@ -3,7 +3,11 @@
 Decision points are arrivals, completions, VM boots finishing (when jobs are queued or were assigned to the booting
 VM) and, optionally, every H seconds. Triggers falling at one instant are folded into one decision taken after every
 other event of that instant. The engine checks each plan against the rules of ``sim.rules`` before applying it, and
-keeps the policy's view up to date incrementally (``sim.state.World``).
+keeps the policy's view up to date incrementally (``sim.state.World``). In round mode (``Cluster.round_length``) the
+decision points are round boundaries instead (``sim.rounds``).
+
+Fixed servers (``NodeSlot.fixed``) run from the start of the run to its end. A gang (a job on several nodes) starts
+and stops on all of them at once; each of its parts is a run segment on its node.
 
 Money: a VM bills from its start to its stop (by its type's billing rule, or the cluster's billing quantum); each
 interval's cost is split among the jobs that ran on it by GPU-seconds, and an interval that ran no job is idle cost.
@@ -28,6 +32,7 @@ from sim.contracts import Policy, Predictor
 from sim.metrics import RunTables, summarise
 from sim.model import CapsimError, Job, JobView, Plan, VMType
 from sim.records import DECISION_COLUMNS, JOB_COLUMNS, NODE_COLUMNS, SEGMENT_COLUMNS, Decisions, Jobs, Nodes, Segments
+from sim.rounds import Rounds
 from sim.rules import PlanRejected, check_plan
 from sim.state import Interval, JobState, NodeState, World
 
@@ -35,8 +40,8 @@ __all__ = ["Simulation", "RunResult", "Cluster", "NodeSlot", "JOB_COLUMNS", "NOD
            "SEGMENT_COLUMNS"]
 
 _YOUNG_LIMIT = 50_000  # container objects allocated since the last young collection (cyclic garbage of policies)
-_TRIGGERS = ("arrival", "completion", "ready", "periodic", "stall")
-_ARRIVAL, _COMPLETION, _READY, _PERIODIC, _STALL = (1 << i for i in range(len(_TRIGGERS)))
+_TRIGGERS = ("arrival", "completion", "ready", "periodic", "stall", "round")
+_ARRIVAL, _COMPLETION, _READY, _PERIODIC, _STALL, _ROUND = (1 << i for i in range(len(_TRIGGERS)))
 _TRIGGER_NAMES = tuple(
     "+".join(t for i, t in enumerate(_TRIGGERS) if m & (1 << i)) for m in range(1 << len(_TRIGGERS))
 )
@@ -55,10 +60,11 @@ class RunResult:
     """One row per run segment of a job on a node (a job preempted or moved has several)."""
 
 
-class Simulation:
+class Simulation(Rounds):
     """One run of ``policy`` on ``cluster`` over ``jobs``; the estimator informs the policy, the truth runs the jobs.
 
-    ``truth=None`` uses the estimator as the truth.
+    ``truth=None`` uses the estimator as the truth. The policy sees a configuration as infeasible (``inf``) where the
+    job asks for another GPU count (``JobSpec.gpus``) and, for a policy without ``may_gang``, where only a gang fits.
     """
 
     def __init__(self, cluster: Cluster, jobs: Sequence[Job], policy: Policy, estimator: Predictor,
@@ -80,19 +86,29 @@ class Simulation:
                     f"simulation: job {j.id} needs a finite submit_time and deadline and a weight >= 0, got "
                     f"submit {j.submit_time}, deadline {j.deadline}, weight {j.weight}"
                 )
-        self._est = self._cache(self.estimator)
-        true = self._est if self.truth is self.estimator else self._cache(self.truth)
+        self._fixed = frozenset(i for i, s in enumerate(cluster.slots) if s.fixed)
+        configs = cluster.configs
+        self._gang_only = np.array([c.gpus > c.vm.gpus for c in configs], dtype=bool)
+        self._gpu_counts = np.array([c.gpus for c in configs], dtype=int)
+        true = self._cache(self.truth, masked=False) if self.truth is not self.estimator else None
+        self._est = self._cache(self.estimator, masked=True, raw=true is None)
+        if true is None:
+            true, self._est = self._est, self._masked(self._est)
         self._true = {spec: row.tolist() for spec, row in true.items()}  # Python floats: times stay plain floats
         for spec, row in self._est.items():
             if not np.isfinite(row).any():
+                asks = f", asks for {spec.gpus} GPUs" if spec.gpus is not None else ""
                 raise CapsimError(
                     f"job spec {spec.name or spec.app_key!r} ({spec.application}, {spec.framework}, "
-                    f"{spec.iterations} iterations, batch {spec.batch_size}) has no feasible configuration under the "
-                    f"estimator {type(self.estimator).__name__}; remove it or add VM types it can run on"
+                    f"{spec.iterations} iterations, batch {spec.batch_size}{asks}) has no feasible configuration "
+                    f"under the estimator {type(self.estimator).__name__}"
+                    f"{'' if policy.may_gang or not self._gang_only.any() else ' for a policy without may_gang'}; "
+                    f"remove it or add VM types it can run on"
                 )
 
-    def _cache(self, predictor: Predictor) -> dict[Any, np.ndarray]:
-        """One read-only runtime row per distinct job spec, shared by every job of that spec."""
+    def _cache(self, predictor: Predictor, masked: bool, raw: bool = False) -> dict[Any, np.ndarray]:
+        """One read-only runtime row per distinct job spec, shared by every job of that spec; ``masked`` applies the
+        policy's view (``_masked``) unless ``raw``, which returns the predictor's rows (to mask afterwards)."""
         specs = list(dict.fromkeys(j.spec for j in self.jobs))
         if not specs:
             return {}
@@ -107,6 +123,22 @@ class Simulation:
         for spec, row in zip(specs, table):
             row = row.copy()
             row.setflags(write=False)
+            out[spec] = row
+        return out if raw or not masked else self._masked(out)
+
+    def _masked(self, rows: dict[Any, np.ndarray]) -> dict[Any, np.ndarray]:
+        """The estimates a policy sees: ``inf`` where a job asks for another GPU count, and where only a gang fits
+        for a policy without ``may_gang``. Rows that need no mask are returned as they are (the same arrays)."""
+        hide_gangs = self._gang_only.any() and not self.policy.may_gang
+        out = {}
+        for spec, row in rows.items():
+            hide = self._gang_only if hide_gangs else None
+            if spec.gpus is not None:
+                other = self._gpu_counts != spec.gpus
+                hide = other if hide is None else hide | other
+            if hide is not None and hide.any():
+                row = np.where(hide, np.inf, row)
+                row.setflags(write=False)
             out[spec] = row
         return out
 
@@ -123,8 +155,11 @@ class Simulation:
         gc.disable()  # full collections would walk every record kept so far; _on_decide collects young ones
         try:
             self._reset()
+            t0 = self._clock.now
+            for n in sorted(self._fixed):
+                (name,) = self.cluster.slots[n].allowed or ()
+                self._start_vm(self._world.nodes[n], self._world.vm_types[name], t0)
             if self._states:
-                t0 = self._states[0].job.submit_time
                 self._clock.at(t0, self._on_arrival, self._states[0])
                 if math.isfinite(self.cluster.decision_interval):
                     self._clock.at(t0 + self.cluster.decision_interval, self._on_periodic)
@@ -134,9 +169,11 @@ class Simulation:
                     f"policy {self._label!r} left {len(self._states) - self._completed} jobs unfinished when the "
                     f"simulation ran out of events"
                 )
+            end = self._clock.now
+            last = max((st.end for st in self._states), default=end)  # fixed servers stop with the last job
             for node in self._world.nodes:
                 if node.vm is not None:
-                    self._stop_vm(node, self._clock.now)
+                    self._stop_vm(node, last if node.index in self._fixed else end)
             return self._result()
         finally:
             if gc_was_on:
@@ -155,6 +192,7 @@ class Simulation:
         self._nodes = Nodes()
         self._segments = Segments()
         self._decisions = Decisions()
+        self._reset_rounds()
 
     # ------------------------------------------------------------------ events
 
@@ -166,11 +204,14 @@ class Simulation:
 
     def _on_arrival(self, call: Call) -> None:
         st: JobState = call.value
-        self._world.add_waiting(JobView(st.job, st.est))
         self._next_arrival += 1
         if self._next_arrival < len(self._states):
             nxt = self._states[self._next_arrival]
             self._clock.at(nxt.job.submit_time, self._on_arrival, nxt)
+        if self._round_mode:
+            self._round_arrival(st, call.time)
+            return
+        self._world.add_waiting(JobView(st.job, st.est))
         self._trigger(_ARRIVAL, call.time)
 
     def _on_complete(self, call: Call) -> None:
@@ -181,14 +222,15 @@ class Simulation:
         st.event = None
         self._world.drop_running(st.job.id)
         self._completed += 1
-        self._trigger(_COMPLETION, call.time)
+        if not self._round_mode:
+            self._trigger(_COMPLETION, call.time)
 
     def _on_ready(self, call: Call) -> None:
         node, interval = call.value
         if interval.booting:
             interval.booting = False
             self._booting -= 1
-            if self._world.waiting or node.jobs:
+            if (self._world.waiting or node.jobs) and not self._round_mode:
                 self._trigger(_READY, call.time)
 
     def _on_periodic(self, call: Call) -> None:
@@ -254,33 +296,40 @@ class Simulation:
             self._detach(jobs[a.job_id], now)
         for key, name in plan.vms.items():
             node = world.nodes[index(key)]
+            if node.slot.fixed:
+                continue
             if node.vm is not None and (name is None or node.vm.name != name):
                 self._stop_vm(node, now)
             if name is not None and node.vm is None:
                 self._start_vm(node, world.vm_types[name], now)
         for a in plan.move:
-            self._place(jobs[a.job_id], index(a.node), index(a.gpus), now)
+            self._place(jobs[a.job_id], ((index(a.node), index(a.gpus)),) if not a.gang else _parts(a), now)
         for a in plan.start:
             world.drop_waiting(a.job_id)
-            self._place(jobs[a.job_id], index(a.node), index(a.gpus), now)
+            self._place(jobs[a.job_id], ((index(a.node), index(a.gpus)),) if not a.gang else _parts(a), now)
         if world.idle:
             self._stop_idle(plan.keep_idle, now)
 
     def _stop_idle(self, keep: frozenset[int] | tuple[()], now: float) -> None:
-        """Stop every VM that hosts no job, except on the nodes in ``keep``."""
+        """Stop every VM that hosts no job, except on the nodes in ``keep`` and the fixed servers."""
         nodes = self._world.nodes
+        fixed = self._fixed
         for n in sorted(self._world.idle):
-            if n not in keep:
+            if n not in keep and n not in fixed:
                 self._stop_vm(nodes[n], now)
 
     # ------------------------------------------------------------------ mutations
 
-    def _place(self, st: JobState, n: int, g: int, now: float) -> None:
-        """Run job ``st`` on node ``n`` with ``g`` GPUs from ``now`` (or once the node's VM is ready)."""
+    def _place(self, st: JobState, parts: tuple[tuple[int, int], ...], now: float) -> None:
+        """Run job ``st`` on ``parts`` ((node, GPUs) each, one VM type) from ``now`` (or once every VM is ready)."""
         world = self._world
-        node = world.nodes[n]
-        vm = node.vm
+        nodes = world.nodes
+        n, g = parts[0]
+        single = len(parts) == 1
+        vm = nodes[n].vm
         assert vm is not None, "the plan rules put jobs only on nodes with a VM"
+        if not single:
+            g = sum(gn for _, gn in parts)
         k = world.config_index[(vm.name, g)]
         true = st.true[k]
         if not math.isfinite(true):
@@ -289,48 +338,63 @@ class Simulation:
                 f"estimator supports it but the truth predictor {type(self.truth).__name__} has no runtime; "
                 f"use a truth predictor that covers every configuration the estimator does"
             )
-        since = node.ready_at if node.ready_at > now else now
+        since = now
+        for m, _ in parts:
+            ready = nodes[m].ready_at
+            if ready > since:
+                since = ready
         overhead = self.cluster.restart_overhead if st.ran else 0.0
-        st.node, st.cfg, st.gpus, st.since, st.overhead = n, k, g, since, overhead
+        st.node, st.cfg, st.gpus, st.since, st.overhead, st.parts = n, k, g, since, overhead, parts
         st.runs += 1
         self._idle_ticks = 0
         if st.runs == 1 or st.first_start != st.first_start:  # first run, or every earlier one lifted before it began
             st.first_start = since
-        st.event = self._clock.at(since + ((1.0 - st.done) * true + overhead), self._on_complete, st)
-        node.jobs[st.job.id] = st
-        node.used += g
-        world.job_placed(n)
-        world.add_running(JobView(st.job, st.est, st.done, n, k, since))
+        if not self._round_mode:  # in round mode the round's dispatch schedules the work
+            st.event = self._clock.at(since + ((1.0 - st.done) * true + overhead), self._on_complete, st)
+        jid = st.job.id
+        for m, gm in parts:
+            node = nodes[m]
+            node.jobs[jid] = st
+            node.used += gm
+            world.job_placed(m)
+        world.add_running(JobView(st.job, st.est, st.done, n, k, since) if single else
+                          JobView(st.job, st.est, st.done, n, k, since, parts))
 
     def _end_segment(self, st: JobState, now: float) -> None:
-        """Record the job's current run segment up to ``now``, credit its GPU-seconds, and take it off its node."""
-        node = self._world.nodes[st.node]
-        iv = node.interval
-        assert iv is not None, "a job runs only on a node with a VM"
+        """Record the job's current run segment (one per node) up to ``now``, credit its GPU-seconds, and take it
+        off its nodes."""
         elapsed = now - st.since
-        if elapsed >= 0:
-            st.ran = True
-            self._segments.add(st, iv.vm, now)
-            if elapsed > 0:
-                secs = iv.gpu_secs
-                secs[st.job.id] = secs.get(st.job.id, 0.0) + st.gpus * elapsed
-        else:  # lifted before its VM was ready: the run never began
+        if elapsed < 0:  # lifted before its VMs were ready: the run never began
             st.runs -= 1
             if st.runs == 0:
                 st.first_start = math.nan
-        del node.jobs[st.job.id]
-        node.used -= st.gpus
-        self._world.job_left(node.index, not node.jobs)
+        else:
+            st.ran = True
+        world = self._world
+        nodes = world.nodes
+        jid = st.job.id
+        for n, g in st.parts:
+            node = nodes[n]
+            iv = node.interval
+            assert iv is not None, "a job runs only on a node with a VM"
+            if elapsed >= 0:
+                self._segments.add(st, iv.vm, now, n, g)
+                if elapsed > 0:
+                    secs = iv.gpu_secs
+                    secs[jid] = secs.get(jid, 0.0) + g * elapsed
+            del node.jobs[jid]
+            node.used -= g
+            world.job_left(n, not node.jobs)
 
     def _detach(self, st: JobState, now: float) -> None:
-        """Lift a running job off its node (preempted or moved), keeping the work it has done."""
-        elapsed = now - st.since
-        if elapsed > 0:
-            st.done = min(1.0, st.done + max(0.0, elapsed - st.overhead) / st.true[st.cfg])
+        """Lift a running job off its nodes (preempted or moved), keeping the work it has done."""
+        if st.event is not None:
+            elapsed = now - st.since
+            if elapsed > 0:
+                st.done = min(1.0, st.done + max(0.0, elapsed - st.overhead) / st.true[st.cfg])
+            self._clock.cancel(st.event)
+            st.event = None
         self._end_segment(st, now)
-        assert st.event is not None, "a running job's completion is pending"
-        self._clock.cancel(st.event)
-        st.event = None
         self._world.drop_running(st.job.id)
 
     def _start_vm(self, node: NodeState, vm: VMType, now: float) -> None:
@@ -369,3 +433,10 @@ class Simulation:
         jobs = Jobs.of(self._states, self.cluster.configs)
         tables = RunTables(jobs.frame(), self._nodes.frame(), self._decisions.frame(), self._segments.frame())
         return RunResult(tables.jobs, tables.nodes, tables.decisions, summarise(tables), tables.segments)
+
+
+def _parts(a: Any) -> tuple[tuple[int, int], ...]:
+    """An assignment's (node, GPUs) parts as plain ints."""
+    if not a.gang:
+        return ((index(a.node), index(a.gpus)),)
+    return tuple((index(n), index(g)) for n, g in a.parts)

@@ -125,6 +125,31 @@ def _deadline_met(t: RunTables) -> float:
     return float((late <= 0).mean()) if len(late) else math.nan
 
 
+def _gavel_drops(t: RunTables) -> np.ndarray:
+    """Jobs Gavel would drop: their last round ran fewer iterations than they have GPUs (round mode only)."""
+    j = t.jobs
+    if "final_round_iterations" not in j.columns:
+        return np.zeros(len(j), dtype=bool)
+    last = j["final_round_iterations"].to_numpy(dtype=float, na_value=np.nan)
+    return np.nan_to_num(last, nan=np.inf) < j["gpus"].to_numpy(dtype=float)
+
+
+def _gavel_mean_jct(t: RunTables) -> float:
+    jct = t.jobs["jct"].to_numpy()[~_gavel_drops(t)]
+    return float(jct.mean()) if len(jct) else 0.0
+
+
+def _gavel_makespan(t: RunTables) -> float:
+    return float(t.jobs["end_time"].max()) if len(t.jobs) else 0.0
+
+
+def _gavel_utilisation(t: RunTables) -> float:
+    n = t.nodes
+    gpus = float(n.groupby("node")["gpus"].max().sum()) if len(n) else 0.0
+    span = _gavel_makespan(t)
+    return float(_busy_gpu_seconds(t) / (gpus * span)) if gpus > 0 and span > 0 else 0.0
+
+
 def _walls(t: RunTables) -> np.ndarray:
     return t.decisions["wall_time"].to_numpy(dtype=float)
 
@@ -169,6 +194,17 @@ _LIST = [
            description="95th percentile of one decision's wall-clock seconds"),
     Metric("fallbacks", "fallbacks", "", 0, _fallbacks, better=None,
            description="decisions where the policy fell back to another (e.g. a solver failure)"),
+    Metric("gavel_mean_jct", "Gavel's average JCT", "s", 1, _gavel_mean_jct,
+           description="mean JCT over the jobs Gavel would complete (those it would drop left out, as its average "
+                       "does)"),
+    Metric("gavel_makespan", "Gavel's total duration", "s", 1, _gavel_makespan,
+           description="last end − t = 0, the simulation's time origin (Gavel's total duration)"),
+    Metric("gavel_utilisation", "Gavel's utilisation", "", 3, _gavel_utilisation, upper=1.0, better="higher",
+           description="busy GPU-seconds / (the cluster's GPUs × Gavel's total duration); Gavel also counts idle gaps "
+                       "after an empty round as busy, this does not"),
+    Metric("gavel_dropped", "jobs Gavel would drop", "jobs", 0, lambda t: float(_gavel_drops(t).sum()), better=None,
+           description="jobs whose last round runs fewer iterations than they have GPUs: Gavel fails that round five "
+                       "times and drops the job (round mode; capsim runs it)"),
 ]
 
 METRICS: Mapping[str, Metric] = {m.name: m for m in _LIST}

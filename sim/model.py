@@ -141,13 +141,18 @@ class JobSpec:
 
 @dataclass(frozen=True, slots=True)
 class Job:
-    """One submitted job: its spec, submission time, deadline (s) and tardiness weight ($ per second late)."""
+    """One submitted job: its spec, submission time, deadline (s) and tardiness weight ($ per second late).
+
+    ``priority`` is a fairness weight (Gavel's priority weight, dimensionless): weight-aware policies such as max-min
+    fairness give a job of priority p a share p times as large. It is 1 unless a trace gives it.
+    """
 
     id: int
     spec: JobSpec
     submit_time: float
     deadline: float
     weight: float
+    priority: float = 1.0
 
     def __hash__(self) -> int:
         return self.id
@@ -177,6 +182,9 @@ class JobView:
     of work already completed (observable progress, 0 for a job that never ran). For a running job ``node`` and
     ``config`` (an index into ``Snapshot.configs``) say where it runs and ``since`` when its current run began;
     its ``done`` is the fraction completed when that run began (use ``remaining_at(now)`` for what is left now).
+    In round mode (``Snapshot.round_length`` finite) a running job's view is renewed at every round boundary: ``since``
+    is the boundary and ``done`` the work completed by then. ``parts`` lists, for a job spread over several nodes (a
+    gang), its ``(node, GPUs)`` on each, ``node`` being the first; it is empty for a job on one node.
     """
 
     job: Job
@@ -185,6 +193,7 @@ class JobView:
     node: int | None = None
     config: int | None = None
     since: float | None = None
+    parts: tuple[tuple[int, int], ...] = ()
 
     @property
     def id(self) -> int:
@@ -222,13 +231,18 @@ class JobView:
 
 @dataclass(frozen=True, slots=True)
 class NodeView:
-    """A node slot at a decision: which VM types it may host, the VM on it now, when that VM is ready, GPUs in use."""
+    """A node slot at a decision: which VM types it may host, the VM on it now, when that VM is ready, GPUs in use.
+
+    A ``fixed`` node is a server that is always present: its VM runs from the start to the end of the run and no plan
+    stops or changes it.
+    """
 
     index: int
     allowed: frozenset[str] | None = None
     vm: VMType | None = None
     ready_at: float = 0.0
     used_gpus: int = 0
+    fixed: bool = False
 
     @property
     def free_gpus(self) -> int:
@@ -246,7 +260,10 @@ class Snapshot:
     ``+`` when they fell at the same instant). ``configs`` is the fixed, ordered list of configurations that
     ``JobView.estimates`` is indexed by. ``empty_nodes`` lists node indices with no VM, in index order.
     ``idle_nodes`` lists, in index order, the nodes whose VM hosts no job (e.g. just freed by a completion): the
-    engine stops those VMs after this decision unless the plan places a job there or keeps them (``keep_idle``).
+    engine stops those VMs after this decision unless the plan places a job there or keeps them (``keep_idle``);
+    a fixed server (``NodeView.fixed``) is never stopped. ``round_length`` is R in round mode (decisions only at
+    round boundaries, see ``sim.rounds``), inf otherwise. ``gang`` says whether the cluster lets a job spread over
+    several nodes of one VM type (``Assignment.gang``, for policies with ``may_gang``).
     """
 
     time: float
@@ -260,6 +277,8 @@ class Snapshot:
     restart_overhead: float = 0.0
     billing_quantum: float = 0.0
     idle_nodes: tuple[int, ...] = ()
+    round_length: float = math.inf
+    gang: bool = False
 
     def vm_type(self, name: str) -> VMType:
         for v in self.vm_types:
@@ -270,11 +289,26 @@ class Snapshot:
 
 @dataclass(frozen=True, slots=True)
 class Assignment:
-    """Run job ``job_id`` on node ``node`` with ``gpus`` GPUs of the VM that node hosts once the plan is applied."""
+    """Run job ``job_id`` on node ``node`` with ``gpus`` GPUs of the VM that node hosts once the plan is applied.
+
+    ``gang`` spreads the job over further nodes, ``((node, GPUs), ...)``, all hosting the same VM type (policies with
+    ``may_gang``): its GPUs on every node start and stop together, and it runs in the configuration of that VM type
+    with ``total_gpus`` GPUs.
+    """
 
     job_id: int
     node: int
     gpus: int
+    gang: tuple[tuple[int, int], ...] = ()
+
+    @property
+    def parts(self) -> tuple[tuple[int, int], ...]:
+        """Every ``(node, GPUs)`` of the assignment, the first node first."""
+        return ((self.node, self.gpus),) + tuple(self.gang)
+
+    @property
+    def total_gpus(self) -> int:
+        return self.gpus + sum(g for _, g in self.gang)
 
 
 @dataclass(frozen=True, slots=True)

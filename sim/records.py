@@ -85,6 +85,9 @@ class Jobs(Table):
     """Its share of the VM cost, by GPU-seconds on each interval it ran on."""
     est_runtime: list[float]
     true_runtime: list[float]
+    final_round_iterations: list[int | None]
+    """Round mode only: iterations of the job's last round. Gavel fails, and after five tries drops, a job whose last
+    round has fewer iterations than it has GPUs (``sim.metrics``' ``gavel_dropped``); capsim runs it."""
 
     @classmethod
     def of(cls, states: Sequence[JobState], configs: Sequence[Config]) -> Jobs:
@@ -115,6 +118,7 @@ class Jobs(Table):
         t.cost_share = [st.cost_share for st in states]
         t.est_runtime = [float(st.est[st.cfg]) for st in states]
         t.true_runtime = [st.true[st.cfg] for st in states]
+        t.final_round_iterations = [st.final for st in states]
         return t
 
 
@@ -151,7 +155,8 @@ class Nodes(Table):
 
 
 class Segments(Table):
-    """One row per run segment of a job on a node (a job preempted or moved has several)."""
+    """One row per run segment of a job on a node (a job preempted or moved has several; a gang has one per node,
+    all with the same times)."""
 
     job_id: list[int]
     node: list[int]
@@ -162,12 +167,12 @@ class Segments(Table):
     done: list[float]
     """Fraction of the job's work completed at the end of the segment."""
 
-    def add(self, st: JobState, vm: VMType, now: float) -> None:
-        """The job's current run (on ``st.node``, a ``vm``), ending at ``now``."""
+    def add(self, st: JobState, vm: VMType, now: float, node: int, gpus: int) -> None:
+        """The job's current run on ``node`` (a ``vm``, ``gpus`` of its GPUs), ending at ``now``."""
         self.job_id.append(st.job.id)
-        self.node.append(st.node)
+        self.node.append(node)
         self.vm_type.append(vm.name)
-        self.gpus.append(st.gpus)
+        self.gpus.append(gpus)
         self.start_time.append(st.since)
         self.end_time.append(now)
         self.done.append(st.done)

@@ -4,7 +4,7 @@
 (the engine adds the policy's name and the time). The rules, in the order they are checked:
 
 1. ``vms`` names existing nodes (0..N-1); each gets ``None`` (stop its VM) or a VM type of the cluster that the
-   node's slot allows.
+   node's slot allows. A fixed server keeps its VM: ``None`` or its own type there changes nothing.
 2. ``keep_idle`` names existing nodes.
 3. ``preempt`` and ``move`` are only for a policy that declares ``may_preempt``, and name running jobs.
 4. A node whose VM the plan stops or changes keeps no job: every job running there is moved or preempted.
@@ -13,8 +13,10 @@
 6. No job appears twice across ``preempt``, ``move`` and ``start``.
 7. Every job started or moved goes to an existing node that has a VM once the plan's ``vms`` are applied, on
    between 1 and that VM's number of GPUs, in a configuration the estimator does not mark infeasible (``inf``).
+   A gang (``Assignment.gang``) is only for a policy that declares ``may_gang`` on a cluster with ``gang``; its
+   parts name distinct nodes hosting the same VM type, and its configuration is that type with all its GPUs.
 8. No node then uses more GPUs than its VM has, counting the jobs that stay there.
-9. A node hosts more than one job only for a policy that declares ``may_share``.
+9. A node hosts more than one job (a gang's part counts as one) only for a policy that declares ``may_share``.
 
 Node indices and GPU counts may be any integer type (``int``, numpy integers); a ``bool`` or ``float`` is not one.
 """
@@ -63,6 +65,8 @@ def check_plan(plan: Plan, world: World, policy: Policy) -> None:
             raise PlanRejected(f"vms names node {key!r}, but the cluster has nodes 0..{last}")
         node = nodes[n]
         new = None
+        if node.slot.fixed and (name is None or node.vm is not None and name == node.vm.name):
+            continue
         if name is not None:
             new = world.vm_types.get(name)
             if new is None:
@@ -92,8 +96,8 @@ def check_plan(plan: Plan, world: World, policy: Policy) -> None:
             if jid in seen:
                 raise PlanRejected(f"job {jid} appears in two assignments")
             seen.add(jid)
-            n = world.jobs[jid].node
-            leaving[n] = leaving.get(n, 0) + 1
+            for n, _ in world.jobs[jid].parts:
+                leaving[n] = leaving.get(n, 0) + 1
 
     # 4. A VM stopped or changed keeps no job.
     for n, new in changes.items():
@@ -117,30 +121,37 @@ def check_plan(plan: Plan, world: World, policy: Policy) -> None:
     # ``load``: node -> [GPUs used, jobs hosted, VM] after the plan, starting from the jobs that stay.
     load: dict[int, list] = {}
     for a in (plan.move + plan.start if plan.move else plan.start):
-        n = a.node if a.node.__class__ is int else _as_index(a.node)
-        if n is None or not 0 <= n <= last:
-            raise PlanRejected(f"job {a.job_id} is assigned to node {a.node!r}, but the cluster has nodes 0..{last}")
-        vm = changes[n] if n in changes else nodes[n].vm
-        if vm is None:
-            raise PlanRejected(f"job {a.job_id} is started on node {n}, which has no VM after the plan")
-        g = a.gpus if a.gpus.__class__ is int else _as_index(a.gpus)
-        if g is None or not 1 <= g <= vm.gpus:
-            raise PlanRejected(f"job {a.job_id} asks for {a.gpus!r} GPUs on node {n}, whose {vm.name} has {vm.gpus}")
+        if a.gang:
+            vm, g, parts = _gang(a, world, changes, policy)
+        else:
+            n = a.node if a.node.__class__ is int else _as_index(a.node)
+            if n is None or not 0 <= n <= last:
+                raise PlanRejected(f"job {a.job_id} is assigned to node {a.node!r}, but the cluster has nodes "
+                                   f"0..{last}")
+            vm = changes[n] if n in changes else nodes[n].vm
+            if vm is None:
+                raise PlanRejected(f"job {a.job_id} is started on node {n}, which has no VM after the plan")
+            g = a.gpus if a.gpus.__class__ is int else _as_index(a.gpus)
+            if g is None or not 1 <= g <= vm.gpus:
+                raise PlanRejected(f"job {a.job_id} asks for {a.gpus!r} GPUs on node {n}, whose {vm.name} has "
+                                   f"{vm.gpus}")
+            parts = None
         if not math.isfinite(world.jobs[a.job_id].est[world.config_index[(vm.name, g)]]):
             raise PlanRejected(f"job {a.job_id} is put on {vm.name}x{g}, a configuration the estimator marks "
                                f"infeasible")
-        slot = load.get(n)
-        if slot is None:
-            node = nodes[n]
-            if n in changes:
-                slot = load[n] = [0, 0, vm]
-            elif n in leaving:
-                gone = [s.gpus for j, s in node.jobs.items() if j in seen]
-                slot = load[n] = [node.used - sum(gone), len(node.jobs) - len(gone), vm]
-            else:
-                slot = load[n] = [node.used, len(node.jobs), vm]
-        slot[0] += g
-        slot[1] += 1
+        for n, gn in parts or ((n, g),):
+            slot = load.get(n)
+            if slot is None:
+                node = nodes[n]
+                if n in changes:
+                    slot = load[n] = [0, 0, vm]
+                elif n in leaving:
+                    gone = [s.gpus_on(n) for j, s in node.jobs.items() if j in seen]
+                    slot = load[n] = [node.used - sum(gone), len(node.jobs) - len(gone), vm]
+                else:
+                    slot = load[n] = [node.used, len(node.jobs), vm]
+            slot[0] += gn
+            slot[1] += 1
 
     # 8 and 9. GPUs within the VM; several jobs on one VM only when sharing is declared.
     for n, (used, count, vm) in load.items():
@@ -148,3 +159,37 @@ def check_plan(plan: Plan, world: World, policy: Policy) -> None:
             raise PlanRejected(f"node {n} would use {used} GPUs, more than its {vm.name} has ({vm.gpus})")
         if count > 1 and not policy.may_share:
             raise PlanRejected(f"node {n} would host {count} jobs, but the policy does not declare may_share")
+
+
+def _gang(a: Any, world: World, changes: dict[int, VMType | None], policy: Policy) -> tuple[VMType, int, tuple]:
+    """The VM type, total GPUs and ``(node, GPUs)`` parts of a gang assignment, or ``PlanRejected`` (rule 7)."""
+    jid = a.job_id
+    if not policy.may_gang:
+        raise PlanRejected(f"job {jid} is spread over several nodes, but the policy does not declare may_gang")
+    if not world.cluster.gang:
+        raise PlanRejected(f"job {jid} is spread over several nodes, but the cluster does not allow gangs")
+    last = len(world.nodes) - 1
+    first: VMType | None = None
+    parts: list[tuple[int, int]] = []
+    for node, gpus in a.parts:
+        n = node if node.__class__ is int else _as_index(node)
+        if n is None or not 0 <= n <= last:
+            raise PlanRejected(f"job {jid} is assigned to node {node!r}, but the cluster has nodes 0..{last}")
+        vm = changes[n] if n in changes else world.nodes[n].vm
+        if vm is None:
+            raise PlanRejected(f"job {jid} is started on node {n}, which has no VM after the plan")
+        if first is not None and vm.name != first.name:
+            raise PlanRejected(f"job {jid} is spread over {first.name} and {vm.name}: a gang runs on one VM type")
+        first = vm
+        g = gpus if gpus.__class__ is int else _as_index(gpus)
+        if g is None or not 1 <= g <= vm.gpus:
+            raise PlanRejected(f"job {jid} asks for {gpus!r} GPUs on node {n}, whose {vm.name} has {vm.gpus}")
+        if any(n == m for m, _ in parts):
+            raise PlanRejected(f"job {jid} names node {n} twice in its gang")
+        parts.append((n, g))
+    assert first is not None
+    total = sum(g for _, g in parts)
+    if (first.name, total) not in world.config_index:
+        raise PlanRejected(f"job {jid} is spread over {total} GPUs of {first.name}, more than the cluster's "
+                           f"configurations of that type reach")
+    return first, total, tuple(parts)

@@ -30,11 +30,15 @@ class JobState:
     ``est`` and ``true`` are the estimated and true runtimes of the whole job on each configuration (shared by the
     jobs of one spec; ``true`` as Python floats so that times stay plain floats). ``done`` is the fraction of work
     completed when the current run began; ``since`` is when that run began (after
-    any boot), ``overhead`` the restart overhead it pays first; ``event`` its pending completion.
+    any boot), ``overhead`` the restart overhead it pays first; ``event`` its pending completion. ``parts`` lists the
+    ``(node, GPUs)`` of the current run (one entry, or several for a gang; ``node`` is the first, ``gpus`` the total).
+
+    Round mode (``sim.rounds``) counts work in whole iterations: ``steps`` done so far, ``pending`` those of the
+    current round's micro-task (credited at the round's end) and ``final`` those of the job's last micro-task.
     """
 
     __slots__ = ("job", "est", "true", "done", "node", "cfg", "gpus", "since", "overhead", "event", "runs", "ran",
-                 "first_start", "end", "cost_share")
+                 "first_start", "end", "cost_share", "parts", "steps", "pending", "final")
 
     def __init__(self, job: Job, est: np.ndarray, true: list[float]):
         self.job = job
@@ -52,6 +56,19 @@ class JobState:
         self.first_start = math.nan
         self.end = math.nan
         self.cost_share = 0.0
+        self.parts: tuple[tuple[int, int], ...] = ()
+        self.steps = 0
+        self.pending = 0
+        self.final: int | None = None
+
+    def gpus_on(self, node: int) -> int:
+        """GPUs the current run uses on ``node``."""
+        if len(self.parts) == 1:
+            return self.gpus
+        for n, g in self.parts:
+            if n == node:
+                return g
+        return 0
 
 
 class Interval:
@@ -98,13 +115,16 @@ class World:
         """Nodes without a VM, in index order."""
         self.idle: set[int] = set()
         """Nodes whose VM hosts no job."""
-        self._node_views = [NodeView(i, s.allowed) for i, s in enumerate(cluster.slots)]
+        self._node_views = [NodeView(i, s.allowed, fixed=s.fixed) for i, s in enumerate(cluster.slots)]
         self._dirty: set[int] = set()
         self._nodes_t = tuple(self._node_views)
         self._waiting_t: tuple[JobView, ...] | None = None
         self._running_t: tuple[JobView, ...] | None = None
         self._empty_t: tuple[int, ...] | None = tuple(self.empty)
         self._idle_t: tuple[int, ...] | None = ()
+        self._vm_types_t = cluster.vm_types
+        self._overhead, self._quantum = cluster.restart_overhead, cluster.billing_quantum
+        self._round_length, self._gang = cluster.round_length, cluster.gang
 
     # The engine reports every change through these, so the snapshot knows what to rebuild.
 
@@ -159,7 +179,7 @@ class World:
             views = self._node_views
             for n in self._dirty:
                 node = self.nodes[n]
-                views[n] = NodeView(n, node.slot.allowed, node.vm, node.ready_at, node.used)
+                views[n] = NodeView(n, node.slot.allowed, node.vm, node.ready_at, node.used, node.slot.fixed)
             self._dirty.clear()
             self._nodes_t = tuple(views)
         if self._waiting_t is None:
@@ -170,6 +190,5 @@ class World:
             self._empty_t = tuple(self.empty)
         if self._idle_t is None:
             self._idle_t = tuple(sorted(self.idle))
-        c = self.cluster
-        return Snapshot(now, trigger, self.configs, c.vm_types, self._nodes_t, self._waiting_t, self._running_t,
-                        self._empty_t, c.restart_overhead, c.billing_quantum, self._idle_t)
+        return Snapshot(now, trigger, self.configs, self._vm_types_t, self._nodes_t, self._waiting_t, self._running_t,
+                        self._empty_t, self._overhead, self._quantum, self._idle_t, self._round_length, self._gang)

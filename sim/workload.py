@@ -69,14 +69,21 @@ def _fastest(specs: Sequence[JobSpec], truth: Predictor, configs: Sequence[Confi
     if not specs:
         return np.empty(0)
     table = np.asarray(truth.runtimes(list(specs), list(configs)), dtype=float)
+    asks = [i for i, s in enumerate(specs) if s.gpus is not None]
+    if asks:  # a job that asks for a GPU count runs only with it
+        counts = np.array([c.gpus for c in configs])
+        table = table.copy()
+        for i in asks:
+            table[i, counts != specs[i].gpus] = math.inf
     return table.min(axis=1) if table.shape[1] else np.full(len(specs), math.inf)
 
 
 def _infeasible(spec: JobSpec, truth: Predictor) -> CapsimError:
     label = spec.name or f"{spec.application}/{spec.framework}"
+    asks = f", {spec.gpus} GPUs" if spec.gpus is not None else ""
     return CapsimError(
         f"job spec {label!r} ({spec.application}, {spec.framework}, {spec.iterations} iterations, batch "
-        f"{spec.batch_size}) has no feasible configuration under the truth predictor "
+        f"{spec.batch_size}{asks}) has no feasible configuration under the truth predictor "
         f"{type(truth).__name__}; remove it from the workload or add VM types it can run on"
     )
 
@@ -145,13 +152,14 @@ def _number(source: str, row: int, column: str, value: Any, *, integer: bool, mi
 @dataclass(frozen=True)
 class TraceRows:
     """A trace table whose every cell was checked (``validate_trace``): per row, in table order, the submission
-    time, the job spec, and the deadline and weight when given (None: drawn from the seed)."""
+    time, the job spec, the deadline and weight when given (None: drawn from the seed) and the fairness weight."""
 
     source: str
     submit: tuple[float, ...]
     specs: tuple[JobSpec, ...]
     deadlines: tuple[float | None, ...]
     weights: tuple[float | None, ...]
+    priorities: tuple[float, ...] = ()
 
     def __len__(self) -> int:
         return len(self.specs)
@@ -161,7 +169,8 @@ def validate_trace(rows: pd.DataFrame, source: str) -> TraceRows:
     """Check every cell of a trace table (read from a file by a ``sim.traces`` reader) and keep them parsed.
 
     Columns: ``sim.traces.REQUIRED`` (submit_time, application, framework, iterations, batch_size), and optionally
-    name, deadline, weight, gpus (the GPU count asked for; empty: the policy chooses); others are ignored. Missing
+    name, deadline, weight, gpus (the GPU count asked for; empty: the policy chooses), priority (a fairness weight,
+    ``Job.priority``; empty: 1); others are ignored. Missing
     deadlines and weights (absent column or empty cell) are drawn as in ``poisson_jobs`` with ``deadline_factor`` and
     ``weight_range``. Rows are numbered from 1 in table order (a CSV file's rows after its header); a table without
     rows, or a bad cell, raises a CapsimError naming ``source``, the row and the column.
@@ -178,7 +187,8 @@ def validate_trace(rows: pd.DataFrame, source: str) -> TraceRows:
     has_w = "weight" in rows.columns
     has_name = "name" in rows.columns
     has_g = "gpus" in rows.columns
-    submit, specs, given_d, given_w = [], [], [], []
+    has_p = "priority" in rows.columns
+    submit, specs, given_d, given_w, prios = [], [], [], [], []
     for i, r in enumerate(rows.to_dict("records"), start=1):
         s = _number(source, i, "submit_time", r["submit_time"], integer=False, minimum=0.0)
         app, fw = r["application"], r["framework"]
@@ -196,6 +206,10 @@ def validate_trace(rows: pd.DataFrame, source: str) -> TraceRows:
             g = int(_number(source, i, "gpus", g, integer=True, minimum=1))
         else:
             g = None
+        p = r.get("priority") if has_p else None
+        prios.append(1.0 if _empty(p) else _number(source, i, "priority", p, integer=False, minimum=0.0))
+        if prios[-1] <= 0:
+            raise _trace_error(source, i, "priority", p, "a finite number > 0")
         specs.append(JobSpec(application=app.strip(), framework=fw, iterations=int(it), batch_size=int(bs), name=name,
                              gpus=g))
         submit.append(s)
@@ -209,7 +223,7 @@ def validate_trace(rows: pd.DataFrame, source: str) -> TraceRows:
             w = _number(source, i, "weight", w, integer=False, minimum=0.0)
         given_d.append(d)
         given_w.append(w)
-    return TraceRows(source, tuple(submit), tuple(specs), tuple(given_d), tuple(given_w))
+    return TraceRows(source, tuple(submit), tuple(specs), tuple(given_d), tuple(given_w), tuple(prios))
 
 
 def trace_jobs(
@@ -239,9 +253,13 @@ def trace_jobs(
     order = sorted(range(n), key=lambda k: submit[k])
     return [
         Job(id=new, spec=specs[k], submit_time=submit[k], deadline=_given_or(t.deadlines[k], drawn_d[k]),
-            weight=_given_or(t.weights[k], drawn_w[k]))
+            weight=_given_or(t.weights[k], drawn_w[k]), priority=t.priorities[k] if t.priorities else 1.0)
         for new, k in enumerate(order)
     ]
+
+
+def _empty(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
 
 
 def _given_or(given: float | None, drawn: float) -> float:

@@ -1,5 +1,6 @@
 """Engine invariants under plans no registered policy makes: a random policy written here preempts, moves, shares
-VMs and keeps VMs idle, to drive the engine through its rarer paths on random small worlds.
+VMs, spreads jobs over several nodes (gangs) and keeps VMs idle, to drive the engine through its rarer paths on random
+small worlds.
 
 The invariants (``tests.optim.worlds.check``): no GPU is over-subscribed at any instant, a node hosts one VM at a
 time and jobs run only while it is ready, every job completes exactly once and after it arrived, and the money adds
@@ -23,11 +24,13 @@ from tests.optim.worlds import World, at_scale, check, check_plan_names, recorde
 
 
 class RandomPolicy(Policy):
-    """Valid but random plans: starts, shares, preempts and moves on arrivals, keeps some VMs idle."""
+    """Valid but random plans: starts, shares, gangs, preempts and moves on arrivals (and at round boundaries),
+    keeps some VMs idle."""
 
     name = "random-test"
     may_preempt: ClassVar[bool] = True
     may_share: ClassVar[bool] = True
+    may_gang: ClassVar[bool] = True
 
     def __init__(self, seed: int = 0):
         self.seed = seed
@@ -39,26 +42,49 @@ class RandomPolicy(Policy):
         free = {n.index: n.free_gpus for n in s.nodes}
         holders = {n.index: n.vm for n in s.nodes}
         preempt, movers, move, start = [], [], [], []
-        if "arrival" in s.trigger:
+        if "arrival" in s.trigger or "round" in s.trigger:
             for jv in s.running:
                 r = rng.random()
                 if r < 0.3:
                     (preempt if r < 0.15 else movers).append(jv)
-                    free[jv.node] += s.configs[jv.config].gpus
+                    for n, g in jv.parts or ((jv.node, s.configs[jv.config].gpus),):
+                        free[n] += g
         waiting = list(s.waiting)
         rng.shuffle(waiting)
         for jv in movers + waiting:
-            spot = self._spot(s, jv, free, holders, vms)
-            if spot is None:
-                if jv in movers:
-                    preempt.append(jv)
-                continue
-            n, g = spot
-            (move if jv in movers else start).append(Assignment(jv.id, n, g))
-            free[n] -= g
+            a = self._gang(s, jv, free, holders) if s.gang and rng.random() < 0.5 else None
+            if a is None:
+                spot = self._spot(s, jv, free, holders, vms)
+                if spot is None:
+                    if jv in movers:
+                        preempt.append(jv)
+                    continue
+                a = Assignment(jv.id, *spot)
+            (move if jv in movers else start).append(a)
+            for n, g in a.parts:
+                free[n] -= g
         keep = frozenset(n for n in range(len(s.nodes)) if rng.random() < 0.2)
         return Plan(vms=vms, start=tuple(start), move=tuple(move), preempt=tuple(jv.id for jv in preempt),
                     keep_idle=keep)
+
+    def _gang(self, s, jv, free, holders):
+        """A random gang over two or more hosting nodes of one VM type with free GPUs, if the job can run so."""
+        rng = self.rng
+        by_type: dict[str, list[int]] = {}
+        for n in range(len(s.nodes)):
+            vm = holders[n]
+            if vm is not None and free[n] > 0 and s.nodes[n].vm is vm:
+                by_type.setdefault(vm.name, []).append(n)
+        options = [(name, ns) for name, ns in by_type.items() if len(ns) >= 2]
+        if not options:
+            return None
+        name, ns = rng.choice(options)
+        picked = rng.sample(ns, rng.randint(2, len(ns)))
+        parts = tuple((n, rng.randint(1, free[n])) for n in picked)
+        k = config_table(s.configs).index.get((name, sum(g for _, g in parts)))
+        if k is None or not math.isfinite(jv.estimates[k]):
+            return None
+        return Assignment(jv.id, parts[0][0], parts[0][1], parts[1:])
 
     def _spot(self, s, jv, free, holders, vms):
         rng = self.rng
@@ -70,13 +96,18 @@ class RandomPolicy(Policy):
                 gs = [g for g in range(1, free[n] + 1) if math.isfinite(jv.estimates[_cfg(s, vm.name, g)])]
                 if gs:
                     return n, rng.choice(gs)
-        for n in order:
-            if holders[n] is None:
-                types = [v for v in s.vm_types if s.nodes[n].accepts(v.name)]
+        for n in order:  # an empty node, or a VM no job uses (replaced when the job needs another type)
+            vm = holders[n]
+            if vm is None or (free[n] == vm.gpus and not s.nodes[n].fixed):
+                types = [v for v in s.vm_types if s.nodes[n].accepts(v.name)
+                         and any(math.isfinite(jv.estimates[_cfg(s, v.name, g)]) for g in range(1, v.gpus + 1))]
+                if not types:
+                    continue
                 vm = rng.choice(types)
                 gs = [g for g in range(1, vm.gpus + 1) if math.isfinite(jv.estimates[_cfg(s, vm.name, g)])]
                 if gs:
-                    vms[n] = vm.name
+                    if holders[n] is None or holders[n].name != vm.name:
+                        vms[n] = vm.name
                     holders[n] = vm
                     free[n] = vm.gpus
                     return n, rng.choice(gs)

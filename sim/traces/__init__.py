@@ -6,7 +6,6 @@ subclass registered under its name, imported below, plus its tests (the conforma
 """
 
 from sim.traces.base import COLUMNS, DEFAULT_FORMAT, REQUIRED, TRACE_FORMATS, TraceReader, read_trace
-from sim.traces import native  # noqa: F401  (registers csv)
-from sim.traces import elasticflow  # noqa: F401  (registers elasticflow)
+from sim.traces import elasticflow, gavel, native  # noqa: F401  (registers elasticflow, gavel, csv)
 
 __all__ = ["TraceReader", "TRACE_FORMATS", "DEFAULT_FORMAT", "REQUIRED", "COLUMNS", "read_trace"]

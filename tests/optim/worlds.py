@@ -1,8 +1,10 @@
 """Random small worlds for property tests, a run that records every decision, and the engine's invariants on a run.
 
-``worlds()`` draws a cluster (2–4 catalogue VM types, 1–4 slots, some restricted to one type, optional boot time,
-billing quantum, restart overhead and periodic decisions), 3–15 jobs of the J1–J6 mix with tight or loose deadlines,
-an estimator table and, sometimes, a truth that differs from it. ``check`` asserts what any run must satisfy
+``worlds()`` draws a cluster, either rented (2–4 catalogue VM types, 1–4 slots, some restricted to one type,
+optional boot time, billing quantum, restart overhead and periodic decisions) or fixed servers (1–3 VM types with
+1–3 always-present servers each, gangs across servers allowed or not), each sometimes in round mode; 3–15 jobs of the
+J1–J6 mix with tight or loose deadlines, on fixed servers some asking for a GPU count; an estimator table and, sometimes, a truth that
+differs from it. ``check`` asserts what any run must satisfy
 whatever the policy; ``recorded_run`` also returns every snapshot the policy saw and the plan it answered.
 """
 
@@ -39,17 +41,28 @@ class World:
 
 @st.composite
 def worlds(draw) -> World:
-    k = draw(st.integers(2, 4))
-    picks = draw(st.lists(st.sampled_from(CATALOGUE), min_size=k, max_size=k, unique_by=lambda v: v.name))
-    boot = draw(st.sampled_from([0.0, 0.0, 7.0]))
-    types = tuple(dataclasses.replace(v, boot_time=boot) for v in picks)
-    slots = tuple(
-        NodeSlot(frozenset({draw(st.sampled_from(types)).name}) if draw(st.booleans()) else None)
-        for _ in range(draw(st.integers(1, 4)))
-    )
+    fixed = draw(st.integers(0, 3)) == 0
+    rounds = draw(st.sampled_from([math.inf, math.inf, 60.0]))
+    if fixed:
+        k = draw(st.integers(1, 3))
+        types = tuple(draw(st.lists(st.sampled_from(CATALOGUE), min_size=k, max_size=k, unique_by=lambda v: v.name)))
+        slots = tuple(NodeSlot(frozenset({v.name}), fixed=True) for v in types for _ in range(draw(st.integers(1, 3))))
+        gang = draw(st.booleans())
+    else:
+        k = draw(st.integers(2, 4))
+        picks = draw(st.lists(st.sampled_from(CATALOGUE), min_size=k, max_size=k, unique_by=lambda v: v.name))
+        boot = draw(st.sampled_from([0.0, 0.0, 7.0]))
+        types = tuple(dataclasses.replace(v, boot_time=boot) for v in picks)
+        slots = tuple(
+            NodeSlot(frozenset({draw(st.sampled_from(types)).name}) if draw(st.booleans()) else None)
+            for _ in range(draw(st.integers(1, 4)))
+        )
+        gang = False
     cluster = Cluster(types, slots, billing_quantum=draw(st.sampled_from([0.0, 60.0])),
                       restart_overhead=draw(st.sampled_from([0.0, 5.0])),
-                      decision_interval=draw(st.sampled_from([math.inf, math.inf, 45.0])))
+                      decision_interval=math.inf if math.isfinite(rounds) else
+                      draw(st.sampled_from([math.inf, math.inf, 45.0])),
+                      gang=gang, round_length=rounds)
     table = {}
     for spec in SPECS:
         for c in cluster.configs:
@@ -57,8 +70,17 @@ def worlds(draw) -> World:
                 table[f"{spec.name}/{c.vm.name}/{c.gpus}"] = float(draw(st.integers(5, 300)))
     n = draw(st.integers(3, 15))
     submit = sorted(draw(st.lists(st.integers(0, 400), min_size=n, max_size=n)))
-    jobs = [Job(i, draw(st.sampled_from(SPECS)), float(t), float(t + draw(st.integers(10, 600))),
-                draw(st.sampled_from([0.003, 0.01, 0.015]))) for i, t in enumerate(submit)]
+    jobs = []
+    for i, t in enumerate(submit):
+        spec = draw(st.sampled_from(SPECS))
+        # a GPU count some one-VM configuration of the cluster runs (so that every policy can place the job)
+        counts = sorted({c.gpus for c in cluster.configs if c.gpus <= c.vm.gpus
+                         and any(s.accepts(c.vm.name) for s in slots)
+                         and f"{spec.name}/{c.vm.name}/{c.gpus}" in table})
+        if fixed and draw(st.integers(0, 3)) == 0:  # rented clusters leave the count to the policy, as before
+            spec = dataclasses.replace(spec, gpus=draw(st.sampled_from(counts)))
+        jobs.append(Job(i, spec, float(t), float(t + draw(st.integers(10, 600))),
+                        draw(st.sampled_from([0.003, 0.01, 0.015]))))
     truth = None
     if draw(st.booleans()):
         truth = TablePredictor({k: v * draw(st.sampled_from([0.5, 0.9, 1.3, 2.0])) for k, v in table.items()})
@@ -76,6 +98,7 @@ class Recorder(Policy):
         self.policy = policy
         self.may_preempt = policy.may_preempt  # type: ignore[misc]
         self.may_share = policy.may_share  # type: ignore[misc]
+        self.may_gang = policy.may_gang  # type: ignore[misc]
         self.seen: list[tuple[Snapshot, Plan]] = []
 
     def describe(self) -> str:
@@ -115,7 +138,9 @@ def check_plan_names(snapshot: Snapshot, plan: Plan) -> None:
 def check(world: World, r: RunResult) -> None:
     """The engine's invariants on one run: every job finishes exactly once, after it arrived; a node hosts one VM at a
     time, of a type its slot accepts; jobs run only while their VM is ready; no GPU is over-subscribed at any instant;
-    no two regular decisions share an instant; and the money adds up."""
+    a gang's parts start and stop together on one VM type and the runs of one job never overlap otherwise; a job that
+    asks for a GPU count runs with it; fixed servers run from the first arrival to the end; no two regular decisions
+    share an instant; and the money adds up."""
     cluster, jobs = world.cluster, world.jobs
     jt = r.jobs
     assert sorted(jt.job_id) == [j.id for j in jobs]
@@ -125,7 +150,25 @@ def check(world: World, r: RunResult) -> None:
     assert set(seg.job_id) == {j.id for j in jobs}
     done = seg.sort_values(["job_id", "end_time"]).groupby("job_id").done.last()
     assert (done == 1.0).all()
-    assert (seg.groupby("job_id").done.apply(lambda d: (d == 1.0).sum()) == 1).all()
+    runs = seg.groupby(["job_id", "start_time", "end_time"])
+    assert (runs.vm_type.nunique() == 1).all(), "a gang spans one VM type"
+    assert (runs.node.nunique() == runs.size()).all(), "a gang names each node once"
+    assert (runs.done.nunique() == 1).all(), "a gang's parts end with the same progress"
+    final = seg[seg.end_time == seg.groupby("job_id").end_time.transform("max")]
+    assert (final.done == 1.0).all() and (final.groupby("job_id").start_time.nunique() == 1).all(), \
+        "a job completes at the end of its last run (all of a gang's parts together)"
+    by_job = runs.gpus.sum().reset_index().sort_values(["job_id", "start_time"])
+    for jid, rows in by_job.groupby("job_id"):
+        starts, ends = rows.start_time.to_numpy(), rows.end_time.to_numpy()
+        assert (starts[1:] >= ends[:-1]).all(), f"job {jid} runs twice at once outside one gang"
+        asked = next(j.spec.gpus for j in jobs if j.id == jid)
+        if asked is not None:
+            assert (rows.gpus == asked).all(), f"job {jid} asked for {asked} GPUs, ran on {list(rows.gpus)}"
+    for n, slot in enumerate(cluster.slots):
+        if slot.fixed:
+            iv = r.nodes[r.nodes.node == n]
+            assert len(iv) == 1 and iv.start_time.iloc[0] == min(j.submit_time for j in jobs), f"fixed node {n}"
+            assert iv.stop_time.iloc[0] == jt.end_time.max(), f"fixed node {n} stops at the end"
     gpus = {v.name: v.gpus for v in cluster.vm_types}
     for n, iv in r.nodes.groupby("node"):
         iv = iv.sort_values("start_time")

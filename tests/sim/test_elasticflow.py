@@ -15,7 +15,8 @@ from sim.model import CapsimError, JobSpec, VMType
 from sim.traces import read_trace
 from sim.workload import trace_jobs
 
-CONFIGS = configurations(tuple(vm_types().values())[:3])
+# three paper VM types, each also as a gang of up to 64 GPUs (a trace job runs only with the count it asks for)
+CONFIGS = configurations(tuple(vm_types().values())[:3], {v.name: 64 for v in tuple(vm_types().values())[:3]})
 SHIPPED = resources.files("sim").joinpath("data", "elasticflow")
 
 

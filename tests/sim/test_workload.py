@@ -101,3 +101,24 @@ def test_trace_draws_missing_deadlines_and_weights_with_the_given_ranges():
     for j in jobs:
         assert j.deadline == pytest.approx(j.submit_time + 2.0 * T_MIN[j.spec.name])
         assert j.weight == pytest.approx(0.1)
+
+
+def test_trace_gpus_and_priority_columns():
+    rows = pd.DataFrame({"submit_time": [0, 5, 9], "application": ["alexnet"] * 3, "framework": ["pytorch"] * 3,
+                         "iterations": [100] * 3, "batch_size": [32] * 3, "name": ["J1", "J2", "J3"],
+                         "gpus": [2, None, 4], "priority": [5, None, 1.5]})
+    jobs = trace_jobs(rows, PRED, CONFIGS, 0, "t.csv")
+    assert [j.spec.gpus for j in jobs] == [2, None, 4]
+    assert [j.priority for j in jobs] == [5.0, 1.0, 1.5]
+    # a job that asks for 4 GPUs has its deadline from its fastest 4-GPU configuration (J3: 300 s / 4)
+    assert jobs[2].deadline - jobs[2].submit_time <= 3.0 * 300.0 / 4 + 1e-9
+    for column, value, expected in (("gpus", 0, "an integer >= 1"), ("gpus", 1.5, "an integer >= 1"),
+                                    ("priority", 0, "a finite number > 0"), ("priority", "x", "a finite number")):
+        bad = rows.copy()
+        bad[column] = bad[column].astype(object)
+        bad.loc[1, column] = value
+        with pytest.raises(CapsimError, match=f"t.csv: row 2, column '{column}': expected {expected}"):
+            trace_jobs(bad, PRED, CONFIGS, 0, "t.csv")
+    too_many = rows.assign(gpus=[2, None, 16])
+    with pytest.raises(CapsimError, match="'J3'.*16 GPUs\\) has no feasible configuration"):
+        trace_jobs(too_many, PRED, CONFIGS, 0, "t.csv")

@@ -1,0 +1,86 @@
+"""Fixed clusters of servers in a scenario file, written as briefly as Gavel's ``-c 4:4:4``.
+
+```yaml
+cluster:
+  servers: "4:4:4"            # servers of V100:P100:K80 (Gavel's order; quoted), or {V100: 4, P100: 4, K80: 4}
+  gpus_per_server: 1          # one number, "1:1:1", or {V100: 8, ...} (default 1)
+  server_price: 0             # $ per server-hour, one number or {V100: 3.06, ...}, for cost reports (default 0)
+  rounds: 360                 # optional: round-based mode (or {length: 360, effects: false})
+```
+
+Servers are always present (fixed slots: no renting decision), one VM type per GPU model named after it in lower
+case (``v100``), and jobs may run as gangs across servers of one type unless ``gang: false``. Gavel's ``-c`` counts
+GPUs, not servers: ``-c 36:36:36 --num_gpus_per_server 4:4:4`` is ``servers: "9:9:9"`` with ``gpus_per_server: 4``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping
+
+from sim.model import VMType
+
+__all__ = ["GAVEL_ORDER", "per_model", "parse_colons", "server_types", "check_servers"]
+
+GAVEL_ORDER = ("V100", "P100", "K80")
+"""The GPU models of a colon-separated value, in Gavel's ``-c v100:p100:k80`` order."""
+
+_COLONS = re.compile(r"^\s*\d+(\s*:\s*\d+){2}\s*$")
+
+
+def parse_colons(text: str) -> dict[str, int]:
+    """``"4:4:4"`` → ``{"V100": 4, "P100": 4, "K80": 4}`` (ValueError unless three whole numbers)."""
+    if not _COLONS.match(text):
+        raise ValueError(f"expected three whole numbers V100:P100:K80 such as '4:4:4', found {text!r}")
+    return dict(zip(GAVEL_ORDER, (int(x) for x in text.split(":"))))
+
+
+def per_model(value: Any, models: list[str], default: float) -> dict[str, Any]:
+    """A per-GPU-model value from one number, a ``"a:b:c"`` text or a mapping (missing models get ``default``)."""
+    if value is None:
+        return {m: default for m in models}
+    if isinstance(value, str):
+        value = parse_colons(value)
+    if isinstance(value, Mapping):
+        return {m: value.get(m, default) for m in models}
+    return {m: value for m in models}
+
+
+def server_types(servers: Any, gpus_per_server: Any, price: Any) -> list[tuple[VMType, int]]:
+    """(VM type, number of servers) per GPU model of a fixed cluster, in the order the models are given."""
+    from sim import catalogue
+
+    counts = parse_colons(servers) if isinstance(servers, str) else dict(servers)
+    models = [m for m, n in counts.items() if n > 0]
+    gpus = per_model(gpus_per_server, models, 1)
+    prices = per_model(price, models, 0.0)
+    return [(VMType(m.lower(), catalogue.gpu(m), int(gpus[m]), float(prices[m]), provider="fixed"), counts[m])
+            for m in models]
+
+
+def check_servers(cluster: Any, set_fields: set[str]) -> list[tuple[tuple, str]]:
+    """Problems of a fixed cluster: (field path, message) for unknown GPU models, fields it excludes."""
+    from sim import catalogue
+
+    out: list[tuple[tuple, str]] = []
+    known = catalogue.gpu_models()
+    if cluster.servers is None:
+        for f in ("gpus_per_server", "server_price"):
+            if getattr(cluster, f) is not None:
+                out.append(((f,), f"expected no {f} without servers (it describes the servers of a fixed cluster)"))
+        return out
+    for f in ("nodes", "vm_types"):
+        if f in set_fields:
+            out.append(((f,), f"expected no {f} with servers: a fixed cluster's servers are its nodes; remove one"))
+    counts = parse_colons(cluster.servers) if isinstance(cluster.servers, str) else cluster.servers
+    for field, value in (("servers", counts), ("gpus_per_server", cluster.gpus_per_server),
+                         ("server_price", cluster.server_price)):
+        if isinstance(value, Mapping):
+            for m in value:
+                if m not in known:
+                    out.append(((field, m), f"unknown GPU model {m!r} (known: {', '.join(known)})"))
+                elif field != "servers" and m not in counts:
+                    out.append(((field, m), f"expected a GPU model of servers ({', '.join(counts)}), found {m!r}"))
+    if not any(n > 0 for n in counts.values()):
+        out.append((("servers",), f"expected at least one server, found {cluster.servers!r}"))
+    return out

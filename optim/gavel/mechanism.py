@@ -1,0 +1,292 @@
+"""Gavel's round mechanism, shared by its heterogeneity-aware policies (GAVEL.md §4–§6; ``docs/gavel.md``).
+
+A subclass provides ``allocate``: the allocation X[job, server type], the share of time each job should get on each
+type between two recomputes. At every decision (a round boundary in round mode), ``TimeSliced.decide``:
+
+1. credits each job that ran since the last decision with the time it ran on its type (its progress times its
+   estimated runtime there: the micro-task's length);
+2. recomputes X if jobs arrived or left since the last recompute *and* the throttle allows it: at least
+   ``recompute_interval`` seconds (T, 1920 s in Gavel) since the last recompute, or the last one was at t = 0
+   (Gavel's ``_last_reset_time == 0`` sentinel), or the engine reports a stall (Gavel then forces a reset). A
+   recompute first adds to each job's deficit what it should have received (X · elapsed) minus what it received;
+3. maps X onto this round: per type, the jobs sorted by priority X / time received on that type (each job starts
+   every period with a credit of half a round), then deficit, then X, highest first (job order breaks ties); types
+   visited fastest GPU first (V100, P100, K80); each job placed once, where it can run, on as many GPUs as it
+   takes. FIFO policies skip jobs of priority 0 (X = 0). A job admitted since the last recompute is a candidate
+   with priority 0 and reserves its GPUs, but is not run (Gavel gives workers only to jobs in the allocation);
+   "job order" is the order of admission, Gavel's order of its priority lists;
+4. keeps every job that runs on the same type where it is (a lease extension), preempts those not mapped, moves
+   those mapped to another type and starts the others, largest GPU count first, on one server if it fits, else as
+   a gang over several servers of the type.
+
+Servers are the nodes hosting a VM; on a slot without one (a cloud cluster) the policy starts the allowed VM type
+with the most GPUs and keeps it: Gavel schedules a fixed cluster. A server type is a VM type (``v100``, ``p100``,
+``k80`` for Gavel's clusters). A job runs on ``JobSpec.gpus`` GPUs, or, when it leaves the count open, the smallest
+count it can run with on that type.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import ClassVar, Sequence
+
+import numpy as np
+
+from optim.base import Policy
+from optim.common import config_table
+from optim.gavel.jobs import JobTable
+from sim.model import Assignment, CapsimError, JobView, Plan, Snapshot
+
+__all__ = ["TimeSliced", "JobTable"]
+
+_DEFAULT_ROUND = 360.0
+
+
+class TimeSliced(Policy):
+    """Gavel's round mechanism (module docstring); subclasses give ``allocate``."""
+
+    may_preempt: ClassVar[bool] = True
+    may_share: ClassVar[bool] = True
+    may_gang: ClassVar[bool] = True
+    plans_capacity: ClassVar[bool] = False
+    fifo: ClassVar[bool] = False
+    """FIFO-family mapping: a job runs only where its allocation is positive."""
+
+    def __init__(self, recompute_interval: float = 1920.0, type_order: Sequence[str] | None = None):
+        if not (recompute_interval >= 0 and math.isfinite(recompute_interval)):
+            raise CapsimError(f"policy {self.name!r}: recompute_interval must be a finite number >= 0 s, got "
+                              f"{recompute_interval!r}")
+        self.recompute_interval = recompute_interval
+        self.type_order = None if type_order is None else list(type_order)
+        self._restart()
+
+    def _restart(self) -> None:
+        self._types: tuple[str, ...] = ()
+        self._signature: tuple | None = None
+        self._table = JobTable(0)
+        self._rows: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._last_time = -math.inf
+        self._last_reset = 0.0
+        self._need_update = True
+
+    # ----- the hook -----------------------------------------------------------------------------------------------
+
+    def allocate(self, table: JobTable, rows: np.ndarray, gpus: np.ndarray) -> np.ndarray:
+        """X for the jobs in ``rows`` of ``table`` (admission order) on the server types: ``(len(rows), types)``."""
+        raise NotImplementedError(self)
+
+    # ----- the decision -------------------------------------------------------------------------------------------
+
+    def decide(self, s: Snapshot) -> Plan:
+        now = s.time
+        if now < self._last_time:
+            self._restart()  # a new run
+        self._last_time = now
+        opened = self._servers(s)
+        if not self._types:
+            return Plan(vms=opened)
+        credit = (s.round_length if math.isfinite(s.round_length) else _DEFAULT_ROUND) / 2.0
+        self._account(s, credit)
+        if "stall" in s.trigger:
+            self._last_reset = 0.0
+        if self._need_update and (now - self._last_reset >= self.recompute_interval or self._last_reset == 0.0):
+            self._recompute(now, credit)
+        return self._place(s, self._map(), opened)
+
+    def _servers(self, s: Snapshot) -> dict[int, str]:
+        """Fix the server types on the first decision; VMs to start on empty slots (the slot's largest type)."""
+        opened: dict[int, str] = {}
+        for n in s.empty_nodes:
+            nv = s.nodes[n]
+            types = [v for v in s.vm_types if nv.accepts(v.name)]
+            if types:
+                opened[n] = max(types, key=lambda v: (v.gpus, v.gpu.fp32_tflops, v.name)).name
+        signature = tuple(nv.vm.name if nv.vm is not None else opened.get(nv.index) for nv in s.nodes)
+        if signature == self._signature:
+            return opened
+        self._signature = signature
+        vm = {v.name: v for v in s.vm_types}
+        if not self._types:
+            present = {name: vm[name] for name in signature if name is not None}
+            if self.type_order is not None:
+                unknown = sorted(set(self.type_order) - set(present))
+                if unknown:
+                    raise CapsimError(f"policy {self.name!r}: type_order names {unknown}, which the cluster's servers "
+                                      f"are not (server types: {sorted(present)})")
+            rank = {name: i for i, name in enumerate(self.type_order or ())}
+            self._types = tuple(sorted(present, key=lambda t: (rank.get(t, len(rank)), -present[t].gpu.fp32_tflops,
+                                                               t)))
+            self._index = {t: i for i, t in enumerate(self._types)}
+            self._by_name = np.array(sorted(range(len(self._types)), key=lambda w: self._types[w]))
+            self._table = JobTable(len(self._types))
+        gpus = np.zeros(len(self._types), dtype=np.int64)
+        self._nodes: list[list[int]] = [[] for _ in self._types]
+        self._node_gpus: dict[int, int] = {}
+        for n, name in enumerate(signature):
+            w = self._index.get(name, -1) if name is not None else -1
+            if w >= 0:
+                gpus[w] += vm[name].gpus
+                self._nodes[w].append(n)
+                self._node_gpus[n] = vm[name].gpus
+        self._gpus = gpus
+        return opened
+
+    def _account(self, s: Snapshot, credit: float) -> None:
+        """Credit the time run since the last decision; add new jobs, drop those gone; note whether any changed."""
+        t = self._table
+        present = {jv.job.id for jv in s.running}
+        present.update(jv.job.id for jv in s.waiting)
+        gone = [j for j in t.row if j not in present]
+        for j in gone:
+            t.drop(j)
+        configs = s.configs
+        for jv in s.running:
+            r = t.row.get(jv.job.id)
+            if r is not None and t.type[r] >= 0:
+                ran = jv.at(s.time).done - t.done[r]
+                w = self._index.get(configs[jv.config].vm.name, -1)
+                if ran > 0 and w >= 0:
+                    t.received[r, w] += ran * float(jv.estimates[jv.config])
+        new = sorted((jv for jv in (*s.waiting, *s.running) if jv.job.id not in t.row), key=lambda v: v.job.id)
+        for jv in new:
+            rate, sf = self._job_rows(s, jv)
+            t.add(jv.id, rate, sf, jv.job.priority, credit)
+        if gone or new:
+            self._need_update = True
+
+    def _job_rows(self, s: Snapshot, jv: JobView) -> tuple[np.ndarray, np.ndarray]:
+        """Per type: throughput (1 / estimated runtime, 0 where it cannot run) and GPUs."""
+        est = jv.estimates
+        hit = self._rows.get(id(est))
+        if hit is not None and hit[2] is est:
+            return hit[0], hit[1]
+        index = config_table(s.configs).index
+        m = len(self._types)
+        rate, sf = np.zeros(m), np.ones(m, dtype=np.int64)
+        asked = jv.job.spec.gpus
+        for w, name in enumerate(self._types):
+            for g in ([asked] if asked is not None else range(1, int(self._gpus[w]) + 1)):
+                k = index.get((name, g))
+                if k is not None and math.isfinite(est[k]) and est[k] > 0:
+                    rate[w], sf[w] = 1.0 / float(est[k]), g
+                    break
+            else:
+                if asked is not None:
+                    sf[w] = asked
+        self._rows[id(est)] = (rate, sf, est)
+        return rate, sf
+
+    def _recompute(self, now: float, credit: float) -> None:
+        """Gavel's reset: deficits += X · elapsed − received; received back to the credit; a new allocation."""
+        t = self._table
+        rows = t.live()
+        elapsed = now - self._last_reset
+        should = np.where(t.allocated[rows, None], t.alloc[rows] * elapsed, 0.0)
+        t.deficit[rows] += should - (t.received[rows] - credit)
+        t.received[rows] = credit
+        if len(rows):
+            t.alloc[rows] = self.allocate(t, rows, self._gpus)
+            t.allocated[rows] = True
+        self._need_update = False
+        self._last_reset = now
+
+    def _map(self) -> dict[int, int]:
+        """Job id → server type index for this round (jobs outside the allocation included: they hold GPUs idle)."""
+        t = self._table
+        rows = t.live()
+        if not len(rows):
+            return {}
+        rate, sf, ids = t.rate[rows], t.sf[rows], t.ids[rows]
+        alloc = np.where(t.allocated[rows, None], t.alloc[rows], 0.0)
+        deficit = t.deficit[rows]
+        priority = np.where((alloc > 0) & (rate > 0), alloc / t.received[rows], 0.0)
+        left = self._gpus.copy()
+        mapped: dict[int, int] = {}
+        position = np.arange(len(rows))
+        fifo = self.fifo
+        for w in range(len(left)):
+            if left[w] <= 0:
+                continue
+            order = np.lexsort((position, -alloc[:, w], -deficit[:, w], -priority[:, w])).tolist()
+            pw, rw, sw = priority[:, w].tolist(), rate[:, w].tolist(), sf[:, w].tolist()
+            room = int(left[w])
+            for i in order:
+                if fifo and pw[i] <= 0:
+                    break
+                jid = int(ids[i])
+                if jid in mapped or rw[i] <= 0 or sw[i] > room:
+                    continue
+                room -= sw[i]
+                mapped[jid] = w
+                if room <= 0:
+                    break
+            left[w] = room
+        return mapped
+
+    def _place(self, s: Snapshot, mapped: dict[int, int], opened: dict[int, str]) -> Plan:
+        """Keep, preempt, move and start jobs so that the mapped ones run on their types (module docstring, 4)."""
+        t = self._table
+        row = t.row
+        free = dict(self._node_gpus)
+        configs = s.configs
+        index = self._index
+        now = s.time
+        preempt, todo = [], []
+        for jv in s.running:
+            jid = jv.job.id
+            w = mapped.get(jid, -1)
+            cfg = configs[jv.config]
+            if w >= 0 and w == index.get(cfg.vm.name, -1):
+                for n, g in jv.parts or ((jv.node, cfg.gpus),):
+                    free[n] -= g
+                r = row[jid]
+                t.type[r], t.done[r] = w, jv.at(now).done
+            elif w >= 0:
+                todo.append((jid, jv))
+            else:
+                preempt.append(jid)
+                t.type[row[jid]] = -1
+        allocated = t.allocated
+        todo += [(jv.job.id, jv) for jv in s.waiting if jv.job.id in mapped and allocated[row[jv.job.id]]]
+        todo.sort(key=lambda x: (-int(t.sf[row[x[0]], mapped[x[0]]]), x[0]))
+        start, move = [], []
+        open_nodes: dict[int, list[int]] = {}  # per type, its nodes with a free GPU, in index order
+        for jid, jv in todo:
+            r = row[jid]
+            w = mapped[jid]
+            nodes = open_nodes.get(w)
+            if nodes is None:
+                nodes = open_nodes[w] = [n for n in self._nodes[w] if free[n] > 0]
+            parts = _fit(nodes, free, int(t.sf[r, w]), s.gang)
+            if parts is None:
+                if jv.running:
+                    preempt.append(jid)
+                t.type[r] = -1
+                continue
+            for n, g in parts:
+                free[n] -= g
+            if any(free[n] == 0 for n, _ in parts):
+                nodes[:] = [n for n in nodes if free[n] > 0]
+            a = Assignment(jid, parts[0][0], parts[0][1], tuple(parts[1:]))
+            (move if jv.running else start).append(a)
+            t.type[r], t.done[r] = w, jv.at(now).done
+        keep = frozenset(self._node_gpus)
+        return Plan(vms=opened, start=tuple(start), move=tuple(move), preempt=tuple(preempt), keep_idle=keep)
+
+
+def _fit(nodes: list[int], free: dict[int, int], g: int, gang: bool) -> list[tuple[int, int]] | None:
+    """``g`` GPUs on ``nodes`` (those with a free GPU): the first node with room for all of them, else (``gang``)
+    free GPUs taken node by node in order; None if they are not there."""
+    for n in nodes:
+        if free[n] >= g:
+            return [(n, g)]
+    if not gang:
+        return None
+    parts, left = [], g
+    for n in nodes:
+        take = min(free[n], left)
+        parts.append((n, take))
+        left -= take
+        if left == 0:
+            return parts
+    return None

@@ -1,0 +1,124 @@
+"""Round mode: the engine's decision points and job progress when ``Cluster.round_length`` R is finite (Gavel's
+round-based scheduling, as Gavel's simulator runs it; see ``docs/gavel.md``).
+
+- Decisions happen only at round boundaries (trigger ``round``). A job that arrives waits for the first boundary at
+  or after its arrival; when no round is under way, its arrival time is a boundary.
+- At a boundary every running job is settled (its round's work credited and its view renewed: ``since`` = the
+  boundary, ``done`` = the work done), the jobs that arrived are admitted, the policy decides, and every running job
+  is given its round's micro-task: as many whole iterations as fit in R seconds after any boot and restart overhead
+  (at least one, at most what is left).
+- The round ends when its slowest micro-task ends, which is the next boundary. A job that finishes earlier completes
+  at its own finish time, and its GPUs stay idle until the round ends: no backfilling inside a round.
+- A job the plan leaves alone keeps its GPUs into the next round (a lease extension, free of charge); one preempted
+  or moved pays the cluster's ``restart_overhead`` when it runs again (0 in Gavel).
+- When no job runs, the next boundary is the next arrival; if none is left while jobs wait, a ``stall`` decision.
+
+``Rounds`` is a mix-in of ``sim.engine.Simulation``: it reads and changes the simulation's state through the
+engine's own methods (``_decide``, ``_clock``, ``_world``).
+"""
+
+from __future__ import annotations
+
+import gc
+from typing import TYPE_CHECKING
+
+from sim.clock import LAST, Call
+from sim.model import CapsimError, JobView
+
+if TYPE_CHECKING:
+    from sim.clock import Clock
+    from sim.cluster import Cluster
+    from sim.state import JobState, World
+
+__all__ = ["Rounds"]
+
+_YOUNG_LIMIT = 50_000
+
+
+class Rounds:
+    """The round-mode half of the engine (see the module docstring)."""
+
+    if TYPE_CHECKING:  # provided by Simulation
+        cluster: Cluster
+        _clock: Clock
+        _world: World
+        _states: list[JobState]
+        _next_arrival: int
+        _completed: int
+        _label: str
+
+        def _decide(self, trigger: str, now: float) -> None: ...
+
+        def _on_complete(self, call: Call) -> None: ...
+
+    def _reset_rounds(self) -> None:
+        self._round_mode = self.cluster.rounds
+        self._arrived: list[JobState] = []
+        self._boundary = False
+
+    def _round_arrival(self, st: JobState, now: float) -> None:
+        """Queue an arrived job for the next boundary; with no round under way, that boundary is now."""
+        self._arrived.append(st)
+        if not self._boundary:
+            self._boundary = True
+            self._clock.at(now, self._on_boundary, priority=LAST)
+
+    def _on_boundary(self, call: Call) -> None:
+        now = call.time
+        self._boundary = False
+        if gc.get_count()[0] > _YOUNG_LIMIT:
+            gc.collect(1)
+        world = self._world
+        jobs = world.jobs
+        for jid, jv in tuple(world.running.items()):
+            st = jobs[jid]
+            if st.pending:
+                st.steps += st.pending
+                st.pending = 0
+                st.done = st.steps / st.job.spec.iterations
+            world.add_running(JobView(st.job, st.est, st.done, st.node, st.cfg, now, jv.parts))
+        for st in self._arrived:
+            world.add_waiting(JobView(st.job, st.est, st.done))
+        self._arrived.clear()
+        if self._completed == len(self._states):
+            return  # the last jobs just completed: nothing is left to decide
+        self._decide("round", now)
+        self._dispatch(now)
+        if not world.running and world.waiting and self._next_arrival >= len(self._states):
+            self._decide("stall", now)
+            self._dispatch(now)
+            if not world.running:
+                raise CapsimError(
+                    f"policy {self._label!r} left {len(world.waiting)} jobs waiting forever: nothing runs, no job "
+                    f"is yet to arrive, and its plan on a 'stall' decision at t={now:g} started none"
+                )
+
+    def _dispatch(self, now: float) -> None:
+        """Give every running job its micro-task for the round that starts at ``now``; schedule the round's end."""
+        length = self.cluster.round_length
+        jobs = self._world.jobs
+        clock = self._clock
+        end_max = -1.0
+        for jid in self._world.running:
+            st = jobs[jid]
+            if st.event is not None or st.pending:
+                continue  # already given its micro-task for this round
+            start = st.since if st.since > now else now
+            iterations = st.job.spec.iterations
+            true = st.true[st.cfg]
+            left = iterations - st.steps
+            room = length - (start - now) - st.overhead
+            steps = int(room * iterations / true) if room > 0 else 0
+            steps = 1 if steps < 1 else left if steps > left else steps
+            end = start + st.overhead + steps * true / iterations
+            st.overhead = 0.0
+            if steps == left:
+                st.final = steps
+                st.event = clock.at(end, self._on_complete, st)
+            else:
+                st.pending = steps
+            if end > end_max:
+                end_max = end
+        if end_max >= 0.0 and not self._boundary:
+            self._boundary = True
+            clock.at(end_max, self._on_boundary, priority=LAST)
