@@ -58,6 +58,28 @@ def test_a_gpu_type_measured_on_one_count_borrows_the_allreduce() -> None:
     assert m.per_gpu["K80"][0][2] == pytest.approx(m.per_gpu["M60"][0][2]) == pytest.approx(0.05, rel=1e-6)
 
 
+def test_host_terms_are_per_machine_and_unknown_machines_read_the_most_measured() -> None:
+    def on_host(g, n, b, c, it, host):
+        return 0.02 + 0.003 * b / n + (0.004 if host == 216.0 else 0.007) * b / c + 30.0 / it
+
+    d = runs_from(lambda *a: 0.0, gpus=("M60",))
+    d["disk_speed"] = np.where(np.arange(len(d)) % 3 == 0, 384.0, 216.0)
+    d["runtime_s"] = [it * on_host(g, n, b, c, it, h) for g, n, b, c, it, h in
+                      zip(d.gpu, d.gpus, d.batch_size, d.cpu_threads, d.iterations, d.disk_speed)]
+    terms = ("fixed", "work", "startup", "input")
+    m = fit_structured(d, terms)
+    y = d["runtime_s"] / d["iterations"]
+    assert np.allclose(m.per_iteration(d), y, rtol=1e-9)
+    assert m.hosts["M60"].machines == (216.0, 384.0) and m.hosts["M60"].default == 216.0
+    unknown = m.per_iteration(d.drop(columns="disk_speed"))
+    on_216 = [on_host(*r, 216.0) for r in zip(d.gpu, d.gpus, d.batch_size, d.cpu_threads, d.iterations)]
+    assert np.allclose(unknown, on_216, rtol=1e-9)
+    # one machine per GPU type: nothing to split, the same fit as without the column
+    one = d.assign(disk_speed=384.0, runtime_s=[it * on_host(g, n, b, c, it, 384.0) for g, n, b, c, it in
+                                                 zip(d.gpu, d.gpus, d.batch_size, d.cpu_threads, d.iterations)])
+    assert fit_structured(one, terms).per_gpu["M60"][0] == pytest.approx([0.02, 0.003, 30.0, 0.007], rel=1e-6)
+
+
 def test_pooled_model_scales_the_gpu_side_with_per_die_speed() -> None:
     # GPU-side terms exactly inversely proportional to per-die speed, shared start-up and all-reduce
     def scaled(g, n, b, c, it):
