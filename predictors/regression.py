@@ -39,7 +39,8 @@ import pandas as pd
 from predictors.augmented import FLEXIBLE, fit_flexible, folds, select_features
 from predictors.base import TrainablePredictor, register
 from predictors.measurements import NO_DEPTH, data_key, measured_gpu_name
-from predictors.structured import DEPTH, LEVELS, TERM_SETS, fit_structured, input_scaling, row_speeds, speed
+from predictors.structured import (COMM_SHAPES, DEPTH, LEVELS, TERM_SETS, fit_structured, input_scaling, row_speeds,
+                                   speed, with_comm)
 from sim.model import INFEASIBLE, CapsimError, Config, JobSpec, VMType
 
 __all__ = ["RegressionPredictor", "FAMILIES", "AXES", "AppFit", "axis_splits", "mape"]
@@ -106,6 +107,37 @@ class AppFit:
         self.choice: dict[str, str] = {}
         self.models: dict[str, Any] = {}
         self.ranges = _ranges(rows)
+        self._comm: str | None = None
+
+    @property
+    def comm(self) -> str:
+        """How the structured family's gradient exchange grows with the GPU count (``structured.COMM_SHAPES``): the
+        shape whose base candidate best predicts the largest count of every GPU type from the smaller ones (the
+        ``gpus`` validation); ``ring`` if the runs cannot tell."""
+        if self._comm is None:
+            self._comm = "ring"
+            base = next((lab for lab in self.labels if lab.startswith("structured/") and "+" not in lab), None)
+            parts = axis_splits(self.rows, "gpus", self.owner.folds, self.owner.seed)
+            if base is not None and parts is not None and self.rows["gpus"].nunique() > 2:
+                scores = {shape: self._score(base, parts, shape) for shape in COMM_SHAPES}
+                self._comm = min(COMM_SHAPES, key=lambda sh: (scores[sh], COMM_SHAPES.index(sh)))
+        return self._comm
+
+    def _score(self, label: str, parts: list[tuple[np.ndarray, np.ndarray]], comm: str,
+               memos: list[dict] | None = None) -> float:
+        """Mean relative error (capped at 10) of ``label`` over validation ``parts``."""
+        d, o = self.rows, self.owner
+        y = (d["runtime_s"] / d["iterations"]).to_numpy(float)
+        errs = []
+        for i, (test, out) in enumerate(parts):
+            train = np.ones(len(d), dtype=bool)
+            train[out] = False
+            memo = memos[i] if memos is not None else {}
+            with np.errstate(all="ignore"):
+                p = o.fit_candidate(label, d[train], self.with_depth, memo, comm).per_iteration(d.iloc[test])
+            p = np.where(np.isfinite(p) & (p > 0), p, np.inf)
+            errs.append(np.minimum(np.abs(p - y[test]) / y[test], 10.0))
+        return float(np.mean(np.concatenate(errs)))
 
     def validate(self, axis: str) -> bool:
         """Score every candidate on one kind of question; False if the runs cannot ask it."""
@@ -114,18 +146,9 @@ class AppFit:
             d, o = self.rows, self.owner
             parts = axis_splits(d, axis, o.folds, o.seed)
             if parts is not None:
-                y = (d["runtime_s"] / d["iterations"]).to_numpy(float)
                 memos: list[dict] = [{} for _ in parts]
                 for label in self.eligible(axis):
-                    errs = []
-                    for (test, out), memo in zip(parts, memos):
-                        train = np.ones(len(d), dtype=bool)
-                        train[out] = False
-                        with np.errstate(all="ignore"):
-                            p = o.fit_candidate(label, d[train], self.with_depth, memo).per_iteration(d.iloc[test])
-                        p = np.where(np.isfinite(p) & (p > 0), p, np.inf)
-                        errs.append(np.minimum(np.abs(p - y[test]) / y[test], 10.0))
-                    self.scores[(label, axis)] = float(np.mean(np.concatenate(errs)))
+                    self.scores[(label, axis)] = self._score(label, parts, self.comm, memos)
         return any((lab, axis) in self.scores for lab in self.labels)
 
     def eligible(self, axis: str) -> list[str]:
@@ -166,7 +189,7 @@ class AppFit:
             label = min(own, key=lambda lab: (self.scores.get((lab, axis), np.inf), own.index(lab)))
         if label not in self.models:
             memo = self.models.setdefault("_memo", {})
-            self.models[label] = self.owner.fit_candidate(label, self.rows, self.with_depth, memo)
+            self.models[label] = self.owner.fit_candidate(label, self.rows, self.with_depth, memo, self.comm)
         return self.models[label]
 
 
@@ -245,12 +268,14 @@ class RegressionPredictor(TrainablePredictor):
             out = [f"structured/{t}{lv}" for lv in LEVELS for t in sets]
         return out + [f for f in self.families if f != "structured"]
 
-    def fit_candidate(self, label: str, rows: pd.DataFrame, with_depth: bool, memo: dict | None = None) -> Any:
-        """Fit one candidate on ``rows``; ``memo`` shares the forward selection of linear and ridge."""
+    def fit_candidate(self, label: str, rows: pd.DataFrame, with_depth: bool, memo: dict | None = None,
+                      comm: str = "ring") -> Any:
+        """Fit one candidate on ``rows``; ``memo`` shares the forward selection of linear and ridge; ``comm`` is the
+        structured family's all-reduce shape."""
         if label.startswith("structured/"):
             name = label.split("/", 1)[1]
             terms, combine = TERM_SETS[name.removesuffix("+cell")]
-            model = fit_structured(rows, terms + (DEPTH if with_depth else ()), combine)
+            model = fit_structured(rows, with_comm(terms + (DEPTH if with_depth else ()), comm), combine)
             return model.with_cells(rows) if name.endswith("+cell") else model
         features = None
         if label in ("linear", "ridge"):

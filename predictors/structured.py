@@ -44,7 +44,7 @@ from scipy.optimize import nnls
 from sim.catalogue import gpu_models
 from sim.model import GPUModel
 
-__all__ = ["TERMS", "TERM_SETS", "LEVELS", "HOST", "StructuredModel", "fit_structured", "speed", "row_speeds",
+__all__ = ["TERMS", "TERM_SETS", "LEVELS", "HOST", "COMM_SHAPES", "with_comm", "StructuredModel", "fit_structured", "speed", "row_speeds",
            "row_machines", "input_scaling"]
 
 TERMS: dict[str, Callable[[dict[str, np.ndarray]], np.ndarray]] = {
@@ -57,10 +57,19 @@ TERMS: dict[str, Callable[[dict[str, np.ndarray]], np.ndarray]] = {
     "depth_fixed": lambda v: v["d"],
     "depth_work": lambda v: v["d"] * v["B"] / v["n"],
     "depth_allreduce": lambda v: v["d"] * (v["n"] - 1) / v["n"],
+    "allreduce_tree": lambda v: np.log2(v["n"]),
+    "depth_allreduce_tree": lambda v: v["d"] * np.log2(v["n"]),
+    "allreduce_linear": lambda v: v["n"] - 1,
+    "depth_allreduce_linear": lambda v: v["d"] * (v["n"] - 1),
 }
 GPU_SIDE = {"fixed", "work", "depth_fixed", "depth_work"}
 """Terms that run on the GPU and scale with its speed in the pooled model."""
-ALLREDUCE = {"allreduce", "depth_allreduce"}
+COMM_SHAPES = ("ring", "tree", "linear")
+"""How the gradient exchange grows with the GPU count n: ``ring`` (n−1)/n (ring all-reduce: each GPU sends 2(n−1)/n
+of the gradients), ``tree`` log2 n (tree all-reduce), ``linear`` n−1 (one GPU sends the parameters to and gathers the
+gradients from every other, as PyTorch's single-process DataParallel does)."""
+ALLREDUCE = {"allreduce", "depth_allreduce", "allreduce_tree", "depth_allreduce_tree", "allreduce_linear",
+             "depth_allreduce_linear"}
 CORE = ("fixed", "work", "allreduce", "startup")
 DEPTH = ("depth_fixed", "depth_work", "depth_allreduce")
 INPUTS = {"input", "input_gpu"}
@@ -79,6 +88,15 @@ TERM_SETS: dict[str, tuple[tuple[str, ...], str]] = {
 }
 """The candidates: name → (terms, combine); depth terms are added for an application measured at several depths."""
 MAX_ROUNDS = 12
+
+
+def with_comm(terms: Sequence[str], shape: str) -> tuple[str, ...]:
+    """``terms`` with the all-reduce terms in the given shape (``COMM_SHAPES``)."""
+    if shape not in COMM_SHAPES:
+        raise ValueError(f"unknown communication shape {shape!r}: choose from {', '.join(COMM_SHAPES)}")
+    suffix = "" if shape == "ring" else "_" + shape
+    return tuple(t + suffix if t in ("allreduce", "depth_allreduce") else t for t in terms)
+
 LEVELS = ("", "+cell")
 """Candidate suffixes: ``+cell`` multiplies the answer on a measured (GPU type, GPU count) by the median ratio of
 measured to fitted time over that cell's runs (over the runs at the same CPU-thread count when there are some), so
