@@ -8,7 +8,9 @@ with ``θ ≥ 0`` and terms ``x`` among:
 - ``work`` B/n — the per-GPU forward and backward pass;
 - ``allreduce`` (n−1)/n — the ring all-reduce of the gradients (0 on one GPU);
 - ``input`` B/c and ``input_gpu`` B/(n·c) — decoding and augmenting samples on the CPU threads, from one pool for all
-  GPUs (PyTorch's loader) or per GPU (TensorFlow's benchmark pipeline);
+  GPUs (PyTorch's loader) or per GPU (TensorFlow's benchmark pipeline); ``input_serial`` B — the part of the global
+  batch's host work that does not spread over the threads (Amdahl: collating the batch and copying it to the GPUs from
+  one process), so that the input time B·(a + b/c) saturates as threads are added, as the measured runs do;
 - ``startup`` 1/I — a fixed start-up time spread over the iterations (runtime = startup + I × the rest);
 - with a depth: ``depth_fixed`` d, ``depth_work`` d·B/n, ``depth_allreduce`` d·(n−1)/n (every module adds launches,
   work and gradients).
@@ -53,6 +55,7 @@ TERMS: dict[str, Callable[[dict[str, np.ndarray]], np.ndarray]] = {
     "allreduce": lambda v: (v["n"] - 1) / v["n"],
     "input": lambda v: v["B"] / v["cpu"],
     "input_gpu": lambda v: v["B"] / (v["n"] * v["cpu"]),
+    "input_serial": lambda v: v["B"],
     "startup": lambda v: 1.0 / v["I"],
     "depth_fixed": lambda v: v["d"],
     "depth_work": lambda v: v["d"] * v["B"] / v["n"],
@@ -72,7 +75,7 @@ ALLREDUCE = {"allreduce", "depth_allreduce", "allreduce_tree", "depth_allreduce_
              "depth_allreduce_linear"}
 CORE = ("fixed", "work", "allreduce", "startup")
 DEPTH = ("depth_fixed", "depth_work", "depth_allreduce")
-INPUTS = {"input", "input_gpu"}
+INPUTS = {"input", "input_gpu", "input_serial"}
 HOST = INPUTS | {"startup"}
 """Terms run by the host (loader threads, start-up): their coefficients are per machine where a GPU type was measured
 on several machines (``row_machines``), the other terms are shared by the GPU type."""
@@ -85,6 +88,8 @@ TERM_SETS: dict[str, tuple[tuple[str, ...], str]] = {
     "both_inputs": (CORE + ("input", "input_gpu"), "sum"),
     "input_max": (CORE + ("input",), "max"),
     "input_gpu_max": (CORE + ("input_gpu",), "max"),
+    "input_amdahl": (CORE + ("input", "input_serial"), "sum"),
+    "input_amdahl_max": (CORE + ("input", "input_serial"), "max"),
 }
 """The candidates: name → (terms, combine); depth terms are added for an application measured at several depths."""
 MAX_ROUNDS = 12
