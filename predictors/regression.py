@@ -4,7 +4,9 @@ One application is an (application, framework) pair; its variable-depth runs for
 depth as a feature. The target is the time per iteration ``runtime / iterations``. The candidate models are the
 ``structured`` family (``predictors.structured``: per GPU type, a non-negative sum of physical terms; one candidate
 per term set of ``TERM_SETS``) and the aMLLibrary-style families of ``predictors.augmented`` (``linear``, ``ridge``,
-``rf``, ``gbr``, ``svr``), those named in ``families``.
+``rf``, ``gbr``, ``svr``), those named in ``families``. The structured family's all-reduce shape (``AppFit.comm``:
+ring, tree or linear in the GPU count) is read off each application's runs first, by the ``gpus`` validation below,
+and shared by all its structured candidates.
 
 A question is one of six kinds (``AXES``), read off the application's training runs: ``inside`` (a measured GPU
 type, a GPU count within its measured counts, a batch within the range measured at that count, a measured depth), or
@@ -343,14 +345,16 @@ class RegressionPredictor(TrainablePredictor):
         return None if fit is None else question(fit.ranges, _gpu_name(vm), gpus, spec.batch_size, _depth(spec))
 
     def explain(self, spec: JobSpec, vm: VMType, gpus: int) -> str:
-        """Which model answers this configuration and why: ``candidate (kind: reason)``."""
+        """Which model answers this configuration and why: ``candidate[, all-reduce shape] (kind: reason)``."""
         why = self._static_reason(spec, vm, gpus)
         if why is not None:
             return f"unsupported: {why}"
         fit = self.model(_mkey(spec))
         assert fit is not None
         kind, reason = question(fit.ranges, _gpu_name(vm), gpus, spec.batch_size, _depth(spec))
-        return f"{fit.chosen(kind)} ({kind}: {reason})"
+        label = fit.chosen(kind)
+        shape = f", {fit.comm} all-reduce" if label.startswith("structured/") else ""
+        return f"{label}{shape} ({kind}: {reason})"
 
     def runtime(self, spec: JobSpec, vm: VMType, gpus: int) -> float:
         return float(self.runtimes([spec], [Config(vm, gpus)])[0, 0])

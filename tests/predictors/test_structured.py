@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from predictors.regression import RegressionPredictor, axis_splits
-from predictors.structured import fit_structured, speed
+from predictors.structured import TERM_SETS, fit_structured, speed, with_comm
 from sim.catalogue import gpu
 
 
@@ -127,3 +127,28 @@ def test_regression_keeps_unbounded_families_inside() -> None:
     assert all(lab.startswith("structured/") for lab in fit.eligible("compute"))
     for kind in ("batch", "gpus", "compute"):
         assert fit.chosen(kind) in fit.eligible(kind)
+
+
+def test_amdahl_input_recovers_a_saturating_thread_law_that_the_threaded_term_alone_cannot() -> None:
+    def saturating(g, n, b, c, it):
+        return 0.01 + 0.002 * b / n + b * (0.0005 + 0.004 / c)
+
+    d = runs_from(saturating, counts=(1, 2), cpus=(2, 4, 8, 16))
+    y = (d["runtime_s"] / d["iterations"]).to_numpy()
+    assert set(TERM_SETS["input_amdahl"][0]) - set(TERM_SETS["input"][0]) == {"input_serial"}
+    amdahl = fit_structured(d, ("fixed", "work", "input", "input_serial"))  # the toy's 1/iterations ∝ batch
+    threaded = fit_structured(d, ("fixed", "work", "input"))
+    assert np.abs(amdahl.per_iteration(d) / y - 1).max() < 1e-6
+    assert np.abs(threaded.per_iteration(d) / y - 1).max() > 0.02
+
+
+def test_all_reduce_shapes_and_the_regression_picks_the_one_that_predicts_more_gpus() -> None:
+    assert with_comm(("fixed", "allreduce", "depth_allreduce"), "tree") == (
+        "fixed", "allreduce_tree", "depth_allreduce_tree")
+    assert with_comm(("allreduce",), "ring") == ("allreduce",)
+    with pytest.raises(ValueError):
+        with_comm(("allreduce",), "star")
+    for shape, comm in (("linear", lambda n: 0.03 * (n - 1)), ("ring", lambda n: 0.2 * (n - 1) / n)):
+        d = runs_from(lambda g, n, b, c, it: 0.02 + 0.003 * b / n + comm(n) + 30.0 / it, counts=(1, 2, 3, 4, 6))
+        fit = RegressionPredictor(families=("structured",)).fit(d).model(("toy", "pytorch", False))
+        assert fit.comm == shape
