@@ -110,24 +110,29 @@ class AppFit:
         self.models: dict[str, Any] = {}
         self.ranges = _ranges(rows)
         self._comm: str | None = None
+        self._seen: dict[tuple[str, str | None, str], float] = {}
 
     @property
     def comm(self) -> str:
         """How the structured family's gradient exchange grows with the GPU count (``structured.COMM_SHAPES``): the
-        shape whose base candidate best predicts the largest count of every GPU type from the smaller ones (the
-        ``gpus`` validation); ``ring`` if the runs cannot tell."""
+        shape of the best (structured candidate, shape) pair on the ``gpus`` validation (the largest count of every
+        GPU type predicted from the smaller ones); ``ring`` if the runs cannot tell (fewer than three counts)."""
         if self._comm is None:
             self._comm = "ring"
-            base = next((lab for lab in self.labels if lab.startswith("structured/") and "+" not in lab), None)
+            own = [lab for lab in self.labels if lab.startswith("structured/")]
             parts = axis_splits(self.rows, "gpus", self.owner.folds, self.owner.seed)
-            if base is not None and parts is not None and self.rows["gpus"].nunique() > 2:
-                scores = {shape: self._score(base, parts, shape) for shape in COMM_SHAPES}
-                self._comm = min(COMM_SHAPES, key=lambda sh: (scores[sh], COMM_SHAPES.index(sh)))
+            if own and parts is not None and self.rows["gpus"].nunique() > 2:
+                best = min((self._score(lab, parts, sh, axis="gpus"), COMM_SHAPES.index(sh), sh)
+                           for sh in COMM_SHAPES for lab in own)
+                self._comm = best[2]
         return self._comm
 
     def _score(self, label: str, parts: list[tuple[np.ndarray, np.ndarray]], comm: str,
-               memos: list[dict] | None = None) -> float:
-        """Mean relative error (capped at 10) of ``label`` over validation ``parts``."""
+               memos: list[dict] | None = None, axis: str | None = None) -> float:
+        """Mean relative error (capped at 10) of ``label`` over validation ``parts`` (remembered per ``axis``)."""
+        key = (label, axis, comm if label.startswith("structured/") else "")
+        if axis is not None and key in self._seen:
+            return self._seen[key]
         d, o = self.rows, self.owner
         y = (d["runtime_s"] / d["iterations"]).to_numpy(float)
         errs = []
@@ -139,7 +144,10 @@ class AppFit:
                 p = o.fit_candidate(label, d[train], self.with_depth, memo, comm).per_iteration(d.iloc[test])
             p = np.where(np.isfinite(p) & (p > 0), p, np.inf)
             errs.append(np.minimum(np.abs(p - y[test]) / y[test], 10.0))
-        return float(np.mean(np.concatenate(errs)))
+        score = float(np.mean(np.concatenate(errs)))
+        if axis is not None:
+            self._seen[key] = score
+        return score
 
     def validate(self, axis: str) -> bool:
         """Score every candidate on one kind of question; False if the runs cannot ask it."""
@@ -150,7 +158,7 @@ class AppFit:
             if parts is not None:
                 memos: list[dict] = [{} for _ in parts]
                 for label in self.eligible(axis):
-                    self.scores[(label, axis)] = self._score(label, parts, self.comm, memos)
+                    self.scores[(label, axis)] = self._score(label, parts, self.comm, memos, axis)
         return any((lab, axis) in self.scores for lab in self.labels)
 
     def eligible(self, axis: str) -> list[str]:
