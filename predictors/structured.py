@@ -103,9 +103,12 @@ def with_comm(terms: Sequence[str], shape: str) -> tuple[str, ...]:
     return tuple(t + suffix if t in ("allreduce", "depth_allreduce") else t for t in terms)
 
 LEVELS = ("", "+cell")
-"""Candidate suffixes: ``+cell`` multiplies the answer on a measured (GPU type, GPU count) by the median ratio of
-measured to fitted time over that cell's runs (over the runs at the same CPU-thread count when there are some), so
-the terms give the shape and the cell's own runs the level; elsewhere it changes nothing."""
+"""Candidate suffixes: ``+cell`` multiplies the answer on a measured cell by the median ratio of measured to fitted
+time over that cell's runs, the most specific measured cell of ``CELL_KEYS`` that contains the query, so the terms give
+the shape and the cell's own runs the level; where no cell was measured (a count, GPU type or host never measured) it
+changes nothing. A measured configuration (its batch, threads, count, host) thus takes the level of its own runs."""
+CELL_KEYS = (("g", "n"), ("g", "n", "c"), ("g", "m", "n"), ("g", "m", "n", "c"), ("g", "m", "n", "c", "b"))
+"""Cells, from the coarsest: (GPU type, count), + CPU threads; (GPU type, machine, count), + threads, + batch."""
 ALPHAS = (0.0, 0.25, 0.5, 0.75, 1.0, 1.25)
 
 
@@ -247,23 +250,33 @@ class StructuredModel:
             out[~known] = _combine(xp, pooled)
         if self.cells:
             c = self.cells
-            out *= np.array([c.get((g, m, n, t), c.get((g, m, n), c.get((g, n, t), c.get((g, n), 1.0))))
-                             for g, m, n, t in zip(gpus, mach, rows["gpus"].to_numpy(int),
-                                                   rows["cpu_threads"].to_numpy(int))])
+            keys = zip(gpus, mach, rows["gpus"].to_numpy(int), rows["cpu_threads"].to_numpy(int),
+                       rows["batch_size"].to_numpy(int))
+            out *= np.array([_level(self.cells, k) for k in keys])
         return out
 
     def with_cells(self, rows: pd.DataFrame) -> "StructuredModel":
-        """A copy that corrects its level on every measured (GPU type[, machine], count[, CPU threads]) cell of
-        ``rows``: the median ratio of measured to fitted time over the cell's runs."""
+        """A copy that corrects its level on every measured cell of ``rows`` (``CELL_KEYS``): the median ratio of
+        measured to fitted time over the cell's runs."""
         ratio = (rows["runtime_s"] / rows["iterations"]).to_numpy(float) / self.per_iteration(rows)
         gpus = rows["gpu"].to_numpy()
         frame = pd.DataFrame({"g": gpus, "m": self.machine_of(gpus, row_machines(rows)),
-                              "n": rows["gpus"].to_numpy(int), "c": rows["cpu_threads"].to_numpy(int), "r": ratio})
+                              "n": rows["gpus"].to_numpy(int), "c": rows["cpu_threads"].to_numpy(int),
+                              "b": rows["batch_size"].to_numpy(int), "r": ratio})
         cells: dict[tuple, float] = {}
-        for keys in (["g", "n"], ["g", "n", "c"], ["g", "m", "n"], ["g", "m", "n", "c"]):
-            cells.update({k: float(v) for k, v in frame.groupby(keys, dropna=False)["r"].median().items()})
+        for keys in CELL_KEYS:
+            cells.update({k: float(v) for k, v in frame.groupby(list(keys))["r"].median().items()})
         return StructuredModel(self.terms, self.combine, self.per_gpu, self.pooled, self.alpha, cells, self.source,
                                self.hosts)
+
+
+def _level(cells: dict[tuple, float], key: tuple) -> float:
+    """The level of the most specific measured cell containing ``key`` = (GPU type, machine, count, threads, batch)."""
+    g, m, n, c, b = key
+    for k in ((g, m, n, c, b), (g, m, n, c), (g, m, n), (g, n, c), (g, n)):
+        if k in cells:
+            return cells[k]
+    return 1.0
 
 
 def _combine(x: np.ndarray, theta: tuple[np.ndarray, np.ndarray | None]) -> np.ndarray:

@@ -104,6 +104,19 @@ def test_cell_level_corrects_a_cell_bias() -> None:
     assert worst_fixed < np.abs(plain.per_iteration(d[cell]) / y[cell] - 1).max() and worst_fixed < 0.02
 
 
+def test_a_measured_configuration_takes_the_level_of_its_own_runs_and_others_the_coarser_cell() -> None:
+    d = runs_from(lambda g, n, b, c, it: law(g, n, b, c, it) * (1.3 if (g, n, b) == ("K80", 2, 32) else 1.0))
+    model = fit_structured(d, ("fixed", "work", "allreduce", "startup")).with_cells(d)
+    y = (d["runtime_s"] / d["iterations"]).to_numpy()
+    odd = ((d.gpu == "K80") & (d.gpus == 2) & (d.batch_size == 32)).to_numpy()
+    assert np.allclose(model.per_iteration(d[odd]), y[odd], rtol=1e-6)
+    plain = fit_structured(d, ("fixed", "work", "allreduce", "startup"))
+    cell = ((d.gpu == "K80") & (d.gpus == 2) & (d.cpu_threads == 8)).to_numpy()
+    median = np.median(y[cell] / plain.per_iteration(d[cell]))
+    between = d[cell & (d.batch_size == 16).to_numpy()].assign(batch_size=24)  # a batch never measured
+    assert model.per_iteration(between) / plain.per_iteration(between) == pytest.approx([median], rel=1e-9)
+
+
 def test_validation_splits_ask_the_right_question() -> None:
     d = runs_from(law)
     (top, top_out), (second, second_out) = axis_splits(d, "batch", 3, 0)
