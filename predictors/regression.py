@@ -116,10 +116,11 @@ class AppFit:
     def comm(self) -> str:
         """How the structured family's gradient exchange grows with the GPU count (``structured.COMM_SHAPES``): the
         shape of the best (structured candidate, shape) pair on the ``gpus`` validation (the largest count of every
-        GPU type predicted from the smaller ones); ``ring`` if the runs cannot tell (fewer than three counts)."""
+        GPU type predicted from the smaller ones; ``+cell`` candidates left out, as they answer a count never
+        measured as their plain twins do); ``ring`` if the runs cannot tell (fewer than three counts)."""
         if self._comm is None:
             self._comm = "ring"
-            own = [lab for lab in self.labels if lab.startswith("structured/")]
+            own = [lab for lab in self.labels if lab.startswith("structured/") and "+cell" not in lab]
             parts = axis_splits(self.rows, "gpus", self.owner.folds, self.owner.seed)
             if own and parts is not None and self.rows["gpus"].nunique() > 2:
                 best = min((self._score(lab, parts, sh, axis="gpus"), COMM_SHAPES.index(sh), sh)

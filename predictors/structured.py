@@ -107,8 +107,9 @@ LEVELS = ("", "+cell")
 time over that cell's runs, the most specific measured cell of ``CELL_KEYS`` that contains the query, so the terms give
 the shape and the cell's own runs the level; where no cell was measured (a count, GPU type or host never measured) it
 changes nothing. A measured configuration (its batch, threads, count, host) thus takes the level of its own runs."""
-CELL_KEYS = (("g", "n"), ("g", "n", "c"), ("g", "m", "n"), ("g", "m", "n", "c"), ("g", "m", "n", "c", "b"))
-"""Cells, from the coarsest: (GPU type, count), + CPU threads; (GPU type, machine, count), + threads, + batch."""
+CELL_KEYS = (("g", "n"), ("g", "n", "c"), ("g", "m", "n"), ("g", "m", "n", "c"), ("g", "m", "n", "c", "b", "d"))
+"""Cells, from the coarsest: (GPU type, count), + CPU threads; (GPU type, machine, count), + threads, + batch and
+depth (one measured configuration)."""
 ALPHAS = (0.0, 0.25, 0.5, 0.75, 1.0, 1.25)
 
 
@@ -251,7 +252,7 @@ class StructuredModel:
         if self.cells:
             c = self.cells
             keys = zip(gpus, mach, rows["gpus"].to_numpy(int), rows["cpu_threads"].to_numpy(int),
-                       rows["batch_size"].to_numpy(int))
+                       rows["batch_size"].to_numpy(int), rows["depth"].to_numpy(int))
             out *= np.array([_level(self.cells, k) for k in keys])
         return out
 
@@ -262,7 +263,8 @@ class StructuredModel:
         gpus = rows["gpu"].to_numpy()
         frame = pd.DataFrame({"g": gpus, "m": self.machine_of(gpus, row_machines(rows)),
                               "n": rows["gpus"].to_numpy(int), "c": rows["cpu_threads"].to_numpy(int),
-                              "b": rows["batch_size"].to_numpy(int), "r": ratio})
+                              "b": rows["batch_size"].to_numpy(int), "d": rows["depth"].to_numpy(int),
+                              "r": ratio})
         cells: dict[tuple, float] = {}
         for keys in CELL_KEYS:
             cells.update({k: float(v) for k, v in frame.groupby(list(keys))["r"].median().items()})
@@ -271,9 +273,10 @@ class StructuredModel:
 
 
 def _level(cells: dict[tuple, float], key: tuple) -> float:
-    """The level of the most specific measured cell containing ``key`` = (GPU type, machine, count, threads, batch)."""
-    g, m, n, c, b = key
-    for k in ((g, m, n, c, b), (g, m, n, c), (g, m, n), (g, n, c), (g, n)):
+    """The level of the most specific measured cell containing ``key`` = (GPU type, machine, count, threads, batch,
+    depth)."""
+    g, m, n, c, b, d = key
+    for k in ((g, m, n, c, b, d), (g, m, n, c), (g, m, n), (g, n, c), (g, n)):
         if k in cells:
             return cells[k]
     return 1.0
