@@ -165,3 +165,17 @@ def test_all_reduce_shapes_and_the_regression_picks_the_one_that_predicts_more_g
         d = runs_from(lambda g, n, b, c, it: 0.02 + 0.003 * b / n + comm(n) + 30.0 / it, counts=(1, 2, 3, 4, 6))
         fit = RegressionPredictor(families=("structured",)).fit(d).model(("toy", "pytorch", False))
         assert fit.comm == shape
+
+
+def test_a_deeper_network_is_not_read_at_the_level_of_a_shallower_ones_runs() -> None:
+    d = runs_from(lambda g, n, b, c, it: law(g, n, b, c, it) * (1.3 if b == 32 else 1.0)).assign(depth=2)
+    terms = ("fixed", "work", "allreduce", "startup", "depth_fixed", "depth_work")
+    plain = fit_structured(d, terms)
+    model = plain.with_cells(d)
+    same = d[d.batch_size == 32]
+    assert np.allclose(model.per_iteration(same), same["runtime_s"] / same["iterations"], rtol=1e-6)
+    deeper = same.assign(depth=3)
+    cell = ((d.gpu == same.gpu.iloc[0]) & (d.gpus == same.gpus.iloc[0]) & (d.cpu_threads == same.cpu_threads.iloc[0]))
+    y = (d["runtime_s"] / d["iterations"])[cell]
+    median = np.median(y / plain.per_iteration(d[cell]))
+    assert model.per_iteration(deeper.iloc[:1]) / plain.per_iteration(deeper.iloc[:1]) == pytest.approx([median])
