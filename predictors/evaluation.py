@@ -7,7 +7,8 @@ iterations, CPU threads and depth). A predictor may decline a run (unsupported):
 answered, and ``coverage`` (in ``coverage.csv`` and the tables) says which fraction that was.
 
 A run's noise floor is how far it lies from the mean of its repeats (same application, framework, depth, GPU, GPU
-count, batch, iterations, CPU threads), scaled by √(k/(k−1)) for k repeats so that it estimates the spread of a run
+count, batch, iterations, CPU threads and machine: the publication's disk-speed feature, which tells apart the hosts a
+GPU type was measured on; the M60 AlexNet/PyTorch runs come from two hosts whose input pipelines differ 1.7×), scaled by √(k/(k−1)) for k repeats so that it estimates the spread of a run
 around its true mean rather than around a sample mean that includes it; a cell's floor is the mean over its runs that
 have repeats. No predictor can beat it on average, so a figure below it is luck, and a target below it cannot be
 met honestly.
@@ -38,6 +39,7 @@ TARGETS = {"batch": 0.084, "gpus": 0.138, "compute": 0.107, "depth": 0.05, "inte
 """capsim's targets (issue 10); interpolation's is per application, or the application's noise floor."""
 CELL_COLUMNS = list(CELL_KEYS) + ["predictor", "mape", "test_runs", "noise_floor"]
 RUN_FEATURES = ["application", "framework", "gpu", "gpus", "batch_size", "iterations", "cpu_threads", "depth"]
+MACHINE = "disk_speed"
 
 
 def trainable_kinds() -> list[str]:
@@ -87,7 +89,7 @@ def _value(v: str) -> Any:
 
 def noise_floor(df: pd.DataFrame) -> np.ndarray:
     """Each run's distance to the mean of its repeats, relative and corrected (module docstring); NaN if alone."""
-    keys = RUN_FEATURES
+    keys = RUN_FEATURES + ([MACHINE] if MACHINE in df else [])
     grp = df.groupby(keys, dropna=False)["runtime_s"]
     k = grp.transform("size").to_numpy(float)
     mean = grp.transform("mean").to_numpy(float)
@@ -164,7 +166,8 @@ def _assemble(df: pd.DataFrame, todo: list[Split], results: dict[int, list[tuple
     pooled: dict[tuple, list[tuple[np.ndarray, np.ndarray]]] = {}
     for i, s in enumerate(todo):
         for label, pred in results[i]:
-            frame = df.iloc[s.test][RUN_FEATURES + ["runtime_s"]].rename(columns={"runtime_s": "measured"})
+            cols = RUN_FEATURES + ([MACHINE] if MACHINE in df else []) + ["runtime_s"]
+            frame = df.iloc[s.test][cols].rename(columns={"runtime_s": "measured"})
             preds.append(frame.assign(protocol=s.protocol, split=s.index, predictor=label, predicted=pred))
             where = {p: j for j, p in enumerate(s.test)}
             for c in s.cells:

@@ -4,7 +4,9 @@ One application is an (application, framework) pair; its variable-depth runs for
 depth as a feature. The target is the time per iteration ``runtime / iterations``. The candidate models are the
 ``structured`` family (``predictors.structured``: per GPU type, a non-negative sum of physical terms; one candidate
 per term set of ``TERM_SETS``) and the aMLLibrary-style families of ``predictors.augmented`` (``linear``, ``ridge``,
-``rf``, ``gbr``, ``svr``), those named in ``families``.
+``rf``, ``gbr``, ``svr``), those named in ``families``. The structured family's all-reduce shape (``AppFit.comm``:
+ring, tree or linear in the GPU count) is read off each application's runs first, by the ``gpus`` validation below,
+and shared by all its structured candidates.
 
 A question is one of six kinds (``AXES``), read off the application's training runs: ``inside`` (a measured GPU
 type, a GPU count within its measured counts, a batch within the range measured at that count, a measured depth), or
@@ -39,7 +41,8 @@ import pandas as pd
 from predictors.augmented import FLEXIBLE, fit_flexible, folds, select_features
 from predictors.base import TrainablePredictor, register
 from predictors.measurements import NO_DEPTH, data_key, measured_gpu_name
-from predictors.structured import DEPTH, LEVELS, TERM_SETS, fit_structured, input_scaling, row_speeds, speed
+from predictors.structured import (COMM_SHAPES, DEPTH, LEVELS, TERM_SETS, fit_structured, input_scaling, row_speeds,
+                                   speed, with_comm)
 from sim.model import INFEASIBLE, CapsimError, Config, JobSpec, VMType
 
 __all__ = ["RegressionPredictor", "FAMILIES", "AXES", "AppFit", "axis_splits", "mape"]
@@ -106,6 +109,46 @@ class AppFit:
         self.choice: dict[str, str] = {}
         self.models: dict[str, Any] = {}
         self.ranges = _ranges(rows)
+        self._comm: str | None = None
+        self._seen: dict[tuple[str, str | None, str], float] = {}
+
+    @property
+    def comm(self) -> str:
+        """How the structured family's gradient exchange grows with the GPU count (``structured.COMM_SHAPES``): the
+        shape of the best (structured candidate, shape) pair on the ``gpus`` validation (the largest count of every
+        GPU type predicted from the smaller ones; ``+cell`` candidates left out, as they answer a count never
+        measured as their plain twins do); ``ring`` if the runs cannot tell (fewer than three counts)."""
+        if self._comm is None:
+            self._comm = "ring"
+            own = [lab for lab in self.labels if lab.startswith("structured/") and "+cell" not in lab]
+            parts = axis_splits(self.rows, "gpus", self.owner.folds, self.owner.seed)
+            if own and parts is not None and self.rows["gpus"].nunique() > 2:
+                best = min((self._score(lab, parts, sh, axis="gpus"), COMM_SHAPES.index(sh), sh)
+                           for sh in COMM_SHAPES for lab in own)
+                self._comm = best[2]
+        return self._comm
+
+    def _score(self, label: str, parts: list[tuple[np.ndarray, np.ndarray]], comm: str,
+               memos: list[dict] | None = None, axis: str | None = None) -> float:
+        """Mean relative error (capped at 10) of ``label`` over validation ``parts`` (remembered per ``axis``)."""
+        key = (label, axis, comm if label.startswith("structured/") else "")
+        if axis is not None and key in self._seen:
+            return self._seen[key]
+        d, o = self.rows, self.owner
+        y = (d["runtime_s"] / d["iterations"]).to_numpy(float)
+        errs = []
+        for i, (test, out) in enumerate(parts):
+            train = np.ones(len(d), dtype=bool)
+            train[out] = False
+            memo = memos[i] if memos is not None else {}
+            with np.errstate(all="ignore"):
+                p = o.fit_candidate(label, d[train], self.with_depth, memo, comm).per_iteration(d.iloc[test])
+            p = np.where(np.isfinite(p) & (p > 0), p, np.inf)
+            errs.append(np.minimum(np.abs(p - y[test]) / y[test], 10.0))
+        score = float(np.mean(np.concatenate(errs)))
+        if axis is not None:
+            self._seen[key] = score
+        return score
 
     def validate(self, axis: str) -> bool:
         """Score every candidate on one kind of question; False if the runs cannot ask it."""
@@ -114,18 +157,9 @@ class AppFit:
             d, o = self.rows, self.owner
             parts = axis_splits(d, axis, o.folds, o.seed)
             if parts is not None:
-                y = (d["runtime_s"] / d["iterations"]).to_numpy(float)
                 memos: list[dict] = [{} for _ in parts]
                 for label in self.eligible(axis):
-                    errs = []
-                    for (test, out), memo in zip(parts, memos):
-                        train = np.ones(len(d), dtype=bool)
-                        train[out] = False
-                        with np.errstate(all="ignore"):
-                            p = o.fit_candidate(label, d[train], self.with_depth, memo).per_iteration(d.iloc[test])
-                        p = np.where(np.isfinite(p) & (p > 0), p, np.inf)
-                        errs.append(np.minimum(np.abs(p - y[test]) / y[test], 10.0))
-                    self.scores[(label, axis)] = float(np.mean(np.concatenate(errs)))
+                    self.scores[(label, axis)] = self._score(label, parts, self.comm, memos, axis)
         return any((lab, axis) in self.scores for lab in self.labels)
 
     def eligible(self, axis: str) -> list[str]:
@@ -166,7 +200,7 @@ class AppFit:
             label = min(own, key=lambda lab: (self.scores.get((lab, axis), np.inf), own.index(lab)))
         if label not in self.models:
             memo = self.models.setdefault("_memo", {})
-            self.models[label] = self.owner.fit_candidate(label, self.rows, self.with_depth, memo)
+            self.models[label] = self.owner.fit_candidate(label, self.rows, self.with_depth, memo, self.comm)
         return self.models[label]
 
 
@@ -245,12 +279,14 @@ class RegressionPredictor(TrainablePredictor):
             out = [f"structured/{t}{lv}" for lv in LEVELS for t in sets]
         return out + [f for f in self.families if f != "structured"]
 
-    def fit_candidate(self, label: str, rows: pd.DataFrame, with_depth: bool, memo: dict | None = None) -> Any:
-        """Fit one candidate on ``rows``; ``memo`` shares the forward selection of linear and ridge."""
+    def fit_candidate(self, label: str, rows: pd.DataFrame, with_depth: bool, memo: dict | None = None,
+                      comm: str = "ring") -> Any:
+        """Fit one candidate on ``rows``; ``memo`` shares the forward selection of linear and ridge; ``comm`` is the
+        structured family's all-reduce shape."""
         if label.startswith("structured/"):
             name = label.split("/", 1)[1]
             terms, combine = TERM_SETS[name.removesuffix("+cell")]
-            model = fit_structured(rows, terms + (DEPTH if with_depth else ()), combine)
+            model = fit_structured(rows, with_comm(terms + (DEPTH if with_depth else ()), comm), combine)
             return model.with_cells(rows) if name.endswith("+cell") else model
         features = None
         if label in ("linear", "ridge"):
@@ -318,14 +354,16 @@ class RegressionPredictor(TrainablePredictor):
         return None if fit is None else question(fit.ranges, _gpu_name(vm), gpus, spec.batch_size, _depth(spec))
 
     def explain(self, spec: JobSpec, vm: VMType, gpus: int) -> str:
-        """Which model answers this configuration and why: ``candidate (kind: reason)``."""
+        """Which model answers this configuration and why: ``candidate[, all-reduce shape] (kind: reason)``."""
         why = self._static_reason(spec, vm, gpus)
         if why is not None:
             return f"unsupported: {why}"
         fit = self.model(_mkey(spec))
         assert fit is not None
         kind, reason = question(fit.ranges, _gpu_name(vm), gpus, spec.batch_size, _depth(spec))
-        return f"{fit.chosen(kind)} ({kind}: {reason})"
+        label = fit.chosen(kind)
+        shape = f", {fit.comm} all-reduce" if label.startswith("structured/") else ""
+        return f"{label}{shape} ({kind}: {reason})"
 
     def runtime(self, spec: JobSpec, vm: VMType, gpus: int) -> float:
         return float(self.runtimes([spec], [Config(vm, gpus)])[0, 0])

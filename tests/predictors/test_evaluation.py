@@ -87,6 +87,9 @@ def test_noise_floor_by_hand() -> None:
     f = noise_floor(rows)
     assert f[0] == pytest.approx(5 / 100 * math.sqrt(2)) and f[1] == pytest.approx(5 / 110 * math.sqrt(2))
     assert np.isnan(f[2])
+    # runs on another machine (another disk speed, the publication's host feature) are not repeats
+    g = noise_floor(rows.assign(iterations=10, disk_speed=[216.0, 384.0, 216.0]))
+    assert g[0] == pytest.approx(25 / 100 * math.sqrt(2)) and np.isnan(g[1])
 
 
 def test_evaluate_writes_published_cells(df: pd.DataFrame) -> None:
