@@ -47,7 +47,10 @@ class LinearProgram:
 
     @property
     def size(self) -> tuple[int, int]:
-        return len(self.names), len(self.row_names)
+        """(variables, constraints), counting the variables that some constraint uses (as PuLP counts them): a pinned
+        slot's h with no job to add is a constant of the objective."""
+        used = {c for rc in self.row_cols for c in rc}
+        return len(used), len(self.row_names)
 
 
 def build_model(
