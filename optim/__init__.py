@@ -6,7 +6,8 @@ registers itself with ``@register(name)``; a new one is that module plus its nam
 conformance suite (``tests/optim/test_conformance.py``) then checks it.
 """
 
-from optim import baselines, greedy, milp  # noqa: F401  (registers fifo, edf, priority, ps, greedy, milp)
+from optim import baselines, greedy, milp, heuristics  # noqa: F401  (registers fifo, edf, priority, ps, greedy, milp,
+#   random_greedy, local_search, path_relinking)
 from optim.base import Policy, build, register, registry
 
 __all__ = ["Policy", "build", "register", "registry"]

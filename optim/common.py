@@ -13,7 +13,7 @@ import numpy as np
 
 from sim.model import Config, JobView, NodeView, VMType
 
-__all__ = ["ConfigTable", "config_table", "d_star", "standalone_cost", "where", "hosted"]
+__all__ = ["ConfigTable", "config_table", "d_star", "d_star_ranking", "standalone_cost", "where", "hosted"]
 
 
 class ConfigTable:
@@ -87,6 +87,23 @@ def d_star(job: JobView, now: float, table: ConfigTable, mask: np.ndarray | None
         primary, secondary = finish[idx], cost[idx]
     best = np.lexsort((idx, secondary, primary))[0]
     return int(idx[best])
+
+
+def d_star_ranking(job: JobView, now: float, table: ConfigTable, mask: np.ndarray | None = None) -> list[int]:
+    """The whole D* list among ``mask``: configurations that meet the deadline by cost (then finish time, then
+    catalogue order), followed by those that miss it by finish time (then cost, then order). Its head is ``d_star``."""
+    remaining = (1.0 - job.done) * job.estimates
+    finish = now + table.boot + remaining
+    ok = np.isfinite(remaining)
+    if mask is not None:
+        ok &= mask
+    cost = table.price * remaining
+    meets = ok & (finish <= job.job.deadline)
+    late = ok & ~meets
+    a, b = np.flatnonzero(meets), np.flatnonzero(late)
+    first = a[np.lexsort((a, finish[a], cost[a]))]
+    then = b[np.lexsort((b, cost[b], finish[b]))]
+    return [int(k) for k in first] + [int(k) for k in then]
 
 
 def standalone_cost(jv: JobView, start: float, table: ConfigTable, usable: np.ndarray, overhead: float = 0.0) -> float:

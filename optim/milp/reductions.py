@@ -12,7 +12,7 @@ from optim.milp.model import Model, Placement
 from optim.milp.waiting import next_decision_delay, waiting_penalties
 from sim.model import JobView, Snapshot
 
-__all__ = ["pareto_configs", "reduce_snapshot"]
+__all__ = ["pareto_configs", "reduce_snapshot", "accepted_configs"]
 
 
 def _dominated(times: list[tuple[int, int, float]]) -> set[int]:
@@ -75,6 +75,11 @@ def _acceptance(snapshot: Snapshot) -> tuple[dict[tuple[str, str], bool], np.nda
 
 
 _ACCEPTANCE: dict[tuple, tuple[dict[tuple[str, str], bool], np.ndarray]] = {}
+
+
+def accepted_configs(snapshot: Snapshot) -> np.ndarray:
+    """Per configuration, whether some slot of the snapshot may host its VM type."""
+    return _acceptance(snapshot)[1]
 
 
 def _candidates(

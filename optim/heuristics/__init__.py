@@ -1,0 +1,11 @@
+"""Heuristics on the MILP's objective: the published family (``random_greedy``, ``local_search``,
+``path_relinking``, HEURISTICS.md) re-implemented with its defects fixed, sharing one evaluation of a plan's cost
+(``decision``: ``Decision``, ``Schedule``, ``plan_cost``)."""
+
+from optim.heuristics.decision import Decision, Schedule, plan_cost
+from optim.heuristics.insertion import Insertion
+from optim.heuristics.local_search import LocalSearch
+from optim.heuristics.path_relinking import PathRelinking
+from optim.heuristics.random_greedy import RandomGreedy
+
+__all__ = ["Decision", "Schedule", "plan_cost", "RandomGreedy", "LocalSearch", "PathRelinking"]
