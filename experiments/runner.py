@@ -83,6 +83,7 @@ def _label(df: pd.DataFrame, labels: list[tuple[str, Any]]) -> pd.DataFrame:
 
 def execute(task: Task, single_thread: bool = False) -> Outcome:
     """Run one task to completion; never raises (a failure comes back as ``Outcome.error`` with the traceback)."""
+    from optim.bound import instance_bound
     from sim.engine import Simulation
 
     t0 = time.perf_counter()
@@ -93,7 +94,10 @@ def execute(task: Task, single_thread: bool = False) -> Outcome:
         cluster = sc.build_cluster()
         jobs = sc.build_jobs(task.seed, truth, cluster.configs)
         policy = sc.build_policy(spec, single_thread=single_thread)
+        if "seed" in policy.param_names() and "seed" not in spec.params:  # seeded policies draw from the run's seed
+            policy = type(policy)(**{**policy.get_params(), "seed": task.seed})
         result = Simulation(cluster, jobs, policy, estimator, truth).run()
+        bound = instance_bound(jobs, cluster.configs, truth, [s.allowed for s in cluster.slots])
     except BaseException as e:  # noqa: BLE001 (recorded and reported by the caller; the sweep goes on)
         if isinstance(e, KeyboardInterrupt):
             raise
@@ -102,6 +106,7 @@ def execute(task: Task, single_thread: bool = False) -> Outcome:
     tables = {name: _label(getattr(result, name), labels) for name in TABLES}
     summary = {k: v for k, v in labels}
     summary.update({k: (v.item() if hasattr(v, "item") else v) for k, v in result.summary.items()})
+    summary.update(lower_bound=bound, bound_ratio=summary["total_cost"] / bound if bound > 0 else float("nan"))
     return Outcome(task, tables, summary, wall=time.perf_counter() - t0)
 
 
