@@ -17,6 +17,9 @@ No solver is used.
 
 from __future__ import annotations
 
+from itertools import chain
+from typing import Callable, Iterator
+
 import numpy as np
 
 from optim.base import register
@@ -137,113 +140,118 @@ def insert_cheapest(s: Schedule) -> Schedule:
         _fill(s, [n], vm)
 
 
-def descend(s: Schedule, limit: int, rounds: int) -> Schedule:
-    """Apply the cheapest improving move of each round (see the module docstring) until none improves."""
+Move = Callable[[Schedule], None]
+
+
+def _slot_configs(s: Schedule, n: int) -> list[int]:
+    """Configurations a job could take on slot n: those of its VM, or any the slot accepts if it has none."""
     dec = s.dec
-    table = dec.table
-    for _ in range(rounds):
-        best: tuple[float, tuple] | None = None
+    vm = s.vm[n]
+    if vm is None:
+        return np.flatnonzero(dec.ok[n]).tolist()
+    return [k for k in dec.configs_of(vm) if dec.ok[n, k]]
 
-        def consider(d: float | None, move: tuple) -> None:
-            nonlocal best
-            if d is not None and d < -_TOL * max(1.0, abs(s.cost)) and (best is None or d < best[0]):
-                best = (d, move)
 
-        targets = _targets(s)
-        placed = list(s.at)
-        waiting = sorted((j for j in range(dec.n_jobs) if j not in s.at), key=lambda j: (-dec.p[j], j))[:limit]
-        for j in placed:
-            consider(s.delta_remove(j), ("remove", j))
-            n0, k0 = s.at[j]
-            for n in dict.fromkeys([n0, *targets]):
-                for k in np.flatnonzero(dec.ok[n]).tolist():
-                    if (n, k) != (n0, k0):
-                        consider(s.delta_move(j, n, k), ("move", j, n, k))
-        for q in waiting:
-            for b in placed:
-                consider(s.delta_replace(b, q), ("replace", b, q))
-            for n in targets:
-                for k in np.flatnonzero(dec.ok[n]).tolist():
-                    consider(s.delta_move(q, n, k), ("move", q, n, k))
-        for a in placed:  # give up GPUs so that a waiting job can join
-            n, k = s.at[a]
-            g = int(table.gpus[k])
-            for g2 in range(1, g):
-                k2 = table.index.get((table.vm_of[k], g2))
-                d = s.delta_move(a, n, k2) if k2 is not None else None
-                if d is None:
+def _relocations(s: Schedule, targets: list[int]) -> Iterator[tuple[float | None, Move]]:
+    """A placed job goes back to waiting, or to another slot or configuration."""
+    for j, (n0, k0) in list(s.at.items()):
+        yield s.delta_remove(j), lambda t, j=j: t.remove(j)
+        for n in dict.fromkeys([n0, *targets]):
+            alone = n == n0 and len(s.on[n]) == 1  # its slot may change VM
+            for k in np.flatnonzero(s.dec.ok[n]).tolist() if alone else _slot_configs(s, n):
+                if (n, k) != (n0, k0):
+                    yield s.delta_move(j, n, k), lambda t, j=j, n=n, k=k: t.move(j, n, k)
+
+
+def _entries(s: Schedule, waiting: list[int], targets: list[int]) -> Iterator[tuple[float | None, Move]]:
+    """A waiting job starts on a slot, or takes a placed job's slot and configuration (that job waits)."""
+    placed = list(s.at)
+    for q in waiting:
+        for b in placed:
+            yield s.delta_replace(b, q), lambda t, b=b, q=q: t.replace(b, q)
+        for n in targets:
+            for k in _slot_configs(s, n):
+                yield s.delta_move(q, n, k), lambda t, q=q, n=n, k=k: t.move(q, n, k)
+
+
+def _make_room(s: Schedule, waiting: list[int]) -> Iterator[tuple[float | None, Move]]:
+    """A placed job gives up GPUs so that a waiting job can join its VM."""
+    table = s.dec.table
+    for a, (n, k) in list(s.at.items()):
+        for g in range(1, int(table.gpus[k])):
+            k2 = table.index.get((table.vm_of[k], g))
+            d = s.delta_move(a, n, k2) if k2 is not None else None
+            if d is None:
+                continue
+            t = s.copy()
+            t.move(a, n, k2)
+            for q in waiting:
+                for k3 in _slot_configs(t, n):
+                    d3 = t.delta_move(q, n, k3)
+                    if d3 is not None:
+                        yield d + d3, lambda u, a=a, n=n, k2=k2, q=q, k3=k3: (u.move(a, n, k2), u.move(q, n, k3))
+
+
+def _regroup(s: Schedule) -> Iterator[tuple[float | None, Move]]:
+    """Two jobs of one slot: one leaves (waits) and the other takes its GPUs, or one passes a GPU to the other."""
+    table = s.dec.table
+    for n in dict.fromkeys(n for n, _ in s.at.values()):
+        on = list(s.on[n].items())
+        for a, ka in on:
+            ga, vm = int(table.gpus[ka]), table.vm_of[ka]
+            for b, kb in on:
+                if a == b:
                     continue
                 t = s.copy()
-                t.move(a, n, k2)
-                for q in waiting:
-                    for k3 in np.flatnonzero(dec.ok[n]).tolist():
-                        d3 = t.delta_move(q, n, k3)
-                        if d3 is not None:
-                            consider(d + d3, ("shrink", a, n, k2, q, k3))
-        for n in dict.fromkeys(s.at[j][0] for j in placed):  # GPUs pass between two jobs of one slot
-            on = list(s.on[n].items())
-            for a, ka in on:
-                ga = int(table.gpus[ka])
-                for b, kb in on:
-                    if a == b:
-                        continue
-                    gb = int(table.gpus[kb])
-                    t = s.copy()
-                    d = t.delta_remove(b)
-                    t.remove(b)
-                    for g in range(ga + 1, ga + gb + 1 + t.room(n) - gb):
-                        k = table.index.get((table.vm_of[ka], g))
-                        d2 = t.delta_move(a, n, k) if k is not None else None
-                        if d2 is not None:
-                            consider(d + d2, ("grow", b, a, n, k))
-                    for g in (ga + 1,):
-                        k, kb2 = table.index.get((table.vm_of[ka], g)), table.index.get((table.vm_of[kb], gb - 1))
-                        if k is None or kb2 is None:
-                            continue
-                        u = s.copy()
-                        d3 = u.delta_move(b, n, kb2)
-                        if d3 is None:
-                            continue
-                        u.move(b, n, kb2)
-                        d4 = u.delta_move(a, n, k)
-                        if d4 is not None:
-                            consider(d3 + d4, ("pass", b, kb2, a, n, k))
+                d = t.delta_remove(b)
+                t.remove(b)
+                for g in range(ga + 1, ga + t.room(n) + 1):
+                    k = table.index.get((vm, g))
+                    d2 = t.delta_move(a, n, k) if k is not None else None
+                    if d2 is not None:
+                        yield d + d2, lambda u, a=a, b=b, n=n, k=k: (u.remove(b), u.move(a, n, k))
+                kb2, k = table.index.get((vm, int(table.gpus[kb]) - 1)), table.index.get((vm, ga + 1))
+                if kb2 is None or k is None:
+                    continue
+                t = s.copy()
+                d3 = t.delta_move(b, n, kb2)
+                if d3 is None:
+                    continue
+                t.move(b, n, kb2)
+                d4 = t.delta_move(a, n, k)
+                if d4 is not None:
+                    yield d3 + d4, lambda u, a=a, b=b, n=n, k=k, kb2=kb2: (u.move(b, n, kb2), u.move(a, n, k))
+
+
+def descend(s: Schedule, limit: int, rounds: int) -> Schedule:
+    """Apply the cheapest improving move (module docstring) until none improves or ``rounds`` moves are made;
+    ``limit`` waiting jobs, those with the highest waiting penalty, are tried in the moves that start a job."""
+    dec = s.dec
+    for _ in range(rounds):
+        targets = _targets(s)
+        waiting = sorted((j for j in range(dec.n_jobs) if j not in s.at), key=lambda j: (-dec.p[j], j))[:limit]
+        best: tuple[float, Move] | None = None
+        tol = -_TOL * max(1.0, abs(s.cost))
+        moves = chain(_relocations(s, targets), _entries(s, waiting, targets), _make_room(s, waiting), _regroup(s))
+        for d, move in moves:
+            if d is not None and d < tol and (best is None or d < best[0]):
+                best = (d, move)
         if best is None:
             break
-        move = best[1]
-        if move[0] == "remove":
-            s.remove(move[1])
-        elif move[0] == "move":
-            s.move(*move[1:])
-        elif move[0] == "replace":
-            s.replace(move[1], move[2])
-        elif move[0] == "grow":
-            _, b, a, n, k = move
-            s.remove(b)
-            s.move(a, n, k)
-        elif move[0] == "pass":
-            _, b, kb2, a, n, k = move
-            s.move(b, n, kb2)
-            s.move(a, n, k)
-        else:
-            _, a, n, k2, q, k3 = move
-            s.move(a, n, k2)
-            s.move(q, n, k3)
+        best[1](s)
     return s
 
 
 @register("insertion")
 class Insertion(Heuristic):
-    """Cheapest insertion then descent on the MILP's objective (module docstring): ``limit`` waiting jobs (those
-    with the highest waiting penalty) are tried in the descent's moves, for at most ``rounds`` moves."""
+    """Cheapest insertion, then descent, on the MILP's objective (module docstring); deterministic, no solver.
+    ``limit`` waiting jobs (those with the highest waiting penalty) are tried in the descent's moves that start a
+    job, and the descent makes at most ``rounds`` moves."""
 
-    def __init__(self, limit: int = 10, rounds: int = 50, seed: int = 0):
+    def __init__(self, limit: int = 10, rounds: int = 50):
         self.limit = int(limit)
         self.rounds = int(rounds)
-        self.seed = int(seed)
         self._check(limit=self.limit, rounds=self.rounds)
 
     def search(self, dec: Decision, rng: np.random.Generator) -> Schedule:
-        s = insert_cheapest(Schedule(dec))
-        s = descend(s, self.limit, self.rounds)
-        return polish(s)
+        return polish(descend(insert_cheapest(Schedule(dec)), self.limit, self.rounds))
