@@ -13,15 +13,16 @@ drawn among the best-fitting ones (``optim.heuristics`` builds on it).
 
 from __future__ import annotations
 
-from typing import ClassVar
+from functools import lru_cache
+from typing import ClassVar, Sequence
 
 import numpy as np
 
 from optim.base import Policy, register
 from optim.common import config_table, d_star, d_star_ranking
-from sim.model import Assignment, JobView, Plan, Snapshot, VMType
+from sim.model import Assignment, Config, JobView, Plan, Snapshot, VMType
 
-__all__ = ["Greedy", "construct", "pick_prefix"]
+__all__ = ["Greedy", "construct", "pick_prefix", "pressure_order"]
 
 
 @register("greedy")
@@ -47,12 +48,14 @@ def construct(
     alpha: float = 0.05,
     swap: float = 0.05,
     beta: float = 0.2,
+    queue: Sequence[JobView] | None = None,
 ) -> Plan:
     """The greedy plan; with ``rng``, randomised as the published RandomGreedy (HEURISTICS.md §4).
 
     ``alpha``: the setup is drawn among the first round(alpha·|D*|) entries of the D* ranking; ``swap``: after the
     pressure sort, each adjacent pair swaps with probability 0.5 + swap when the first job's weight is larger, else
     0.5 − swap; ``beta``: the node is drawn among the first round(beta·n) of the n fitting open nodes by leftover.
+    ``queue`` is ``pressure_order(snapshot)`` when the caller has it already.
     """
     if not snapshot.waiting:
         return Plan()
@@ -66,10 +69,7 @@ def construct(
     empty = [nv.index for nv in snapshot.nodes if nv.index not in vm_of]
     opened: dict[int, list[tuple[JobView, int]]] = {}
 
-    def pressure(jv: JobView) -> float:
-        return now + float(np.min((1.0 - jv.done) * jv.estimates)) - jv.job.deadline
-
-    queue = sorted(snapshot.waiting, key=lambda j: (-pressure(j), j.job.submit_time, j.id))
+    queue = list(queue if queue is not None else pressure_order(snapshot))
     if rng is not None:
         _swap_adjacent(queue, rng, swap)
     placed: dict[int, tuple[int, int]] = {}
@@ -108,26 +108,44 @@ def construct(
     return Plan(vms=vms, start=start)
 
 
+def pressure_order(snapshot: Snapshot) -> list[JobView]:
+    """The waiting jobs by pressure (now + fastest remaining time − deadline), highest first; then by submission
+    time and id."""
+    now = snapshot.time
+
+    def pressure(jv: JobView) -> float:
+        return now + float(np.min((1.0 - jv.done) * jv.estimates)) - jv.job.deadline
+
+    return sorted(snapshot.waiting, key=lambda j: (-pressure(j), j.job.submit_time, j.id))
+
+
 def _swap_adjacent(queue: list[JobView], rng: np.random.Generator, swap: float) -> None:
     """One pass over adjacent pairs (i, i+1), swapping with probability 0.5 ± swap by their weights (§4)."""
+    draws = rng.random(max(0, len(queue) - 1))
     for i in range(len(queue) - 1):
         p = 0.5 + swap if queue[i].job.weight > queue[i + 1].job.weight else 0.5 - swap
-        if rng.random() < p:
+        if draws[i] < p:
             queue[i], queue[i + 1] = queue[i + 1], queue[i]
 
 
 def _reachable(snapshot, table, vm_of, free, empty) -> np.ndarray:
     """Configs some open VM of the same GPU model can take now, or some empty slot can host."""
     mask = np.zeros(len(snapshot.configs), dtype=bool)
-    for n in empty:
-        mask |= table.accepted_by(snapshot.nodes[n].allowed)
-    room: dict[str, int] = {}
+    for allowed in {snapshot.nodes[n].allowed for n in empty}:
+        mask |= table.accepted_by(allowed)
+    models, model_of = _gpu_models(snapshot.configs)
+    room = np.zeros(len(models), dtype=int)
     for n, vm in vm_of.items():
-        room[vm.gpu.name] = max(room.get(vm.gpu.name, 0), free[n])
-    for k, c in enumerate(snapshot.configs):
-        if c.gpus <= room.get(c.vm.gpu.name, 0):
-            mask[k] = True
-    return mask
+        i = models[vm.gpu.name]
+        room[i] = max(room[i], free[n])
+    return mask | (table.gpus <= room[model_of])
+
+
+@lru_cache(maxsize=16)
+def _gpu_models(configs: tuple[Config, ...]) -> tuple[dict[str, int], np.ndarray]:
+    """The GPU models of a configs tuple, numbered, and each configuration's model number."""
+    models = {name: i for i, name in enumerate(dict.fromkeys(c.vm.gpu.name for c in configs))}
+    return models, np.array([models[c.vm.gpu.name] for c in configs], dtype=int)
 
 
 def _fitting(jv, gpu, g, vm_of, free, cfg) -> list[tuple[int, VMType]]:

@@ -8,7 +8,7 @@ from typing import ClassVar
 import numpy as np
 
 from optim.base import Policy
-from optim.greedy import construct
+from optim.greedy import construct, pressure_order
 from optim.heuristics.decision import Decision, Schedule
 from sim.model import CapsimError, Plan, Snapshot
 
@@ -56,8 +56,10 @@ def greedy_pool(
     """The ``size`` cheapest distinct plans among one greedy and ``iterations − 1`` randomised greedy runs
     (HEURISTICS.md §4), cheapest first."""
     seen: dict[tuple, Schedule] = {}
+    queue = pressure_order(dec.snapshot)
     for i in range(max(1, iterations)):
-        plan = construct(dec.snapshot) if i == 0 else construct(dec.snapshot, rng, alpha, swap, beta)
+        plan = construct(dec.snapshot, queue=queue) if i == 0 else construct(dec.snapshot, rng, alpha, swap, beta,
+                                                                           queue)
         s = Schedule.from_plan(dec, plan)
         seen.setdefault(s.key(), s)
     return sorted(seen.values(), key=lambda s: (s.cost, s.key()))[:size]
