@@ -9,12 +9,14 @@ Instance families (the measured predictor's J1–J6 runtimes on the paper's cata
   7.5 s at 20, 3 s at 50, 1.5 s at 100), so the load per node stays the paper's;
 - ``paper``: the paper grid of ``experiments/paper.yaml`` (2, 5, 10 nodes × 30 s, 45 s; 10 jobs per node);
 - ``high`` / ``low``: the published generator's load schemes (HEURISTICS.md §8) over the same catalogue and jobs
-  (``published_jobs``).
+  (``published_jobs``);
+- ``decisions``: not whole runs but the decisions of MILP runs (poisson, 2–20 nodes), each heuristic's plan priced
+  by the MILP's objective against the MILP's own plan.
 
 ``--before REF`` also runs the MILP of the code at git REF (default: where this branch left main) on the first
 poisson size in a subprocess, side by side with today's MILP on the same instance, and prints the speed-up.
 
-Usage: .venv/bin/python benchmarks/heuristics.py [--families poisson,paper,high,low] [--sizes 20x200,50x500,100x1000]
+Usage: .venv/bin/python benchmarks/heuristics.py [--families decisions,poisson,paper,high,low] [--sizes 20x200,50x500,100x1000]
            [--seeds 1] [--paper-seeds 5] [--policies greedy,random_greedy,...] [--before REF | --no-before]
 """
 
@@ -125,6 +127,49 @@ def compare(title: str, runs: list[tuple[Cluster, list[Job], int]], policies: li
               flush=True)
 
 
+def decisions(policies: list[str], truth, seeds: int) -> None:
+    """Every heuristic on the decisions a MILP run takes (the snapshots where jobs wait and some slot has room), each
+    plan priced by the shared cost (the MILP's objective): the excess over the MILP's own plan, and how often."""
+    from optim.heuristics import plan_cost
+    from optim.heuristics.base import has_room
+    from optim.milp import MILP
+
+    class Recording(MILP):
+        def decide(self, snapshot):
+            plan = super().decide(snapshot)
+            if snapshot.waiting and has_room(snapshot) and plan.info.objective is not None:
+                self.kept.append((snapshot, plan.info.objective))
+            return plan
+
+    print(f"\ndecisions of MILP runs (poisson, seeds 0..{seeds - 1}): each policy's plan priced by the MILP's "
+          "objective; excess = Σ(cost − MILP's) / Σ MILP's, worse = decisions more than 0.01% dearer")
+    print(f"{'policy':<16}" + "".join(f" {f'{n} nodes':>22}" for n in (2, 5, 10, 20)) + f" {'decide s':>9}")
+    corpus = {}
+    for n in (2, 5, 10, 20):
+        rec = Recording()
+        rec.kept = []
+        for seed in range(seeds):
+            cluster, jobs = instance("poisson", n, 10 * n, None, seed, truth)
+            Simulation(cluster, jobs, rec, truth).run()
+        corpus[n] = rec.kept
+    for kind in [p for p in policies if p != "milp"]:
+        line, spent = f"{kind:<16}", 0.0
+        for n, kept in corpus.items():
+            params = {"seed": 0} if "seed" in optim.registry()[kind].param_names() else {}
+            policy = optim.build(kind, **params)
+            excess, total, worse = 0.0, 0.0, 0
+            for snap, objective in kept:
+                t0 = time.perf_counter()
+                plan = policy.decide(snap)
+                spent += time.perf_counter() - t0
+                cost = plan_cost(snap, plan)
+                excess += cost - objective
+                total += objective
+                worse += cost > objective * (1 + 1e-4)
+            line += f" {f'{100 * excess / total:+.2f}% ({worse}/{len(kept)})':>22}"
+        print(line + f" {spent:>9.2f}", flush=True)
+
+
 _BEFORE = """
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
@@ -146,30 +191,38 @@ print(json.dumps({"cost": r.summary["total_cost"], "wall": time.perf_counter() -
 """
 
 
-def milp_before_after(ref: str, n: int, n_jobs: int, seed: int) -> None:
-    """Today's MILP and the MILP of the code at ``ref``, on the same poisson instance, one after the other."""
+def _milp_now(n: int, n_jobs: int, seed: int) -> dict:
+    truth = predictors.build("measured")
+    cluster, jobs = instance("poisson", n, n_jobs, 150.0 / n, seed, truth)
+    t0, c0 = time.perf_counter(), time.process_time()
+    r = Simulation(cluster, jobs, optim.build("milp"), truth).run()
+    w = r.decisions["wall_time"].to_numpy()
+    return {"cost": r.summary["total_cost"], "wall": time.perf_counter() - t0, "cpu": time.process_time() - c0,
+            "p50": float(np.percentile(w, 50)), "p95": float(np.percentile(w, 95)), "max": float(w.max())}
+
+
+def milp_before_after(ref: str, n: int, n_jobs: int, seeds: int) -> None:
+    """Today's MILP and the MILP of the code at ``ref`` on the same poisson instances, one after the other."""
     ia = 150.0 / n
+    print(f"\nMILP before ({ref[:12]}) and now, side by side: poisson {n} nodes x {n_jobs} jobs")
+    print(f"{'seed':>4} {'code':<7} {'total $':>10} {'run s':>8} {'cpu s':>8} {'dec p50 s':>10} {'p95 s':>7} "
+          f"{'max s':>7}")
+    sums = {"before": np.zeros(3), "now": np.zeros(3)}
     with tempfile.TemporaryDirectory(prefix="capsim-before-") as tmp:
         archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref], check=True, capture_output=True).stdout
         subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
         env = {**os.environ, "PYTHONPATH": tmp}
-        before = subprocess.run([sys.executable, "-c", _BEFORE, tmp, str(n), str(n_jobs), str(ia), str(seed)],
-                                check=True, capture_output=True, text=True, env=env, cwd=tmp)
-        old = json.loads(before.stdout.strip().splitlines()[-1])
-    truth = predictors.build("measured")
-    cluster, jobs = instance("poisson", n, n_jobs, ia, seed, truth)
-    t0, c0 = time.perf_counter(), time.process_time()
-    r = Simulation(cluster, jobs, optim.build("milp"), truth).run()
-    w = r.decisions["wall_time"].to_numpy()
-    new = {"cost": r.summary["total_cost"], "wall": time.perf_counter() - t0, "cpu": time.process_time() - c0,
-           "p50": float(np.percentile(w, 50)), "p95": float(np.percentile(w, 95)), "max": float(w.max())}
-    print(f"\nMILP before ({ref}) and now, side by side: poisson {n} nodes x {n_jobs} jobs, seed {seed}")
-    print(f"{'code':<10} {'total $':>10} {'run s':>8} {'cpu s':>8} {'dec p50 s':>10} {'p95 s':>7} {'max s':>7}")
-    for name, o in (("before", old), ("now", new)):
-        print(f"{name:<10} {o['cost']:>10,.1f} {o['wall']:>8.1f} {o['cpu']:>8.1f} {o['p50']:>10.4f} {o['p95']:>7.3f} "
-              f"{o['max']:>7.3f}")
-    print(f"speed-up {old['wall'] / new['wall']:.1f}x wall, {old['cpu'] / new['cpu']:.1f}x cpu; "
-          f"cost now / before {new['cost'] / old['cost']:.4f}", flush=True)
+        for seed in range(seeds):
+            before = subprocess.run([sys.executable, "-c", _BEFORE, tmp, str(n), str(n_jobs), str(ia), str(seed)],
+                                    check=True, capture_output=True, text=True, env=env, cwd=tmp)
+            runs = {"before": json.loads(before.stdout.strip().splitlines()[-1]), "now": _milp_now(n, n_jobs, seed)}
+            for name, o in runs.items():
+                sums[name] += (o["cost"], o["wall"], o["cpu"])
+                print(f"{seed:>4} {name:<7} {o['cost']:>10,.1f} {o['wall']:>8.1f} {o['cpu']:>8.1f} {o['p50']:>10.4f} "
+                      f"{o['p95']:>7.3f} {o['max']:>7.3f}", flush=True)
+    (c0, w0, p0), (c1, w1, p1) = sums["before"], sums["now"]
+    print(f"over {seeds} seed(s): speed-up {w0 / w1:.1f}x wall, {p0 / p1:.1f}x cpu; total cost now / before "
+          f"{c1 / c0:.4f}", flush=True)
 
 
 def default_before() -> str:
@@ -180,13 +233,14 @@ def default_before() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--families", default="poisson,paper,high,low", help="comma-separated instance families")
+    ap.add_argument("--families", default="decisions,poisson,paper,high,low", help="comma-separated families")
     ap.add_argument("--sizes", default="20x200,50x500,100x1000", help="NODESxJOBS for poisson (jobs ignored "
                     "by high/low, which draw 10·N+1)")
     ap.add_argument("--seeds", type=int, default=1, help="instances per size (seeds 0..N-1)")
     ap.add_argument("--paper-seeds", type=int, default=5, help="seeds per paper grid point (the sweep's 0-4)")
     ap.add_argument("--policies", default=POLICIES)
     ap.add_argument("--before", default=None, help="git ref of the MILP to compare with (default: merge-base)")
+    ap.add_argument("--before-seeds", type=int, default=1, help="instances of the before/after comparison")
     ap.add_argument("--no-before", action="store_true", help="skip the MILP before/after comparison")
     args = ap.parse_args(argv)
     policies = [p for p in args.policies.split(",") if p]
@@ -197,8 +251,11 @@ def main(argv: list[str] | None = None) -> int:
           f"{os.getloadavg()[0]:.1f})")
     if not args.no_before and sizes:
         n, n_jobs = sizes[-1]
-        milp_before_after(args.before or default_before(), n, n_jobs, 0)
+        milp_before_after(args.before or default_before(), n, n_jobs, args.before_seeds)
     for family in families:
+        if family == "decisions":
+            decisions(policies, truth, args.paper_seeds)
+            continue
         if family == "paper":
             for n, ia in PAPER_GRID:
                 runs = [(*instance("paper", n, 10 * n, ia, s, truth), s) for s in range(args.paper_seeds)]
