@@ -342,10 +342,11 @@ class Schedule:
         """The assignment a non-preemptive plan makes; a CapsimError if it breaks a slot's VM or GPU capacity."""
         s = cls(dec)
         for a in plan.start:
-            host = plan.vms.get(a.node, dec.vm0[a.node].name if dec.vm0[a.node] else None)
-            k = dec.table.index.get((host, a.gpus)) if host else None
+            vm0 = dec.vm0[a.node]
+            host = plan.vms.get(a.node, vm0.name if vm0 is not None else None)
+            k = dec.table.index.get((host, a.gpus)) if host is not None else None
             j = dec.index.get(a.job_id)
-            if k is None or j is None or j in s.at:
+            if host is None or k is None or j is None or j in s.at:
                 raise CapsimError(f"plan starts job {a.job_id} on node {a.node} with {a.gpus} GPUs of {host}: "
                                   "no such waiting job or configuration")
             if s.vm[a.node] is None:

@@ -17,6 +17,7 @@ No solver is used.
 
 from __future__ import annotations
 
+from functools import partial
 from itertools import chain
 from typing import Callable, Iterator
 
@@ -50,7 +51,7 @@ def _closed_classes(s: Schedule) -> list[int]:
         if s.vm[n] is not None:
             continue
         nv = dec.snapshot.nodes[n]
-        key = (nv.allowed, dec.vm0[n].name if dec.vm0[n] else None, float(dec.wait[n].min()))
+        key = (nv.allowed, vm0.name if (vm0 := dec.vm0[n]) is not None else None, float(dec.wait[n].min()))
         if key not in seen:
             seen.add(key)
             out.append(n)
@@ -143,6 +144,16 @@ def insert_cheapest(s: Schedule) -> Schedule:
 Move = Callable[[Schedule], None]
 
 
+def _then(*steps: Move) -> Move:
+    """One move made of several, applied in order."""
+
+    def apply(s: Schedule) -> None:
+        for step in steps:
+            step(s)
+
+    return apply
+
+
 def _slot_configs(s: Schedule, n: int) -> list[int]:
     """Configurations a job could take on slot n: those of its VM, or any the slot accepts if it has none."""
     dec = s.dec
@@ -155,12 +166,12 @@ def _slot_configs(s: Schedule, n: int) -> list[int]:
 def _relocations(s: Schedule, targets: list[int]) -> Iterator[tuple[float | None, Move]]:
     """A placed job goes back to waiting, or to another slot or configuration."""
     for j, (n0, k0) in list(s.at.items()):
-        yield s.delta_remove(j), lambda t, j=j: t.remove(j)
+        yield s.delta_remove(j), partial(Schedule.remove, j=j)
         for n in dict.fromkeys([n0, *targets]):
             alone = n == n0 and len(s.on[n]) == 1  # its slot may change VM
             for k in np.flatnonzero(s.dec.ok[n]).tolist() if alone else _slot_configs(s, n):
                 if (n, k) != (n0, k0):
-                    yield s.delta_move(j, n, k), lambda t, j=j, n=n, k=k: t.move(j, n, k)
+                    yield s.delta_move(j, n, k), partial(Schedule.move, j=j, n=n, k=k)
 
 
 def _entries(s: Schedule, waiting: list[int], targets: list[int]) -> Iterator[tuple[float | None, Move]]:
@@ -168,10 +179,10 @@ def _entries(s: Schedule, waiting: list[int], targets: list[int]) -> Iterator[tu
     placed = list(s.at)
     for q in waiting:
         for b in placed:
-            yield s.delta_replace(b, q), lambda t, b=b, q=q: t.replace(b, q)
+            yield s.delta_replace(b, q), partial(Schedule.replace, b=b, q=q)
         for n in targets:
             for k in _slot_configs(s, n):
-                yield s.delta_move(q, n, k), lambda t, q=q, n=n, k=k: t.move(q, n, k)
+                yield s.delta_move(q, n, k), partial(Schedule.move, j=q, n=n, k=k)
 
 
 def _make_room(s: Schedule, waiting: list[int]) -> Iterator[tuple[float | None, Move]]:
@@ -181,7 +192,7 @@ def _make_room(s: Schedule, waiting: list[int]) -> Iterator[tuple[float | None, 
         for g in range(1, int(table.gpus[k])):
             k2 = table.index.get((table.vm_of[k], g))
             d = s.delta_move(a, n, k2) if k2 is not None else None
-            if d is None:
+            if k2 is None or d is None:
                 continue
             t = s.copy()
             t.move(a, n, k2)
@@ -189,7 +200,7 @@ def _make_room(s: Schedule, waiting: list[int]) -> Iterator[tuple[float | None, 
                 for k3 in _slot_configs(t, n):
                     d3 = t.delta_move(q, n, k3)
                     if d3 is not None:
-                        yield d + d3, lambda u, a=a, n=n, k2=k2, q=q, k3=k3: (u.move(a, n, k2), u.move(q, n, k3))
+                        yield d + d3, _then(partial(Schedule.move, j=a, n=n, k=k2), partial(Schedule.move, j=q, n=n, k=k3))
 
 
 def _regroup(s: Schedule) -> Iterator[tuple[float | None, Move]]:
@@ -208,19 +219,19 @@ def _regroup(s: Schedule) -> Iterator[tuple[float | None, Move]]:
                 for g in range(ga + 1, ga + t.room(n) + 1):
                     k = table.index.get((vm, g))
                     d2 = t.delta_move(a, n, k) if k is not None else None
-                    if d2 is not None:
-                        yield d + d2, lambda u, a=a, b=b, n=n, k=k: (u.remove(b), u.move(a, n, k))
-                kb2, k = table.index.get((vm, int(table.gpus[kb]) - 1)), table.index.get((vm, ga + 1))
-                if kb2 is None or k is None:
+                    if k is not None and d2 is not None:
+                        yield d + d2, _then(partial(Schedule.remove, j=b), partial(Schedule.move, j=a, n=n, k=k))
+                kb2, k1 = table.index.get((vm, int(table.gpus[kb]) - 1)), table.index.get((vm, ga + 1))
+                if kb2 is None or k1 is None:
                     continue
                 t = s.copy()
                 d3 = t.delta_move(b, n, kb2)
                 if d3 is None:
                     continue
                 t.move(b, n, kb2)
-                d4 = t.delta_move(a, n, k)
+                d4 = t.delta_move(a, n, k1)
                 if d4 is not None:
-                    yield d3 + d4, lambda u, a=a, b=b, n=n, k=k, kb2=kb2: (u.move(b, n, kb2), u.move(a, n, k))
+                    yield d3 + d4, _then(partial(Schedule.move, j=b, n=n, k=kb2), partial(Schedule.move, j=a, n=n, k=k1))
 
 
 def descend(s: Schedule, limit: int, rounds: int) -> Schedule:

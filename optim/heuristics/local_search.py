@@ -14,6 +14,7 @@ runs jobs keeps its VM):
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable, Iterator
 
 import numpy as np
@@ -23,7 +24,7 @@ from optim.heuristics.base import Heuristic, greedy_pool, polish
 from optim.heuristics.decision import Decision, Schedule
 from sim.model import VMType
 
-__all__ = ["LocalSearch", "best_neighbour"]
+__all__ = ["LocalSearch", "best_neighbour", "neighbourhoods"]
 
 Move = Callable[[Schedule], None]
 
@@ -74,7 +75,7 @@ def _resized(s: Schedule, n: int, factor: float, same_size: bool) -> Iterator[tu
             yield cand, jobs
 
 
-def neighbours(s: Schedule, limit: int) -> Iterator[tuple[float, Move]]:
+def neighbourhoods(s: Schedule, limit: int) -> Iterator[tuple[float, Move]]:
     """Every neighbour of the seven neighbourhoods as (cost change, move)."""
     dec = s.dec
     tardy, on_time = _tardy_and_on_time(s, limit)
@@ -84,7 +85,7 @@ def neighbours(s: Schedule, limit: int) -> Iterator[tuple[float, Move]]:
             if a != b:
                 d = s.delta_swap(a, b)
                 if d is not None:
-                    yield d, lambda t, a=a, b=b: t.swap(a, b)
+                    yield d, partial(Schedule.swap, a=a, b=b)
     waiting = sorted((j for j in range(dec.n_jobs) if j not in s.at), key=lambda j: (-_pressure(dec, j), j))
     for q in waiting[:limit]:  # N3
         for b in by_pressure[:limit]:
@@ -92,27 +93,28 @@ def neighbours(s: Schedule, limit: int) -> Iterator[tuple[float, Move]]:
                 break
             d = s.delta_replace(b, q)
             if d is not None:
-                yield d, lambda t, b=b, q=q: t.replace(b, q)
+                yield d, partial(Schedule.replace, b=b, q=q)
     slots = dict.fromkeys(s.at[j][0] for j in tardy)
     for n in slots:  # N4, N5, N6
         for factor, same in ((1.0, True), (2.0, False), (0.5, False)):
             for vm, jobs in _resized(s, n, factor, same):
-                yield s.delta_slot(n, vm, jobs), lambda t, n=n, vm=vm, jobs=jobs: t.set_slot(n, vm, jobs)
+                yield s.delta_slot(n, vm, jobs), partial(Schedule.set_slot, n=n, vm=vm, jobs=jobs)
     table = dec.table
     for j, (n, k) in list(s.at.items()):  # N7
-        for g in range(1, (s.vm[n].gpus if s.vm[n] else 0) + 1):
+        host = s.vm[n]
+        for g in range(1, (host.gpus if host is not None else 0) + 1):
             c = table.index.get((table.vm_of[k], g))
             if c is None or c == k:
                 continue
             d = s.delta_move(j, n, c)
             if d is not None:
-                yield d, lambda t, j=j, n=n, c=c: t.move(j, n, c)
+                yield d, partial(Schedule.move, j=j, n=n, k=c)
 
 
 def best_neighbour(s: Schedule, limit: int) -> Schedule | None:
     """The cheapest neighbour of ``s`` if it is cheaper than ``s``, else None."""
     best: tuple[float, Move] | None = None
-    for d, move in neighbours(s, limit):
+    for d, move in neighbourhoods(s, limit):
         if d < -1e-9 * max(1.0, abs(s.cost)) and (best is None or d < best[0]):
             best = (d, move)
     if best is None:

@@ -51,8 +51,7 @@ def relink(start: Schedule, guide: Schedule, depth: int) -> Schedule | None:
             want, have = guide.at.get(j), cur.at.get(j)
             if want is None:
                 if have is not None:
-                    d = cur.delta_remove(j)
-                    moves.append((d, j, None, -1))
+                    moves.append((cur.delta_remove(j), j, None, -1))
                 continue
             k = want[1]
             if have is not None and have[1] == k:
@@ -60,16 +59,16 @@ def relink(start: Schedule, guide: Schedule, depth: int) -> Schedule | None:
             n = _slot_for(cur, j, k)
             if n is None:
                 continue
-            d = cur.delta_move(j, n, k)
-            if d is not None:
-                moves.append((d, j, n, k))
+            step = cur.delta_move(j, n, k)
+            if step is not None:
+                moves.append((step, j, n, k))
         if not moves:
             break
-        d, j, n, k = min(moves, key=lambda m: (m[0], m[1]))
-        if n is None:
+        _, j, target, k = min(moves, key=lambda m: (m[0], m[1]))
+        if target is None:
             cur.remove(j)
         else:
-            cur.move(j, n, k)
+            cur.move(j, target, k)
         if cur.key() not in ends and (best is None or cur.cost < best.cost):
             best = cur.copy()
     return best

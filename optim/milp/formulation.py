@@ -19,7 +19,7 @@ from optim.milp.model import Model
 from optim.milp.reductions import reduce_snapshot
 from sim.model import Snapshot
 
-__all__ = ["LinearProgram", "build_model", "write_lp", "write_problem"]
+__all__ = ["LinearProgram", "build_model", "write_lp", "write_problem", "apply_start"]
 
 
 @dataclass
@@ -183,8 +183,9 @@ def write_lp(model: Model) -> LinearProgram:
     return lp
 
 
-def write_problem(model: Model) -> None:
-    """The model's arrays as a PuLP problem (``model.problem`` and its variables ``x``, ``y``, ``h``, ``z``)."""
+def write_problem(model: Model) -> pulp.LpProblem:
+    """The model's arrays as a PuLP problem (``model.problem`` and its variables ``x``, ``y``, ``h``, ``z``), with the
+    warm start of ``model.start`` if any as its variables' initial values."""
     lp = model.lp if model.lp is not None else write_lp(model)
     prob = pulp.LpProblem("capsim_decision", pulp.LpMinimize)
     var = [
@@ -201,3 +202,13 @@ def write_problem(model: Model) -> None:
     model.y = {k: var[c] for k, c in lp.y.items()}
     model.h = {k: var[c] for k, c in lp.h.items()}
     model.z = {k: var[c] for k, c in lp.z.items()}
+    apply_start(model)
+    return prob
+
+
+def apply_start(model: Model) -> None:
+    """Copy ``model.start`` (one value per column) into the PuLP variables' initial values, when both exist."""
+    if model.start is None or model.problem is None:
+        return
+    for v, value in zip(sorted(model.problem.variables(), key=lambda v: v.name), model.start.tolist()):
+        v.setInitialValue(value)

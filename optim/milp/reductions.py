@@ -245,7 +245,7 @@ def _placements(
         return []
     row_nodes = np.array(rows)
     # a VM that is already there keeps every exact option under ``pareto``: sharing it is what the heuristic loses
-    hosts = [nodes[n].vm.name if nodes[n].vm is not None and dominance == "pareto" else None for n in rows]
+    hosts = [vm.name if (vm := nodes[n].vm) is not None and dominance == "pareto" else None for n in rows]
     shared: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
     placements: list[Placement] = []
     for jv in jobs:

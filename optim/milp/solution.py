@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from optim.common import config_table, where
+from optim.milp.formulation import apply_start
 from optim.milp.model import Model, Placement
 from sim.model import Assignment, DecisionInfo, Plan
 
@@ -85,7 +86,5 @@ def set_warm_start(model: Model, plan: Plan) -> int:
         start[hc] = max(start[hc], pl.span)
         placed += 1
     model.start = start
-    if model.problem is not None:
-        for v, value in zip(sorted(model.problem.variables(), key=lambda v: v.name), start.tolist()):
-            v.setInitialValue(value)
+    apply_start(model)
     return placed

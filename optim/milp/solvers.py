@@ -243,14 +243,11 @@ def solve(
         return SolveOutcome("optimal", model.constant + sum(model.penalties.values()), 0.0, "nothing can start")
     if solver == "highs" and model.problem is None:
         return _solve_direct(model, time_limit, gap, threads, warm_start, msg, options)
-    if model.problem is None:
+    problem = model.problem
+    if problem is None:
         from optim.milp.formulation import write_problem
 
-        write_problem(model)
-        if model.start is not None:
-            for v, value in zip(sorted(model.problem.variables(), key=lambda v: v.name), model.start.tolist()):
-                v.setInitialValue(value)
-    problem = model.problem
+        problem = write_problem(model)
     try:
         s = make_solver(solver, time_limit, gap, threads, warm_start, path, msg, options)
     except CapsimError:
