@@ -236,7 +236,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--families", default="decisions,poisson,paper,high,low", help="comma-separated families")
     ap.add_argument("--sizes", default="20x200,50x500,100x1000", help="NODESxJOBS for poisson (jobs ignored "
                     "by high/low, which draw 10·N+1)")
-    ap.add_argument("--seeds", type=int, default=1, help="instances per size (seeds 0..N-1)")
+    ap.add_argument("--seeds", type=int, default=1, help="instances per size (seeds F..F+N-1, F = --first-seed)")
+    ap.add_argument("--first-seed", type=int, default=0, help="the first seed of every family")
     ap.add_argument("--paper-seeds", type=int, default=5, help="seeds per paper grid point (the sweep's 0-4)")
     ap.add_argument("--policies", default=POLICIES)
     ap.add_argument("--before", default=None, help="git ref of the MILP to compare with (default: merge-base)")
@@ -258,11 +259,13 @@ def main(argv: list[str] | None = None) -> int:
             continue
         if family == "paper":
             for n, ia in PAPER_GRID:
-                runs = [(*instance("paper", n, 10 * n, ia, s, truth), s) for s in range(args.paper_seeds)]
+                seeds = range(args.first_seed, args.first_seed + args.paper_seeds)
+                runs = [(*instance("paper", n, 10 * n, ia, s, truth), s) for s in seeds]
                 compare(f"paper grid: {n} nodes, mean inter-arrival {ia:g} s", runs, policies, truth)
             continue
         for n, n_jobs in sizes:
-            runs = [(*instance(family, n, n_jobs, None, s, truth), s) for s in range(args.seeds)]
+            seeds = range(args.first_seed, args.first_seed + args.seeds)
+            runs = [(*instance(family, n, n_jobs, None, s, truth), s) for s in seeds]
             what = f"{n} nodes x {n_jobs} jobs" if family == "poisson" else f"{n} nodes x {10 * n + 1} jobs"
             compare(f"{family}: {what}", runs, policies, truth)
     return 0
