@@ -27,6 +27,8 @@ too, which leaves the optimum unchanged.
 
 from __future__ import annotations
 
+import logging
+import math
 from functools import lru_cache
 from typing import Sequence
 
@@ -36,6 +38,8 @@ from sim.contracts import Predictor
 from sim.model import CapsimError, Config, Job
 
 __all__ = ["lower_bound", "instance_bound"]
+
+log = logging.getLogger("optim.bound")
 
 
 def _accepts(allowed: frozenset[str] | None, vm: str) -> bool:
@@ -185,8 +189,13 @@ def lower_bound(
 def instance_bound(jobs: Sequence[Job], configs: Sequence[Config], truth: Predictor,
                    slots: Sequence[frozenset[str] | None], intervals: int = 40) -> float:
     """``lower_bound`` of a run's instance with the truth predictor's runtimes, computed once per instance in a
-    process (the policies of one scenario and seed share it)."""
-    return _cached(tuple(jobs), tuple(configs), truth, tuple(slots), int(intervals))
+    process (the policies of one scenario and seed share it); NaN, with a logged reason, if it cannot be computed,
+    so that a run never fails for its bound."""
+    try:
+        return _cached(tuple(jobs), tuple(configs), truth, tuple(slots), int(intervals))
+    except CapsimError as e:
+        log.warning("no lower bound for this run: %s", e)
+        return math.nan
 
 
 @lru_cache(maxsize=8)

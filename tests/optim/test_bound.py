@@ -105,6 +105,12 @@ def test_a_job_no_slot_can_run_is_a_clear_error():
         lower_bound(jobs, cluster.configs, runtimes(cluster, jobs, truth), [frozenset({"nothing"})])
 
 
+def test_a_run_whose_bound_cannot_be_computed_gets_nan(caplog):
+    cluster, jobs, truth = one_gpu_instance(1)
+    assert math.isnan(instance_bound(jobs, cluster.configs, truth, [frozenset({"nothing"})]))
+    assert "no lower bound" in caplog.text
+
+
 def test_instance_bound_reads_the_truth_and_is_computed_once():
     cluster, jobs, truth = one_gpu_instance(5)
     slots = [s.allowed for s in cluster.slots]
