@@ -13,8 +13,9 @@ Instance families (the measured predictor's J1–J6 runtimes on the paper's cata
 - ``decisions``: not whole runs but the decisions of MILP runs (poisson, 2–20 nodes), each heuristic's plan priced
   by the MILP's objective against the MILP's own plan.
 
-``--before REF`` also runs the MILP of the code at git REF (default: where this branch left main) on the first
-poisson size in a subprocess, side by side with today's MILP on the same instance, and prints the speed-up.
+``--before REF`` also runs the MILP of the code at git REF on the last poisson size in a subprocess, side by side
+with today's MILP on the same instances, and prints the speed-up. REF defaults to where this branch left main; once
+the branch is merged, name the commit before the faster MILP explicitly (``--before 4742e86``).
 
 Usage: .venv/bin/python benchmarks/heuristics.py [--families decisions,poisson,paper,high,low] [--sizes 20x200,50x500,100x1000]
            [--seeds 1] [--paper-seeds 5] [--policies greedy,random_greedy,...] [--before REF | --no-before]
