@@ -11,11 +11,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from sim.model import CapsimError
-
 from experiments.loading import Problem, did_you_mean, pydantic_problems
 from experiments.scenario_build import param_names
 from experiments.scenario_spec import CloudSelection, CustomVM, PredictorSpec, Scenario, TraceSpec
+from sim.model import CapsimError
 
 __all__ = ["semantic_problems", "validate_scenario"]
 

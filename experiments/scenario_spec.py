@@ -27,12 +27,11 @@ from pydantic import (
     model_validator,
 )
 
-from sim.model import Billing, VMType
-from sim.cluster import MAX_BILLING_QUANTUM
-from sim.traces.base import DEFAULT_FORMAT
-
 from experiments.folders import name_problem
 from experiments.scenario_build import ScenarioBuild, file_sha256, registered_policies
+from sim.cluster import MAX_BILLING_QUANTUM
+from sim.model import Billing, VMType
+from sim.traces.base import DEFAULT_FORMAT
 
 __all__ = ["Scenario", "ClusterSpec", "CloudSelection", "WorkloadSpec", "TraceSpec", "PolicySpec", "PredictorSpec",
            "parse_seeds"]
@@ -81,7 +80,7 @@ class CloudSelection(_Strict):
     boot_time: NonNeg | None = None
 
     @model_validator(mode="after")
-    def _some_filter(self) -> "CloudSelection":
+    def _some_filter(self) -> CloudSelection:
         if self.provider is None and self.region is None and self.gpu is None and self.gpus is None:
             raise ValueError("expected at least one of provider, region, gpu, gpus to select cloud VM types, "
                              "found none")
@@ -237,7 +236,7 @@ class JobTypeSpec(_Strict):
     weight: PositiveFloat = 1.0
 
     @model_validator(mode="after")
-    def _complete(self) -> "JobTypeSpec":
+    def _complete(self) -> JobTypeSpec:
         given = [self.application, self.framework, self.iterations, self.batch_size]
         if any(x is not None for x in given) and any(x is None for x in given):
             missing = [n for n, x in zip(("application", "framework", "iterations", "batch_size"), given) if x is None]
