@@ -61,7 +61,8 @@ def path_str(path: Sequence[str | int]) -> str:
 
 
 MAX_BYTES = 2_000_000
-"""The largest YAML file read (2 MB: scenarios and sweeps are a few KB; a runtime table of thousands of entries fits)."""
+"""The largest YAML file read (2 MB: scenarios and sweeps are a few KB; a runtime table of thousands of entries
+fits)."""
 MAX_NODES = 100_000
 """The most values a YAML document may hold once its aliases are expanded: a "billion laughs" file of a few lines
 names billions, and is refused before anything is built from it."""

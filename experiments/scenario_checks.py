@@ -182,7 +182,8 @@ def semantic_problems(sc: Scenario, runnable: bool = True) -> list[Problem]:
             else:
                 names = [v if isinstance(v, str) else v.name]
             if isinstance(v, str) and v not in known_vms:
-                problems.append(Problem(("cluster", "vm_types", i), f"unknown VM type {v!r}{did_you_mean(v, known_vms)} "
+                problems.append(Problem(("cluster", "vm_types", i),
+                                        f"unknown VM type {v!r}{did_you_mean(v, known_vms)} "
                                         f"(the catalogue has {', '.join(catalogue_vms)}; the cloud catalogue "
                                         f"{len(known_vms) - len(catalogue_vms)} more, see docs/clouds.md; "
                                         f"or define it inline)"))
@@ -241,7 +242,8 @@ def semantic_problems(sc: Scenario, runnable: bool = True) -> list[Problem]:
         for i, p in enumerate(sc.policies):
             if p.kind not in known_pol:
                 problems.append(Problem(("policies", i, "kind"), f"unknown policy {p.kind!r}"
-                                        f"{did_you_mean(p.kind, known_pol)} (known policies: {', '.join(sorted(known_pol))})"))
+                                        f"{did_you_mean(p.kind, known_pol)} "
+                                        f"(known policies: {', '.join(sorted(known_pol))})"))
                 continue
             if p.label in seen:
                 problems.append(Problem(("policies", i, "name"), f"policy name {p.label!r} is used twice "

@@ -161,7 +161,8 @@ class Sweep:
 
 
 def _read_chain(path: Path, stack: tuple[str, ...], problems: list[Problem]) -> tuple[dict, Path]:
-    """The sweep data of ``path`` with its ``extends`` chain merged in, and the directory its scenario is relative to."""
+    """The sweep data of ``path`` with its ``extends`` chain merged in, and the directory its scenario is relative
+    to."""
     src = read_yaml(path, "sweep file")
     data = src.data
     if not isinstance(data, dict):

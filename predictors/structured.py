@@ -46,8 +46,8 @@ from scipy.optimize import nnls
 from sim.catalogue import gpu_models
 from sim.model import GPUModel
 
-__all__ = ["TERMS", "TERM_SETS", "LEVELS", "HOST", "COMM_SHAPES", "with_comm", "StructuredModel", "fit_structured", "speed", "row_speeds",
-           "row_machines", "input_scaling"]
+__all__ = ["TERMS", "TERM_SETS", "LEVELS", "HOST", "COMM_SHAPES", "with_comm", "StructuredModel", "fit_structured",
+           "speed", "row_speeds", "row_machines", "input_scaling"]
 
 TERMS: dict[str, Callable[[dict[str, np.ndarray]], np.ndarray]] = {
     "fixed": lambda v: np.ones_like(v["B"]),
@@ -250,7 +250,6 @@ class StructuredModel:
             xp = _pooled_design(x[~known], self.terms, row_speeds(rows)[~known], self.alpha)
             out[~known] = _combine(xp, pooled)
         if self.cells:
-            c = self.cells
             keys = zip(gpus, mach, rows["gpus"].to_numpy(int), rows["cpu_threads"].to_numpy(int),
                        rows["batch_size"].to_numpy(int), rows["depth"].to_numpy(int))
             out *= np.array([_level(self.cells, k) for k in keys])

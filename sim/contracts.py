@@ -187,7 +187,8 @@ class Predictor(Component):
         return t
 
     def runtimes(self, specs: Sequence[JobSpec], configs: Sequence[Config]) -> np.ndarray:
-        """Runtimes of every spec on every configuration, shape ``(len(specs), len(configs))``, inf where unsupported."""
+        """Runtimes of every spec on every configuration, shape ``(len(specs), len(configs))``, inf where
+        unsupported."""
         out = np.empty((len(specs), len(configs)), dtype=float)
         for i, s in enumerate(specs):
             for k, c in enumerate(configs):

@@ -139,7 +139,8 @@ def check_plan(plan: Plan, world: World, policy: Policy) -> None:
         if not math.isfinite(world.jobs[a.job_id].est[world.config_index[(vm.name, g)]]):
             raise PlanRejected(f"job {a.job_id} is put on {vm.name}x{g}, a configuration the estimator marks "
                                f"infeasible")
-        for n, gn in parts or ((n, g),):
+        shares = parts or ((n, g),)
+        for n, gn in shares:
             slot = load.get(n)
             if slot is None:
                 node = nodes[n]
