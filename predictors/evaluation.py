@@ -202,9 +202,9 @@ def protocol_summary(ev: Evaluation) -> pd.DataFrame:
         if protocol == "interpolation":
             ok = (g["mape"] <= TARGETS["interpolation"]) | (g["mape"] <= g["noise_floor"])
             met = f"{int(ok.sum())}/{len(g)}"
-        published = PUBLISHED_MEANS.get(protocol, np.nan)
+        published = PUBLISHED_MEANS.get(str(protocol), np.nan)
         rows.append({"protocol": protocol, "predictor": name, "mean_mape": g["mape"].mean(), "cells": len(g),
                      "coverage": g["coverage"].mean(), "noise_floor": g["noise_floor"].mean(),
                      "published": published, "floor_above_published": int((g["noise_floor"] > published).sum()),
-                     "target": TARGETS.get(protocol, np.nan), "apps_at_target": met})
+                     "target": TARGETS.get(str(protocol), np.nan), "apps_at_target": met})
     return pd.DataFrame(rows)

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -265,8 +266,8 @@ class StructuredModel:
                               "b": rows["batch_size"].to_numpy(int), "d": rows["depth"].to_numpy(int),
                               "r": ratio})
         cells: dict[tuple, float] = {}
-        for keys in CELL_KEYS:
-            cells.update({k: float(v) for k, v in frame.groupby(list(keys))["r"].median().items()})
+        for keys in CELL_KEYS:  # several keys each: every index label is a tuple (pandas-stubs: Hashable)
+            cells.update({cast(tuple, k): float(v) for k, v in frame.groupby(list(keys))["r"].median().items()})
         return StructuredModel(self.terms, self.combine, self.per_gpu, self.pooled, self.alpha, cells, self.source,
                                self.hosts)
 

@@ -80,7 +80,7 @@ class Component:
         return f"<{type(self).__name__} {self.describe()}>"
 
 
-def _signature(cls: type) -> dict[str, inspect.Parameter]:
+def _signature(cls: type[Component]) -> dict[str, inspect.Parameter]:
     if cls.__init__ is object.__init__:
         return {}
     params = inspect.signature(cls.__init__).parameters

@@ -120,6 +120,8 @@ def check_plan(plan: Plan, world: World, policy: Policy) -> None:
     # 7. Each placement: an existing node with a VM after the plan, a GPU count that VM has, a feasible estimate.
     # ``load``: node -> [GPUs used, jobs hosted, VM] after the plan, starting from the jobs that stay.
     load: dict[int, list] = {}
+    vm: VMType | None
+    g: int | None
     for a in (plan.move + plan.start if plan.move else plan.start):
         if a.gang:
             vm, g, parts = _gang(a, world, changes, policy)
