@@ -188,7 +188,7 @@ def read_yaml(path: str | Path, what: str = "file") -> Source:
         raise CapsimError(f"{p}: nested too deeply to read; expected a scenario or sweep") from None
     finally:
         loader.dispose()
-    if data is None:
+    if data is None or node is None:  # no node, no data
         raise CapsimError(f"{p}: {what} is empty; expected a mapping of fields (see README.md, A scenario file)")
     lines: dict[Path_, int] = {}
     _line_map(node, lines)

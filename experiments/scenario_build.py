@@ -36,6 +36,7 @@ class ScenarioBuild:
         def trace_path(self) -> Path | None: ...
 
     def vm_types(self) -> tuple[VMType, ...]:
+        from experiments.scenario_spec import CloudSelection
         from sim import catalogue
 
         if self.cluster.servers is not None:
@@ -46,7 +47,7 @@ class ScenarioBuild:
         for v in self.cluster.vm_types:
             if isinstance(v, str):
                 out.append(catalogue.vm_type(v))
-            elif not hasattr(v, "name"):  # a cloud selection
+            elif isinstance(v, CloudSelection):
                 out.extend(catalogue.select_vm_types(v.provider, v.region, v.gpu, v.gpus, v.boot_time))
             else:
                 billing = Billing() if v.billing is None else Billing(v.billing.increment, v.billing.minimum)

@@ -148,8 +148,9 @@ def _check_feasible(sc: Scenario, problems: list[Problem]) -> None:
         except Exception as e:  # noqa: BLE001 (a predictor failing on this workload fails every run: say so now)
             _FEASIBLE[key] = (f"the truth predictor {truth_spec.kind!r} fails on this workload: {type(e).__name__}: "
                               f"{str(e).splitlines()[0] if str(e) else ''}")
-    if _FEASIBLE[key] is not None:
-        problems.append(Problem(("workload", "trace" if rows is not None else "mix"), _FEASIBLE[key]))
+    why = _FEASIBLE[key]
+    if why is not None:
+        problems.append(Problem(("workload", "trace" if rows is not None else "mix"), why))
 
 
 def _check_fixed_cluster(sc: Scenario, problems: list[Problem]) -> None:
