@@ -100,7 +100,7 @@ def execute(task: Task, single_thread: bool = False) -> Outcome:
         cluster = sc.build_cluster()
         jobs = sc.build_jobs(task.seed, truth, cluster.configs)
         policy = sc.build_policy(spec, single_thread=single_thread)
-        result = Simulation(cluster, jobs, policy, estimator, truth).run()
+        result = Simulation(cluster, jobs, policy, estimator, truth, seed=task.seed).run()
     except BaseException as e:  # noqa: BLE001 (recorded and reported by the caller; the sweep goes on)
         if not isinstance(e, Exception):  # Ctrl-C, SIGTERM, exit: stop, do not record a failed run
             raise

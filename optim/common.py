@@ -8,25 +8,32 @@ decisions (the engine passes the same tuple every time), so no policy rebuilds t
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
 from sim.model import Config, JobView, NodeView, VMType
 
-__all__ = ["ConfigTable", "config_table", "d_star", "standalone_cost", "where", "hosted"]
+__all__ = ["ConfigTable", "config_table", "d_star", "standalone_cost", "where", "hosted", "expected_on_spot",
+           "spot_view"]
 
 
 class ConfigTable:
     """Per-configuration arrays of one ``Snapshot.configs`` tuple, indexed like ``JobView.estimates``.
 
-    ``price`` ($/s of the whole VM), ``boot`` (s), ``gpus`` and ``vm_of`` (the VM type's name) per configuration;
+    ``price`` ($/s of the whole VM, or of all the VMs a gang configuration rents), ``boot`` (s), ``gpus``, ``vms``
+    (VMs rented: 1, or more for a gang over several VMs) and ``vm_of`` (the VM type's name) per configuration;
     ``index`` maps ``(VM name, GPUs)`` to the configuration's index; ``vm_names`` lists the VM types in order of first
-    appearance and ``vm_index`` gives each configuration's position in it.
+    appearance and ``vm_index`` gives each configuration's position in it. ``spot`` marks configurations on spot VMs
+    and ``rate`` is their revocation rate per second (0 on demand).
     """
 
     def __init__(self, configs: tuple[Config, ...]):
         self.configs = configs
-        self.price = np.array([c.vm.price_per_second for c in configs], dtype=float)
+        self.vms = np.array([-(-c.gpus // c.vm.gpus) for c in configs], dtype=int)
+        self.price = np.array([c.vm.price_per_second for c in configs], dtype=float) * self.vms
+        self.spot = np.array([c.vm.spot for c in configs], dtype=bool)
+        self.rate = np.where(self.spot, np.array([c.vm.revocation_rate for c in configs], dtype=float) / 3600.0, 0.0)
         self.boot = np.array([c.vm.boot_time for c in configs], dtype=float)
         self.gpus = np.array([c.gpus for c in configs], dtype=int)
         self.vm_of = tuple(c.vm.name for c in configs)
@@ -77,7 +84,8 @@ def d_star(job: JobView, now: float, table: ConfigTable, mask: np.ndarray | None
         ok &= mask
     if not ok.any():
         return None
-    cost = table.price * remaining
+    with np.errstate(invalid="ignore"):  # a free VM (price 0) times an unsupported (inf) runtime: not chosen anyway
+        cost = table.price * remaining
     meets = ok & (finish <= job.job.deadline)
     if meets.any():
         idx = np.flatnonzero(meets)
@@ -87,6 +95,35 @@ def d_star(job: JobView, now: float, table: ConfigTable, mask: np.ndarray | None
         primary, secondary = finish[idx], cost[idx]
     best = np.lexsort((idx, secondary, primary))[0]
     return int(idx[best])
+
+
+def expected_on_spot(remaining: np.ndarray, table: ConfigTable, restart: float, checkpoint: float) -> np.ndarray:
+    """Expected seconds to finish ``remaining`` seconds of work on each configuration: on a spot one, revoked at rate
+    λ, each revocation losing the work since the last checkpoint (every ``checkpoint`` s, at most the run) and
+    costing a restart (``restart`` overhead + the VM's boot) before the work resumes. With work cut in segments of
+    c = min(checkpoint, remaining), the classic result for Poisson failures gives remaining / c × (1/λ + restart)
+    × (e^(λc) − 1); it tends to ``remaining`` as λ → 0. On demand configurations keep ``remaining``."""
+    if not table.spot.any():
+        return remaining
+    out = np.array(remaining, dtype=float)
+    k = table.spot & (table.rate > 0) & np.isfinite(out) & (out > 0)
+    t, lam = out[k], table.rate[k]
+    c = np.minimum(checkpoint, t)
+    with np.errstate(over="ignore"):
+        out[k] = t / c * (1.0 / lam + restart + table.boot[k]) * np.expm1(lam * c)
+    return out
+
+
+def spot_view(jv: JobView, table: ConfigTable, restart: float, checkpoint: float) -> JobView:
+    """``jv`` with its spot estimates raised so that its remaining time on each spot configuration is the expected
+    one (``expected_on_spot``): a policy that compares prices × remaining times then weighs a spot VM's discount
+    against the expected cost of the work it loses. The same view when the table has no spot configuration."""
+    if not table.spot.any():
+        return jv
+    left = 1.0 - jv.done
+    if left <= 0:
+        return jv
+    return replace(jv, estimates=expected_on_spot(left * jv.estimates, table, restart, checkpoint) / left)
 
 
 def standalone_cost(jv: JobView, start: float, table: ConfigTable, usable: np.ndarray, overhead: float = 0.0) -> float:

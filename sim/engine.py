@@ -103,7 +103,7 @@ class Simulation(Rounds):
         self._est = self._cache(self.estimator, masked=True, raw=true is None)
         if true is None:
             true, self._est = self._est, self._masked(self._est)
-        self._true = {spec: row.tolist() for spec, row in true.items()}  # Python floats: times stay plain floats
+        self._true = true  # read as float(row[k]): times stay plain floats
         for spec, row in self._est.items():
             if not np.isfinite(row).any():
                 asks = f", asks for {spec.gpus} GPUs" if spec.gpus is not None else ""
@@ -128,11 +128,8 @@ class Simulation(Rounds):
                 f"predictor {type(predictor).__name__}: runtimes() returned shape {table.shape}, expected "
                 f"{(len(specs), len(configs))}"
             )
-        out = {}
-        for spec, row in zip(specs, table):
-            row = row.copy()
-            row.setflags(write=False)
-            out[spec] = row
+        table.setflags(write=False)
+        out = dict(zip(specs, table))  # read-only row views of one table: no copy per spec
         return out if raw or not masked else self._masked(out)
 
     def _masked(self, rows: dict[Any, np.ndarray]) -> dict[Any, np.ndarray]:
@@ -359,7 +356,7 @@ class Simulation(Rounds):
         if not single:
             g = sum(gn for _, gn in parts)
         k = world.config_index[(vm.name, g)]
-        true = st.true[k]
+        true = float(st.true[k])
         if not math.isfinite(true):
             raise CapsimError(
                 f"job {st.job.id} ({st.job.spec.name or st.job.spec.app_key}) was put on {vm.name}x{g}: the "
@@ -426,7 +423,7 @@ class Simulation(Rounds):
                     kept = math.floor(worked / c) * c if math.isfinite(c) else 0.0
                     st.lost += (worked - kept) * st.gpus
                     worked = kept
-                st.done = min(1.0, st.done + worked / st.true[st.cfg])
+                st.done = min(1.0, st.done + worked / float(st.true[st.cfg]))
             self._clock.cancel(st.event)
             st.event = None
         if revoked:

@@ -121,7 +121,7 @@ class Jobs(Table):
         t.tardiness_cost = [j.weight * late for j, late in zip(jobs, t.lateness)]
         t.cost_share = [st.cost_share for st in states]
         t.est_runtime = [float(st.est[st.cfg]) for st in states]
-        t.true_runtime = [st.true[st.cfg] for st in states]
+        t.true_runtime = [float(st.true[st.cfg]) for st in states]
         t.final_round_iterations = [st.final for st in states]
         t.revocations = [st.revoked for st in states]
         t.lost_gpu_seconds = [st.lost for st in states]
