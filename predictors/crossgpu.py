@@ -14,7 +14,7 @@ ElasticFlow's ``resnet50``, Pollux's ``imagenet`` and Gavel's ResNet-50 are ResN
 
 ``leave_one_gpu_out`` states the error: each measured GPU in turn is held out, the exponents refitted on the others,
 and each model measured on it predicted from the remaining measured GPU nearest in speed (what the ``cloud``
-predictor does for a GPU nobody measured). ``python -m predictors.crossgpu`` prints the table.
+predictor does for a GPU nobody measured). ``capsim predict crossgpu`` prints the tables.
 """
 
 from __future__ import annotations
@@ -232,6 +232,3 @@ def main() -> None:
     print("\nCandidate features (speed relative to the A100-40GB for the GPUs no table measured):\n")
     print(compare_features(speeds))
 
-
-if __name__ == "__main__":
-    main()
