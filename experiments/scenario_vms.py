@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Strict, Tag, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Strict, Tag, model_validator
 
 from sim.model import Billing, VMType
 
@@ -101,18 +101,26 @@ def resolved_vm(v: VMType) -> dict[str, Any]:
     return d
 
 
+def _rate_tag(v: Any) -> str | None:
+    if isinstance(v, dict):
+        return "<rates>"
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return "<rate>"
+    return None
+
+
 class SpotSpec(_Strict):
     """Renting spot: every selected VM type with a spot price gets a spot variant (``sim.catalogue.with_spot``),
     revoked ``revocation_rate`` times per hour on average. The rate is one number, or a mapping from a VM type name
     or a GPU model (the name first) to a rate, with ``default`` for the rest. ``only`` drops the on-demand types that
     have a spot variant."""
 
-    revocation_rate: NonNeg | dict[str, NonNeg]
+    revocation_rate: Annotated[
+        Annotated[NonNeg, Tag("<rate>")] | Annotated[dict[str, NonNeg], Field(min_length=1), Tag("<rates>")],
+        Discriminator(
+            _rate_tag,
+            custom_error_type="capsim_choice",
+            custom_error_message="expected a rate per hour or a mapping {VM type or GPU model or default: rate}",
+        ),
+    ]
     only: bool = False
-
-    @field_validator("revocation_rate")
-    @classmethod
-    def _some_rate(cls, v: Any) -> Any:
-        if isinstance(v, dict) and not v:
-            raise ValueError("expected a rate per hour or a mapping {VM type or GPU model or default: rate}, found {}")
-        return v
