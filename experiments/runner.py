@@ -100,7 +100,10 @@ def execute(task: Task, single_thread: bool = False) -> Outcome:
         cluster = sc.build_cluster()
         jobs = sc.build_jobs(task.seed, truth, cluster.configs)
         policy = sc.build_policy(spec, single_thread=single_thread)
+        if "seed" in policy.param_names() and "seed" not in spec.params:  # seeded policies draw from the run's seed
+            policy = type(policy)(**{**policy.get_params(), "seed": task.seed})
         result = Simulation(cluster, jobs, policy, estimator, truth, seed=task.seed).run()
+        bound = _lower_bound(jobs, cluster, truth)
     except BaseException as e:  # noqa: BLE001 (recorded and reported by the caller; the sweep goes on)
         if not isinstance(e, Exception):  # Ctrl-C, SIGTERM, exit: stop, do not record a failed run
             raise
@@ -109,7 +112,30 @@ def execute(task: Task, single_thread: bool = False) -> Outcome:
     tables = {name: _label(getattr(result, name), labels) for name in TABLES}
     summary = {k: v for k, v in labels}
     summary.update({k: (v.item() if hasattr(v, "item") else v) for k, v in result.summary.items()})
+    summary.update(lower_bound=bound, bound_ratio=summary["total_cost"] / bound if bound > 0 else float("nan"))
     return Outcome(task, tables, summary, wall=time.perf_counter() - t0)
+
+
+BOUND_MAX_JOBS = 5000
+"""Runs with more jobs get no lower bound (NaN): its LP grows with jobs × time intervals × configurations."""
+
+
+def _lower_bound(jobs: list[Any], cluster: Any, truth: Any) -> float:
+    """The clairvoyant lower bound of ``optim.bound`` on this instance's cost, or NaN where it does not apply (fixed
+    servers rent nothing; more than ``BOUND_MAX_JOBS`` jobs) or fails: a bound never costs a finished run."""
+    import math
+
+    import numpy as np
+
+    from optim.bound import instance_bound
+
+    if not jobs or len(jobs) > BOUND_MAX_JOBS or any(getattr(s, "fixed", False) for s in cluster.slots):
+        return math.nan
+    try:
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            return float(instance_bound(jobs, cluster.configs, truth, [s.allowed for s in cluster.slots]))
+    except Exception:  # noqa: BLE001 (the run's own results stand without it)
+        return math.nan
 
 
 def _execute_single_thread(task: Task) -> Outcome:

@@ -330,7 +330,7 @@ class Scenario(_Strict, ScenarioBuild):
     name: str = "scenario"
     cluster: ClusterSpec = ClusterSpec()
     workload: WorkloadSpec = WorkloadSpec()
-    predictor: PredictorSpec = PredictorSpec(kind="measured")
+    predictor: PredictorSpec = PredictorSpec(kind="hybrid")
     estimator: PredictorSpec | None = None
     truth: PredictorSpec | None = None
     policies: list[PolicySpec] | None = None

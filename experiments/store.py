@@ -406,7 +406,7 @@ def recompute(tables: dict[str, pd.DataFrame], metrics: Sequence[str] | None = N
     """
     from sim.metrics import METRICS, RunTables
 
-    names = list(metrics) if metrics is not None else list(METRICS)
+    names = [m for m in (metrics if metrics is not None else METRICS) if METRICS[m].compute is not None]
     by_run = {name: _by_run(tables.get(name)) for name in TABLES}
     seg_runs = set() if with_segments is None else with_segments
     values: dict[str, list[float]] = {m: [] for m in names}
@@ -415,7 +415,9 @@ def recompute(tables: dict[str, pd.DataFrame], metrics: Sequence[str] | None = N
         run = RunTables(parts["jobs"], parts["nodes"], parts["decisions"],
                         parts["segments"] if rid in seg_runs else None)
         for m in names:
-            values[m].append(float(METRICS[m].compute(run)))
+            compute = METRICS[m].compute
+            assert compute is not None
+            values[m].append(float(compute(run)))
     out = tables["summary"].copy()
     for m in names:
         if m in out.columns:

@@ -14,8 +14,8 @@ import numpy as np
 
 from sim.model import Config, JobView, NodeView, VMType
 
-__all__ = ["ConfigTable", "config_table", "d_star", "standalone_cost", "where", "hosted", "expected_on_spot",
-           "spot_view"]
+__all__ = ["ConfigTable", "config_table", "d_star", "d_star_ranking", "standalone_cost", "standalone_costs", "where",
+           "hosted", "expected_on_spot", "spot_view"]
 
 
 class ConfigTable:
@@ -77,24 +77,37 @@ def d_star(job: JobView, now: float, table: ConfigTable, mask: np.ndarray | None
     (the job rents the whole VM). Ties: faster, then catalogue order (for the fastest: cheaper, then order).
     Returns None when no allowed configuration is supported.
     """
+    ranking = d_star_ranking(job, now, table, mask)
+    return ranking[0] if ranking else None
+
+
+def d_star_ranking(job: JobView, now: float, table: ConfigTable, mask: np.ndarray | None = None) -> list[int]:
+    """The whole D* list among ``mask``: configurations that meet the deadline by cost (then finish time, then
+    catalogue order), followed by those that miss it by finish time (then cost, then order). Its head is ``d_star``."""
     remaining = (1.0 - job.done) * job.estimates
     finish = now + table.boot + remaining
     ok = np.isfinite(remaining)
     if mask is not None:
         ok &= mask
-    if not ok.any():
-        return None
     with np.errstate(invalid="ignore"):  # a free VM (price 0) times an unsupported (inf) runtime: not chosen anyway
         cost = table.price * remaining
     meets = ok & (finish <= job.job.deadline)
-    if meets.any():
-        idx = np.flatnonzero(meets)
-        primary, secondary = cost[idx], finish[idx]
-    else:
-        idx = np.flatnonzero(ok)
-        primary, secondary = finish[idx], cost[idx]
-    best = np.lexsort((idx, secondary, primary))[0]
-    return int(idx[best])
+    late = ok & ~meets
+    a, b = np.flatnonzero(meets), np.flatnonzero(late)
+    first = a[np.lexsort((a, finish[a], cost[a]))]
+    then = b[np.lexsort((b, cost[b], finish[b]))]
+    return [int(k) for k in first] + [int(k) for k in then]
+
+
+def standalone_costs(remaining: np.ndarray, start: float, weight: np.ndarray, deadline: np.ndarray,
+                     table: ConfigTable, usable: np.ndarray) -> np.ndarray:
+    """S(start) of jobs that share one row of ``remaining`` runtimes (overhead included): per job, the cheapest
+    whole-VM rental (boot included) plus tardiness of running it alone from ``start`` on a ``usable``
+    configuration; inf where none is usable."""
+    span = table.boot + remaining
+    total = table.price * span + weight[:, None] * np.maximum(0.0, (start + span) - deadline[:, None])
+    total = np.where(usable & np.isfinite(remaining), total, np.inf)
+    return total.min(axis=1) if total.shape[1] else np.full(len(weight), math.inf)
 
 
 def expected_on_spot(remaining: np.ndarray, table: ConfigTable, restart: float, checkpoint: float) -> np.ndarray:
@@ -130,10 +143,7 @@ def standalone_cost(jv: JobView, start: float, table: ConfigTable, usable: np.nd
     """S_j(start): the cheapest whole-VM rental (boot included) plus tardiness of running ``jv`` alone from ``start``
     on a ``usable`` configuration, ``overhead`` seconds added to its remaining work; inf if none is usable."""
     t = (1.0 - jv.done) * jv.estimates + overhead
-    span = table.boot + t
-    total = table.price * span + jv.job.weight * np.maximum(0.0, start + span - jv.job.deadline)
-    total = np.where(usable & np.isfinite(t), total, np.inf)
-    return float(total.min()) if total.size else math.inf
+    return float(standalone_costs(t, start, np.array([jv.job.weight]), np.array([jv.job.deadline]), table, usable)[0])
 
 
 def where(jv: JobView) -> tuple[int, int]:

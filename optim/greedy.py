@@ -5,19 +5,24 @@ Each gets its D* setup (GPU model and count). It goes first on an open VM of tha
 fit), else on an empty slot with the largest VM of that GPU model. After every job is placed, each newly opened VM
 shrinks to the smallest VM of its GPU model that still holds its jobs. Any GPUs still idle go, one at a time, to the
 new job on that VM that speeds up the most.
+
+``construct`` is that procedure; given a random generator it becomes the randomised greedy of the published
+heuristics (HEURISTICS.md §4): adjacent queue swaps, a setup drawn among the first entries of the D* ranking, a node
+drawn among the best-fitting ones (``optim.heuristics`` builds on it).
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+from functools import lru_cache
+from typing import ClassVar, Sequence
 
 import numpy as np
 
 from optim.base import Policy, register
-from optim.common import config_table, d_star
-from sim.model import Assignment, JobView, Plan, Snapshot, VMType
+from optim.common import config_table, d_star, d_star_ranking
+from sim.model import Assignment, Config, JobView, Plan, Snapshot, VMType
 
-__all__ = ["Greedy"]
+__all__ = ["Greedy", "construct", "pick_prefix", "pressure_order"]
 
 
 @register("greedy")
@@ -28,119 +33,177 @@ class Greedy(Policy):
     may_share: ClassVar[bool] = True
 
     def decide(self, snapshot: Snapshot) -> Plan:
-        if not snapshot.waiting:
-            return Plan()
-        now = snapshot.time
-        table = config_table(snapshot.configs)
-        configs = snapshot.configs
-        cfg = table.index
-        # node state after the plan so far: VM, free GPUs, and whether it is newly opened here
-        vm_of: dict[int, VMType] = {nv.index: nv.vm for nv in snapshot.nodes if nv.vm is not None and nv.used_gpus}
-        free = {n: vm_of[n].gpus - snapshot.nodes[n].used_gpus for n in vm_of}
-        empty = [nv.index for nv in snapshot.nodes if nv.index not in vm_of]
-        opened: dict[int, list[tuple[JobView, int]]] = {}
+        return construct(snapshot)
 
-        def pressure(jv: JobView) -> float:
-            return now + float(np.min((1.0 - jv.done) * jv.estimates)) - jv.job.deadline
 
-        placed: dict[int, tuple[int, int]] = {}
-        for jv in sorted(snapshot.waiting, key=lambda j: (-pressure(j), j.job.submit_time, j.id)):
-            mask = self._reachable(snapshot, table, vm_of, free, empty)
+def pick_prefix(n: int, fraction: float, rng: np.random.Generator) -> int:
+    """The published ``random_select``: a uniform index among the first round(fraction·n) of n ranked entries
+    (the first one when that rounds to 0)."""
+    return int(rng.integers(max(1, min(n, round(fraction * n)))))
+
+
+def construct(
+    snapshot: Snapshot,
+    rng: np.random.Generator | None = None,
+    alpha: float = 0.05,
+    swap: float = 0.05,
+    beta: float = 0.2,
+    queue: Sequence[JobView] | None = None,
+) -> Plan:
+    """The greedy plan; with ``rng``, randomised as the published RandomGreedy (HEURISTICS.md §4).
+
+    ``alpha``: the setup is drawn among the first round(alpha·|D*|) entries of the D* ranking; ``swap``: after the
+    pressure sort, each adjacent pair swaps with probability 0.5 + swap when the first job's weight is larger, else
+    0.5 − swap; ``beta``: the node is drawn among the first round(beta·n) of the n fitting open nodes by leftover.
+    ``queue`` is ``pressure_order(snapshot)`` when the caller has it already.
+    """
+    if not snapshot.waiting:
+        return Plan()
+    now = snapshot.time
+    table = config_table(snapshot.configs)
+    configs = snapshot.configs
+    cfg = table.index
+    # node state after the plan so far: VM, free GPUs, and whether it is newly opened here
+    vm_of: dict[int, VMType] = {nv.index: nv.vm for nv in snapshot.nodes if nv.vm is not None and nv.used_gpus}
+    free = {n: vm_of[n].gpus - snapshot.nodes[n].used_gpus for n in vm_of}
+    empty = [nv.index for nv in snapshot.nodes if nv.index not in vm_of]
+    opened: dict[int, list[tuple[JobView, int]]] = {}
+
+    queue = list(queue if queue is not None else pressure_order(snapshot))
+    if rng is not None:
+        _swap_adjacent(queue, rng, swap)
+    placed: dict[int, tuple[int, int]] = {}
+    for jv in queue:
+        if not empty and not any(free.values()):
+            break  # nothing left to place a job on
+        mask = _reachable(snapshot, table, vm_of, free, empty)
+        if rng is None:
             k = d_star(jv, now, table, mask)
-            if k is None:
-                continue
-            want = configs[k]
-            node, vm = self._best_fit(jv, want.vm.gpu.name, want.gpus, vm_of, free, cfg)
+        else:
+            ranking = d_star_ranking(jv, now, table, mask)
+            k = ranking[pick_prefix(len(ranking), alpha, rng)] if ranking else None
+        if k is None:
+            continue
+        want = configs[k]
+        fits = _fitting(jv, want.vm.gpu.name, want.gpus, vm_of, free, cfg)
+        if fits:
+            node, vm = fits[0] if rng is None else fits[pick_prefix(len(fits), beta, rng)]
+        else:
+            node, vm = _new_node(snapshot, jv, want.vm.gpu.name, want.gpus, empty, cfg)
             if node is None:
-                node, vm = self._new_node(snapshot, jv, want.vm.gpu.name, want.gpus, empty, cfg)
-                if node is None:
-                    continue
-                empty.remove(node)
-                vm_of[node], free[node] = vm, vm.gpus
-                opened[node] = []
-            free[node] -= want.gpus
-            placed[jv.id] = (node, want.gpus)
-            if node in opened:
-                opened[node].append((jv, want.gpus))
+                continue
+            empty.remove(node)
+            vm_of[node], free[node] = vm, vm.gpus
+            opened[node] = []
+        free[node] -= want.gpus
+        placed[jv.id] = (node, want.gpus)
+        if node in opened:
+            opened[node].append((jv, want.gpus))
 
-        for node, jobs in opened.items():
-            self._shrink_and_share(snapshot, node, jobs, vm_of, cfg, placed)
+    for node, jobs in opened.items():
+        _shrink_and_share(snapshot, node, jobs, vm_of, cfg, placed)
 
-        start = tuple(Assignment(j, n, g) for j, (n, g) in placed.items())
-        vms = {n: vm_of[n].name for n in opened if snapshot.nodes[n].vm != vm_of[n]}
-        return Plan(vms=vms, start=start)
+    start = tuple(Assignment(j, n, g) for j, (n, g) in placed.items())
+    vms = {n: vm_of[n].name for n in opened if snapshot.nodes[n].vm != vm_of[n]}
+    return Plan(vms=vms, start=start)
 
-    @staticmethod
-    def _reachable(snapshot, table, vm_of, free, empty) -> np.ndarray:
-        """Configs some open VM of the same GPU model can take now, or some empty slot can host."""
-        mask = np.zeros(len(snapshot.configs), dtype=bool)
+
+def pressure_order(snapshot: Snapshot) -> list[JobView]:
+    """The waiting jobs by pressure (now + fastest remaining time − deadline), highest first; then by submission
+    time and id."""
+    now = snapshot.time
+
+    def pressure(jv: JobView) -> float:
+        return now + float(np.min((1.0 - jv.done) * jv.estimates)) - jv.job.deadline
+
+    return sorted(snapshot.waiting, key=lambda j: (-pressure(j), j.job.submit_time, j.id))
+
+
+def _swap_adjacent(queue: list[JobView], rng: np.random.Generator, swap: float) -> None:
+    """One pass over adjacent pairs (i, i+1), swapping with probability 0.5 ± swap by their weights (§4)."""
+    draws = rng.random(max(0, len(queue) - 1))
+    for i in range(len(queue) - 1):
+        p = 0.5 + swap if queue[i].job.weight > queue[i + 1].job.weight else 0.5 - swap
+        if draws[i] < p:
+            queue[i], queue[i + 1] = queue[i + 1], queue[i]
+
+
+def _reachable(snapshot, table, vm_of, free, empty) -> np.ndarray:
+    """Configs some open VM of the same GPU model can take now, or some empty slot can host."""
+    mask = np.zeros(len(snapshot.configs), dtype=bool)
+    for allowed in {snapshot.nodes[n].allowed for n in empty}:
+        mask |= table.accepted_by(allowed)
+    models, model_of = _gpu_models(snapshot.configs)
+    room = np.zeros(len(models), dtype=int)
+    for n, vm in vm_of.items():
+        i = models[vm.gpu.name]
+        room[i] = max(room[i], free[n])
+    return mask | (table.gpus <= room[model_of])
+
+
+@lru_cache(maxsize=16)
+def _gpu_models(configs: tuple[Config, ...]) -> tuple[dict[str, int], np.ndarray]:
+    """The GPU models of a configs tuple, numbered, and each configuration's model number."""
+    models = {name: i for i, name in enumerate(dict.fromkeys(c.vm.gpu.name for c in configs))}
+    return models, np.array([models[c.vm.gpu.name] for c in configs], dtype=int)
+
+
+def _fitting(jv, gpu, g, vm_of, free, cfg) -> list[tuple[int, VMType]]:
+    """The open VMs of GPU model ``gpu`` with room for ``g`` GPUs that support the job, fewest free GPUs first."""
+    fits = []
+    for n, vm in vm_of.items():
+        k = cfg.get((vm.name, g))
+        if vm.gpu.name != gpu or free[n] < g or k is None or not np.isfinite(jv.estimates[k]):
+            continue
+        fits.append((free[n], n, vm))
+    fits.sort(key=lambda f: (f[0], f[1]))
+    return [(n, vm) for _, n, vm in fits]
+
+
+def _new_node(snapshot, jv, gpu, g, empty, cfg):
+    """The first empty slot that accepts the largest VM of GPU model ``gpu`` able to run the job with ``g``."""
+    types = sorted(
+        (v for v in snapshot.vm_types if v.gpu.name == gpu and v.gpus >= g),
+        key=lambda v: (-v.gpus, v.price_per_hour),
+    )
+    for vm in types:
+        k = cfg.get((vm.name, g))
+        if k is None or not np.isfinite(jv.estimates[k]):
+            continue
         for n in empty:
-            mask |= table.accepted_by(snapshot.nodes[n].allowed)
-        room: dict[str, int] = {}
-        for n, vm in vm_of.items():
-            room[vm.gpu.name] = max(room.get(vm.gpu.name, 0), free[n])
-        for k, c in enumerate(snapshot.configs):
-            if c.gpus <= room.get(c.vm.gpu.name, 0):
-                mask[k] = True
-        return mask
+            if snapshot.nodes[n].accepts(vm.name):
+                return n, vm
+    return None, None
 
-    @staticmethod
-    def _best_fit(jv, gpu, g, vm_of, free, cfg):
-        """The open VM of GPU model ``gpu`` with the fewest free GPUs that still fit ``g`` and support the job."""
-        best = None
-        for n, vm in vm_of.items():
-            k = cfg.get((vm.name, g))
-            if vm.gpu.name != gpu or free[n] < g or k is None or not np.isfinite(jv.estimates[k]):
-                continue
-            if best is None or (free[n], n) < (free[best[0]], best[0]):
-                best = (n, vm)
-        return best if best is not None else (None, None)
 
-    @staticmethod
-    def _new_node(snapshot, jv, gpu, g, empty, cfg):
-        """The first empty slot that accepts the largest VM of GPU model ``gpu`` able to run the job with ``g``."""
-        types = sorted(
-            (v for v in snapshot.vm_types if v.gpu.name == gpu and v.gpus >= g),
-            key=lambda v: (-v.gpus, v.price_per_hour),
-        )
-        for vm in types:
-            k = cfg.get((vm.name, g))
-            if k is None or not np.isfinite(jv.estimates[k]):
-                continue
-            for n in empty:
-                if snapshot.nodes[n].accepts(vm.name):
-                    return n, vm
-        return None, None
-
-    @staticmethod
-    def _shrink_and_share(snapshot, node, jobs, vm_of, cfg, placed) -> None:
-        """Shrink a new VM to the smallest of its GPU model that holds its jobs; give idle GPUs to the best speed-up."""
-        nv = snapshot.nodes[node]
-        used = sum(g for _, g in jobs)
-        vm = vm_of[node]
-        for cand in sorted(snapshot.vm_types, key=lambda v: (v.gpus, v.price_per_hour)):
-            if cand.gpu.name != vm.gpu.name or cand.gpus < used or not nv.accepts(cand.name):
-                continue
-            ks = [cfg.get((cand.name, g)) for _, g in jobs]
-            if all(k is not None and np.isfinite(jv.estimates[k]) for (jv, _), k in zip(jobs, ks)):
-                vm = cand
-                break
-        vm_of[node] = vm
-        idle = vm.gpus - used
-        gpus = {jv.id: g for jv, g in jobs}
-        while idle > 0:
-            best, gain = None, 1.0
-            for jv, _ in jobs:
-                g = gpus[jv.id]
-                now_k, more_k = cfg.get((vm.name, g)), cfg.get((vm.name, g + 1))
-                if more_k is None or now_k is None:
-                    continue
-                ratio = float(jv.estimates[now_k]) / float(jv.estimates[more_k])
-                if np.isfinite(ratio) and ratio > gain:
-                    best, gain = jv, ratio
-            if best is None:
-                break
-            gpus[best.id] += 1
-            idle -= 1
+def _shrink_and_share(snapshot, node, jobs, vm_of, cfg, placed) -> None:
+    """Shrink a new VM to the smallest of its GPU model that holds its jobs; give idle GPUs to the best speed-up."""
+    nv = snapshot.nodes[node]
+    used = sum(g for _, g in jobs)
+    vm = vm_of[node]
+    for cand in sorted(snapshot.vm_types, key=lambda v: (v.gpus, v.price_per_hour)):
+        if cand.gpu.name != vm.gpu.name or cand.gpus < used or not nv.accepts(cand.name):
+            continue
+        ks = [cfg.get((cand.name, g)) for _, g in jobs]
+        if all(k is not None and np.isfinite(jv.estimates[k]) for (jv, _), k in zip(jobs, ks)):
+            vm = cand
+            break
+    vm_of[node] = vm
+    idle = vm.gpus - used
+    gpus = {jv.id: g for jv, g in jobs}
+    while idle > 0:
+        best, gain = None, 1.0
         for jv, _ in jobs:
-            placed[jv.id] = (node, gpus[jv.id])
+            g = gpus[jv.id]
+            now_k, more_k = cfg.get((vm.name, g)), cfg.get((vm.name, g + 1))
+            if more_k is None or now_k is None:
+                continue
+            ratio = float(jv.estimates[now_k]) / float(jv.estimates[more_k])
+            if np.isfinite(ratio) and ratio > gain:
+                best, gain = jv, ratio
+        if best is None:
+            break
+        gpus[best.id] += 1
+        idle -= 1
+    for jv, _ in jobs:
+        placed[jv.id] = (node, gpus[jv.id])

@@ -18,7 +18,8 @@ threads at least 20 % slower than the fastest setting in the median group). ``in
 per-GPU batch, whichever makes ``c`` agree better across GPU counts (PyTorch's loader feeds all GPUs from one pool of
 workers; TensorFlow's benchmark pipeline feeds each GPU). Job runtime = iterations × t. Networks: the layer graphs of
 ``predictors.networks``; the variable-depth ``resnet`` runs are the CIFAR-10 ResNet with ``depth`` modules per stage.
-DeepSpeech has no layer graph: unsupported.
+DeepSpeech has no layer graph: unsupported. A job that would not fit in its GPUs' memory (``predictors.memory``) is
+unsupported, with the reason.
 """
 
 from __future__ import annotations
@@ -32,28 +33,16 @@ import pandas as pd
 from predictors.base import TrainablePredictor, register
 from predictors.measured import select_cpu
 from predictors.measurements import NO_DEPTH, data_key, row_configs, row_specs
-from predictors.networks import layer_costs, network, parameters, time_on_graph
+from predictors.memory import guard
+from predictors.networks import GRAPHS, graph_depth, graph_name, layer_costs, network, parameters, time_on_graph
 from predictors.structured import input_scaling
 from sim.catalogue import gpu_models
 from sim.model import INFEASIBLE, CapsimError, Config, GPUModel, JobSpec, VMType
 
 __all__ = ["AnalyticalPredictor", "graph_name", "graph_depth", "check_specs", "allreduce_time", "InputCost"]
 
-GRAPHS = {"alexnet": "alexnet", "vgg19": "vgg19", "resnet50": "resnet50", "resnet": "resnet_cifar"}
-"""Application → layer graph (``resnet``: the variable-depth runs, a CIFAR-10 ResNet)."""
-
 InputCost = tuple[float, int, bool]
 """(CPU seconds per sample, largest measured thread count, whether the samples are per GPU)."""
-
-
-def graph_name(application: str) -> str | None:
-    """The layer graph answering for an application, or None."""
-    return GRAPHS.get(application)
-
-
-def graph_depth(spec: JobSpec) -> int | None:
-    """Modules per stage of the spec's network: its depth for the variable-depth ResNet, else the standard one."""
-    return spec.depth if spec.application == "resnet" else None
 
 
 def check_specs(gpu: GPUModel) -> None:
@@ -203,6 +192,11 @@ class AnalyticalPredictor(TrainablePredictor):
         return max(t, self.input_time(spec.application, fw, spec.batch_size, gpus, cpu))
 
     def support(self, spec: JobSpec, vm: VMType, gpus: int) -> str | None:
+        """The reason the model cannot answer, or the job would not fit in its GPUs' memory; None if supported."""
+        return self.model_support(spec, vm, gpus) or guard(self).reason(spec, vm, gpus)
+
+    def model_support(self, spec: JobSpec, vm: VMType, gpus: int) -> str | None:
+        """The reason the model cannot answer (no layer graph, GPU count, specs), memory aside; None if it can."""
         data_key(spec)
         if graph_name(spec.application) is None:
             return f"no layer graph for {spec.application} (known: {', '.join(GRAPHS)})"
@@ -222,10 +216,10 @@ class AnalyticalPredictor(TrainablePredictor):
         return per_iteration_table(self, specs, configs)
 
     def predict_runs(self, rows: pd.DataFrame) -> np.ndarray:
-        """Each row at its own CPU-thread count."""
+        """Each row at its own CPU-thread count (runs that did run: no memory question)."""
         out = np.full(len(rows), np.nan)
         for i, (s, c, cpu) in enumerate(zip(row_specs(rows), row_configs(rows), rows["cpu_threads"])):
-            if self.support(s, c.vm, c.gpus) is None:
+            if self.model_support(s, c.vm, c.gpus) is None:
                 out[i] = s.iterations * self.per_iteration(s, c.vm.gpu, c.gpus, float(cpu))
         return out
 

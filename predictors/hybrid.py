@@ -8,6 +8,9 @@ where ``q0`` clamps the GPU count into the counts measured on that GPU type and 
 measured at that count, so the model supplies the trend and the measurements the level, and answers are continuous
 at the edge of the measured range. A GPU type never measured has no anchor and takes the outside answer as it is.
 ``explain`` says which answered and why; ``support`` is the outside predictor's where the inside one has none.
+Outside the measured range a configuration that would not fit in its GPUs' memory (``predictors.memory``) is
+unsupported, whatever the outside predictor answers; inside it the runs show it fits. ``predict_runs`` answers runs
+that did run and asks no memory question.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import pandas as pd
 from predictors.base import Predictor, TrainablePredictor, clone, register
 from predictors.measured import MeasuredPredictor
 from predictors.measurements import data_key, measured_gpu_name, row_configs, row_specs
+from predictors.memory import guard
 from predictors.regression import RegressionPredictor
 from sim.model import INFEASIBLE, CapsimError, Config, JobSpec, VMType
 
@@ -104,14 +108,17 @@ class HybridPredictor(TrainablePredictor):
         need = ~np.isfinite(out)
         if not need.any():
             return out
+        room = guard(self)
         shapes: dict[tuple, list[int]] = {}
         for i, s in enumerate(specs):
             shapes.setdefault((s.application, s.framework, s.depth, s.batch_size), []).append(i)
         for idx in shapes.values():
-            cols = np.flatnonzero(need[idx[0]])  # the measured range depends on the spec's shape, not its iterations
+            sub = [specs[i] for i in idx]
+            # the measured range depends on the spec's shape, not its iterations; what does not fit stays inf
+            todo = [int(k) for k in np.flatnonzero(need[idx[0]])]
+            cols = np.array([k for k in todo if room.reason(sub[0], configs[k].vm, configs[k].gpus) is None], np.intp)
             if not len(cols):
                 continue
-            sub = [specs[i] for i in idx]
             r = outside.runtimes(sub, [configs[int(k)] for k in cols])
             if self.anchor:
                 pairs = [(s, configs[int(k)]) for s in sub for k in cols]
@@ -122,20 +129,29 @@ class HybridPredictor(TrainablePredictor):
     def runtime(self, spec: JobSpec, vm: VMType, gpus: int) -> float:
         return float(self.runtimes([spec], [Config(vm, gpus)])[0, 0])
 
+    def fits_memory(self, spec: JobSpec, config: Config) -> bool:
+        """Whether the job fits in the configuration's GPU memory (``predictors.memory``), whatever the outside
+        predictor says."""
+        return guard(self).reason(spec, config.vm, config.gpus) is None
+
     def support(self, spec: JobSpec, vm: VMType, gpus: int) -> str | None:
         inside, outside = self.parts()
         if inside.support(spec, vm, gpus) is None:
             return None
-        why = outside.support(spec, vm, gpus)
+        why = outside.support(spec, vm, gpus) or guard(self).reason(spec, vm, gpus)
         if why is None and not np.isfinite(self.runtime(spec, vm, gpus)):
             return "the anchored extrapolation gives no finite time"
         return why
 
     def explain(self, spec: JobSpec, vm: VMType, gpus: int) -> str:
-        """Which predictor answers this configuration: ``measured`` or the outside one with its reason and anchor."""
+        """Which predictor answers this configuration: ``measured`` or the outside one with its reason and anchor;
+        ``unsupported: why`` where neither may."""
         inside, outside = self.parts()
         if inside.support(spec, vm, gpus) is None:
             return "measured"
+        why = self.support(spec, vm, gpus)
+        if why is not None:
+            return f"unsupported: {why}"
         how = outside.explain(spec, vm, gpus) if hasattr(outside, "explain") else outside.describe()
         a = self.anchor_of(spec, measured_gpu_name(vm.gpu), gpus)
         return f"{outside.name}: {how}" + (f", anchored on the measured {a[0]} GPUs at batch {a[1]}" if a else "")

@@ -17,14 +17,27 @@ from importlib import resources
 import networkx as nx
 import numpy as np
 
-from sim.model import CapsimError
+from sim.model import CapsimError, JobSpec
 
-__all__ = ["Layer", "network", "layer_costs", "parameters", "time_on_graph", "NETWORKS", "conv_cost", "fc_cost"]
+__all__ = ["Layer", "network", "layer_costs", "parameters", "time_on_graph", "NETWORKS", "GRAPHS", "graph_name",
+           "graph_depth", "conv_cost", "fc_cost"]
 
 NETWORKS = ("alexnet", "vgg19", "resnet50", "resnet_cifar")
+GRAPHS = {"alexnet": "alexnet", "vgg19": "vgg19", "resnet50": "resnet50", "resnet": "resnet_cifar"}
+"""Application → layer graph (``resnet``: the variable-depth runs, a CIFAR-10 ResNet)."""
 F32 = 4
 INPUT = (3, 224, 224)
 """Input shape of a network whose CSV has no ``input`` row (``input,<side>,,,<channels>,`` sets it)."""
+
+
+def graph_name(application: str) -> str | None:
+    """The layer graph answering for an application, or None."""
+    return GRAPHS.get(application)
+
+
+def graph_depth(spec: JobSpec) -> int | None:
+    """Modules per stage of the spec's network: its depth for the variable-depth ResNet, else the standard one."""
+    return spec.depth if spec.application == "resnet" else None
 
 
 @dataclass(frozen=True)
@@ -128,15 +141,17 @@ class _Builder:
 
 @lru_cache(maxsize=None)
 def network(name: str, depth: int | None = None) -> nx.DiGraph:
-    """The layer graph of ``name``; for the ResNets, ``depth`` d (if given) puts d modules in every stage."""
+    """The layer graph of ``name``; for the ResNets, ``depth`` d (if given) puts d modules in every stage. The
+    graph's ``input_shape`` attribute is the per-sample input (channels, height, width)."""
     b = _Builder()
     cur, shape = "input", INPUT
+    b.g.graph["input_shape"] = shape
     for r in _rows(name):
         kind = r["type"]
         k, s, p = (int(r[c]) if r[c] else 0 for c in ("kernel", "stride", "pad"))
         out = int(r["out"]) if r["out"] else 0
         if kind == "input":
-            shape = (out, k, k)
+            shape = b.g.graph["input_shape"] = (out, k, k)
             continue
         if kind == "basic":
             blocks = depth if depth is not None else int(r["blocks"])

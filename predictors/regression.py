@@ -23,11 +23,13 @@ on its kind, a flexible one only if it beats the best structured one by ``PARSIM
 validate (one GPU type, say) takes the best mean score over the kinds that could be validated. Never random k-fold
 alone: trees validate well inside and answer flat beyond, which the extrapolation scores catch.
 
-A job's runtime is ``iterations × predicted time per iteration``; for speed the chosen model is read on a grid of
-iteration counts (``ANCHORS``, 6 per decade up to 10⁷, beyond which the time per iteration is held) and interpolated
-in ``1/iterations`` (the structured family is exactly linear in it). The CPU-thread count a job is assumed to get is
-``cpu_threads``: an integer, ``"max"`` (the largest measured) or ``"best"`` (per GPU type, the measured setting whose
-runs are fastest relative to their group; the application's overall best on a GPU type never measured).
+A configuration that would not fit in its GPUs' memory (``predictors.memory``) is unsupported, with the reason;
+``predict_runs`` answers runs that did run and asks no such question. A job's runtime is ``iterations × predicted time
+per iteration``; for speed the chosen model is read on a grid of iteration counts (``ANCHORS``, 6 per decade up to
+10⁷, beyond which the time per iteration is held) and interpolated in ``1/iterations`` (the structured family is
+exactly linear in it). The CPU-thread count a job is assumed to get is ``cpu_threads``: an integer, ``"max"`` (the
+largest measured) or ``"best"`` (per GPU type, the measured setting whose runs are fastest relative to their group;
+the application's overall best on a GPU type never measured).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ import pandas as pd
 from predictors.augmented import FLEXIBLE, fit_flexible, folds, select_features
 from predictors.base import TrainablePredictor, register
 from predictors.measurements import NO_DEPTH, data_key, measured_gpu_name
+from predictors.memory import guard
 from predictors.structured import (COMM_SHAPES, DEPTH, LEVELS, TERM_SETS, fit_structured, input_scaling, row_speeds,
                                    speed, with_comm)
 from sim.model import INFEASIBLE, CapsimError, Config, JobSpec, VMType
@@ -339,7 +342,7 @@ class RegressionPredictor(TrainablePredictor):
             return f"{gpus} GPUs requested on {vm.name}, which has {vm.gpus}"
         if self.model(_mkey(spec)) is None:
             return f"no runs of {spec.app_key} to fit a regression on"
-        return None
+        return guard(self).reason(spec, vm, gpus)
 
     def support(self, spec: JobSpec, vm: VMType, gpus: int) -> str | None:
         why = self._static_reason(spec, vm, gpus)
@@ -380,29 +383,52 @@ class RegressionPredictor(TrainablePredictor):
             groups.setdefault((s.application, s.framework, s.depth, s.batch_size), []).append(i)
         inv = 1.0 / ANCHORS[::-1]
         for idx in groups.values():
-            first = specs[idx[0]]
-            fit = self.model(_mkey(first))
-            if fit is None:
+            grid = self._grid(specs[idx[0]], configs, kind)
+            if grid is None:
                 continue
-            ok = np.array([self._static_reason(first, c.vm, c.gpus) is None for c in configs], dtype=bool)
-            names = [_gpu_name(c.vm) for c in configs]
-            q = pd.DataFrame({
-                "gpu": np.tile(names, len(inv)),
-                "speed": np.tile([speed(c.vm.gpu) for c in configs], len(inv)),
-                "gpus": np.tile([c.gpus for c in configs], len(inv)),
-                "batch_size": first.batch_size,
-                "cpu_threads": np.tile([self._cpu(g, fit.ranges) for g in names], len(inv)),
-                "iterations": np.repeat(ANCHORS[::-1], len(configs)),
-                "depth": _depth(first),
-            })
-            grid = self.predict_rows(fit, q, kind)[0].reshape(len(inv), len(configs))
             its = np.fromiter((specs[i].iterations for i in idx), dtype=float, count=len(idx))
             x = np.clip(1.0 / its, inv[0], inv[-1])
             hi = np.clip(np.searchsorted(inv, x), 1, len(inv) - 1)
             w = ((x - inv[hi - 1]) / (inv[hi] - inv[hi - 1]))[:, None]
             vals = (grid[hi - 1] * (1 - w) + grid[hi] * w) * its[:, None]
-            out[idx] = np.where(ok[None, :] & np.isfinite(vals) & (vals > 0), vals, INFEASIBLE)
+            out[idx] = np.where(np.isfinite(vals) & (vals > 0), vals, INFEASIBLE)
         return out
+
+    def _forget(self) -> None:
+        self._grids: dict[tuple, np.ndarray] = {}
+
+    def _grid(self, first: JobSpec, configs: Sequence[Config], kind: str | None) -> np.ndarray | None:
+        """Seconds per iteration of a spec's shape on the anchor grid (rows) × ``configs``, NaN where unsupported;
+        None without a fit. Each (shape, kind, configuration) column is computed once per fit: a scenario asks the
+        same table at every run."""
+        fit = self.model(_mkey(first))
+        if fit is None:
+            return None
+        memo = getattr(self, "_grids", None)
+        if memo is None:
+            memo = self._grids = {}
+        shape = (first.application, first.framework, first.depth, first.batch_size, kind)
+        todo = list({c: None for c in configs if (shape, c) not in memo})
+        inv = len(ANCHORS)
+        for c in todo:
+            if self._static_reason(first, c.vm, c.gpus) is not None:
+                memo[(shape, c)] = np.full(inv, np.nan)
+        todo = [c for c in todo if (shape, c) not in memo]  # no model is fitted for a question never answered
+        if todo:
+            names = [_gpu_name(c.vm) for c in todo]
+            q = pd.DataFrame({
+                "gpu": np.tile(names, inv),
+                "speed": np.tile([speed(c.vm.gpu) for c in todo], inv),
+                "gpus": np.tile([c.gpus for c in todo], inv),
+                "batch_size": first.batch_size,
+                "cpu_threads": np.tile([self._cpu(g, fit.ranges) for g in names], inv),
+                "iterations": np.repeat(ANCHORS[::-1], len(todo)),
+                "depth": _depth(first),
+            })
+            grid = self.predict_rows(fit, q, kind)[0].reshape(inv, len(todo))
+            for k, c in enumerate(todo):
+                memo[(shape, c)] = grid[:, k]
+        return np.stack([memo[(shape, c)] for c in configs], axis=1)
 
     def predict_runs(self, rows: pd.DataFrame, kind: str | None = None) -> np.ndarray:
         """Each row at its own CPU-thread count, read directly (no anchor grid); ``kind`` as in ``runtimes``."""

@@ -9,7 +9,8 @@ FLOP/s per byte/s. The fixed overhead is kept. Networks without a layer graph (D
 for the whole iteration if given, else are unsupported. Destinations need SM count, clock and bandwidth (a clear
 error otherwise). With ``input_floor`` (default) the scaled time per iteration is never below the input-pipeline
 floor of the ``analytical`` predictor (applications whose runs are CPU-bound, at the thread count the origin answer
-was read at): a faster GPU does not decode faster.
+was read at): a faster GPU does not decode faster. A job that would not fit in the destination's memory
+(``predictors.memory``) is unsupported, with the reason (the origin ran it; a smaller GPU may not hold it).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from predictors.analytical import AnalyticalPredictor, check_specs, graph_depth,
 from predictors.base import AffinePredictor, Predictor, TrainablePredictor, clone, register
 from predictors.measured import MeasuredPredictor
 from predictors.measurements import data_key
+from predictors.memory import guard
 from predictors.networks import layer_costs, network
 from sim.catalogue import gpu_models
 from sim.model import INFEASIBLE, CapsimError, GPUModel, JobSpec, VMType
@@ -105,6 +107,9 @@ class WavePredictor(AffinePredictor, TrainablePredictor):
         """(overhead, per-iteration time, reason); ``cpu`` reads the origin at that CPU-thread count."""
         if gpus < 1 or gpus > vm.gpus:
             return INFEASIBLE, INFEASIBLE, f"{gpus} GPUs requested on {vm.name}, which has {vm.gpus}"
+        tight = guard(self).reason(spec, vm, gpus) if cpu is None else None  # a row with its threads: a run that ran
+        if tight is not None:
+            return INFEASIBLE, INFEASIBLE, tight
         base, floor = self.fitted_parts()
         origin_vm = self._origin_vm(gpus)
         overhead, per_it, why = base.terms(spec, origin_vm, gpus, cpu)

@@ -39,14 +39,15 @@ class Metric:
 
     ``unit`` is shown in axis labels and table headers (``$``, ``s``, ``jobs``, empty for a ratio); ``digits`` is the
     number of decimals in tables; ``lower``/``upper`` bound its domain (confidence intervals are clipped to it);
-    ``better`` is ``lower`` or ``higher`` (or ``None`` for a count that is neither).
+    ``better`` is ``lower`` or ``higher`` (or ``None`` for a count that is neither). ``compute`` is ``None`` for a
+    metric of the instance rather than of the run's tables (the lower bound), which the runner adds to the summary.
     """
 
     name: str
     label: str
     unit: str
     digits: int
-    compute: Callable[[RunTables], float]
+    compute: Callable[[RunTables], float] | None
     lower: float | None = 0.0
     upper: float | None = None
     better: str | None = "lower"
@@ -223,6 +224,11 @@ _LIST = [
     Metric("gavel_dropped", "jobs Gavel would drop", "jobs", 0, lambda t: float(_gavel_drops(t).sum()), better=None,
            description="jobs whose last round runs fewer iterations than they have GPUs: Gavel fails that round five "
                        "times and drops the job (round mode; capsim runs it)"),
+    Metric("lower_bound", "lower bound", "$", 2, None,
+           description="clairvoyant LP bound on any schedule's total cost of the instance (optim.bound), supplied by "
+                       "the runner; NaN on fixed clusters and past experiments.runner.BOUND_MAX_JOBS jobs"),
+    Metric("bound_ratio", "cost / lower bound", "", 2, None,
+           description="total cost / lower bound: how far the run is at most from the best possible schedule"),
     Metric("revocations", "spot revocations", "VMs", 0, _revocations, better=None,
            description="spot VMs the provider took back during the run"),
     Metric("lost_gpu_hours", "lost GPU-hours", "GPU-h", 2, _lost_gpu_hours,
@@ -247,9 +253,11 @@ def metric(name: str) -> Metric:
 
 
 def summarise(tables: RunTables) -> dict[str, float]:
-    """Every metric of one run, in declaration order."""
+    """Every metric of one run computed from its tables, in declaration order (not those the runner supplies)."""
     out = {}
     for m in _LIST:
+        if m.compute is None:
+            continue
         v = m.compute(tables)
         out[m.name] = float(v) if not (isinstance(v, float) and math.isnan(v)) else math.nan
     return out

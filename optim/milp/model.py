@@ -5,7 +5,9 @@ and the solution module reads them back into a Plan."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
+import numpy as np
 import pulp
 
 from sim.model import JobView, Snapshot
@@ -32,7 +34,9 @@ class Placement:
 
 @dataclass
 class Model:
-    """A reduced instance and its PuLP problem. ``x``/``y``/``h`` map keys to PuLP variables.
+    """A reduced instance, its arrays (``lp``, an ``optim.milp.formulation.LinearProgram``) and, when a PuLP solver,
+    ``extra_constraints`` or a file needs it, its PuLP problem (``problem``; ``x``/``y``/``h``/``z`` map keys to PuLP
+    variables). ``start`` holds a warm start and ``values`` a solution, one value per column of ``lp``.
 
     ``pinned``: node → (VM name, horizon) of slots whose running jobs stay; ``pinned_area`` their GPU-seconds per
     GPU; ``classes``: kept members of each class of interchangeable free slots; ``node_class``: every free slot's
@@ -51,6 +55,10 @@ class Model:
     node_class: dict[int, tuple]
     jobs: dict[int, JobView]
     constant: float = 0.0
+    lp: Any = None
+    start: np.ndarray | None = None
+    values: np.ndarray | None = None
+    objective: float | None = None
     problem: pulp.LpProblem | None = None
     x: list[pulp.LpVariable] = field(default_factory=list)
     y: dict[tuple[int, str], pulp.LpVariable] = field(default_factory=dict)
@@ -60,5 +68,5 @@ class Model:
     @property
     def size(self) -> tuple[int, int]:
         """(variables, constraints) of the written problem."""
-        assert self.problem is not None, "the problem is written by optim.milp.formulation.write_problem"
-        return self.problem.numVariables(), self.problem.numConstraints()
+        assert self.lp is not None, "the problem is written by optim.milp.formulation.write_lp"
+        return self.lp.size

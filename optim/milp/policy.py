@@ -98,6 +98,9 @@ class MILP(Policy):
     def decide(self, snapshot: Snapshot) -> Plan:
         if not snapshot.waiting and not (self.preempt and snapshot.running):
             return Plan(info=DecisionInfo(status="nothing_to_decide"))
+        if not self.preempt and not any(nv.vm is None or nv.used_gpus < nv.vm.gpus for nv in snapshot.nodes):
+            # every slot runs jobs on all its GPUs: no placement exists, so skip writing the model
+            return Plan(info=DecisionInfo(status="no_candidates", solver=self.solver, variables=0, constraints=0))
         try:
             model = build_model(snapshot, self.preempt, self.urgency, self.dominance, self.extra_constraints,
                                 self.wait_estimate)

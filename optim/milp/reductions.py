@@ -9,10 +9,10 @@ import numpy as np
 
 from optim.common import config_table, hosted, where
 from optim.milp.model import Model, Placement
-from optim.milp.waiting import next_decision_delay, waiting_penalty
+from optim.milp.waiting import next_decision_delay, waiting_penalties
 from sim.model import JobView, Snapshot
 
-__all__ = ["pareto_configs", "reduce_snapshot"]
+__all__ = ["pareto_configs", "reduce_snapshot", "accepted_configs"]
 
 
 def _dominated(times: list[tuple[int, int, float]]) -> set[int]:
@@ -50,36 +50,69 @@ def pareto_configs(
     return [k for k, b in zip(candidates, beaten) if not b]
 
 
+def _acceptance(snapshot: Snapshot) -> tuple[dict[tuple[str, str], bool], np.ndarray]:
+    """``covers[a, b]``: every slot accepting VM type a accepts b; and per configuration, whether any slot accepts it.
+    Both depend only on the slots' allowed sets, so they are computed once per distinct set of slots."""
+    key = (snapshot.vm_types, tuple(nv.allowed for nv in snapshot.nodes), snapshot.configs)
+    hit = _ACCEPTANCE.get(key)
+    if hit is None:
+        allowed = set(key[1])
+        vm_of = config_table(snapshot.configs).vm_of
+
+        def accepts(a: frozenset[str] | None, name: str) -> bool:
+            return a is None or name in a
+
+        covers = {
+            (a.name, b.name): all(accepts(s, b.name) for s in allowed if accepts(s, a.name))
+            for a in snapshot.vm_types
+            for b in snapshot.vm_types
+        }
+        accepted_any = np.array([any(accepts(s, vm) for s in allowed) for vm in vm_of], dtype=bool)
+        if len(_ACCEPTANCE) > 64:
+            _ACCEPTANCE.clear()
+        hit = _ACCEPTANCE[key] = (covers, accepted_any)
+    return hit
+
+
+_ACCEPTANCE: dict[tuple, tuple[dict[tuple[str, str], bool], np.ndarray]] = {}
+
+
+def accepted_configs(snapshot: Snapshot) -> np.ndarray:
+    """Per configuration, whether some slot of the snapshot may host its VM type."""
+    return _acceptance(snapshot)[1]
+
+
 def _candidates(
     snapshot: Snapshot, jobs: list[JobView], urgency: float, dominance: str, wait_estimate: str
 ) -> tuple[dict[int, list[int]], dict[int, list[int]], dict[int, float]]:
-    """Per job: configs kept after the reductions, those kept by the exact rule alone, and the waiting penalty p_j."""
-    nodes, configs = snapshot.nodes, snapshot.configs
+    """Per job: configs kept after the reductions, those kept by the exact rule alone, and the waiting penalty p_j.
+
+    The exact rule depends only on a job's estimates (shared by the jobs of one spec), so it runs once per spec.
+    """
+    configs = snapshot.configs
     vm_of = config_table(configs).vm_of
-    covers = {
-        (a.name, b.name): all(nv.accepts(b.name) for nv in nodes if nv.accepts(a.name))
-        for a in snapshot.vm_types
-        for b in snapshot.vm_types
-    }
-    accepted_any = np.array([any(nv.accepts(vm) for nv in nodes) for vm in vm_of], dtype=bool)
+    covers, accepted_any = _acceptance(snapshot)
     delta = next_decision_delay(snapshot, wait_estimate)
     cands: dict[int, list[int]] = {}
     exact: dict[int, list[int]] = {}
-    penalties: dict[int, float] = {}
+    by_spec: dict[int, list[int]] = {}
     for jv in jobs:
         est = jv.estimates
-        by_vm: dict[str, list[tuple[int, int, float]]] = {}
-        for k in np.flatnonzero(np.isfinite(est) & accepted_any):
-            by_vm.setdefault(vm_of[k], []).append((int(k), configs[k].gpus, float(est[k])))
-        keep = sorted(k for rows in by_vm.values() for k in {r[0] for r in rows} - _dominated(rows))
+        keep = by_spec.get(id(est))
+        if keep is None:
+            by_vm: dict[str, list[tuple[int, int, float]]] = {}
+            for k in np.flatnonzero(np.isfinite(est) & accepted_any):
+                by_vm.setdefault(vm_of[k], []).append((int(k), configs[k].gpus, float(est[k])))
+            keep = by_spec[id(est)] = sorted(k for rows in by_vm.values() for k in {r[0] for r in rows} - _dominated(rows))
         exact[jv.id] = keep
         if dominance == "pareto":
             keep = pareto_configs((1.0 - jv.done) * est, snapshot, keep, covers)
         if jv.running and jv.config is not None and jv.config not in keep:
-            keep.append(jv.config)
+            keep = keep + [jv.config]
         cands[jv.id] = sorted(keep)
-        overhead = snapshot.restart_overhead if jv.running else 0.0
-        penalties[jv.id] = waiting_penalty(jv, snapshot, delta, accepted_any, overhead, urgency)
+    overheads = [snapshot.restart_overhead if jv.running else 0.0 for jv in jobs]
+    p = waiting_penalties(jobs, snapshot, delta, accepted_any, overheads, urgency)
+    penalties = {jv.id: float(v) for jv, v in zip(jobs, p)}
     return cands, exact, penalties
 
 
@@ -121,10 +154,6 @@ def reduce_snapshot(
     """The model's data: pinned slots, kept slots and their classes, candidate placements and waiting penalties."""
     now = snapshot.time
     configs = snapshot.configs
-    vm_of = config_table(configs).vm_of
-    gpus_of = [c.gpus for c in configs]
-    vm_by_name = {v.name: v for v in snapshot.vm_types}
-    overhead = snapshot.restart_overhead
     nodes = snapshot.nodes
 
     movable = list(snapshot.running) if preempt else []
@@ -147,41 +176,10 @@ def reduce_snapshot(
         else:
             free_nodes.append(nv.index)
 
-    def wait(n: int, vm: str) -> float:
-        nv = nodes[n]
-        if nv.vm is not None and nv.vm.name == vm:
-            return max(0.0, nv.ready_at - now)
-        return vm_by_name[vm].boot_time
-
     cands, exact, penalties = _candidates(snapshot, jobs, urgency, dominance, wait_estimate)
     kept_classes, node_class, unique = _slot_classes(snapshot, free_nodes, on_node, jobs, cands)
     kept_nodes = sorted(unique + [n for c in kept_classes.values() for n in c] + list(pinned))
-
-    placements: list[Placement] = []
-    for jv in jobs:
-        w, d = jv.job.weight, jv.job.deadline
-        rem = 1.0 - jv.done
-        for n in kept_nodes:
-            nv = nodes[n]
-            if n in pinned:
-                vm_fixed = pinned[n][0]
-                cap = hosted(nv).gpus - nv.used_gpus
-            ks = cands[jv.id]
-            if nv.vm is not None and dominance == "pareto":
-                # a VM that is already there keeps every exact option: sharing it is what the heuristic would lose
-                ks = sorted(set(ks) | {k for k in exact[jv.id] if vm_of[k] == nv.vm.name})
-            for k in ks:
-                vm = vm_of[k]
-                if not nv.accepts(vm):
-                    continue
-                if n in pinned and (vm != vm_fixed or gpus_of[k] > cap):
-                    continue
-                t = rem * float(jv.estimates[k])
-                if jv.running and not (n == jv.node and k == jv.config):
-                    t += overhead
-                span = wait(n, vm) + t
-                cost = w * max(0.0, now + span - d)
-                placements.append(Placement(jv.id, n, k, vm, gpus_of[k], span, cost))
+    placements = _placements(snapshot, jobs, kept_nodes, pinned, cands, exact, dominance)
 
     return Model(
         snapshot=snapshot,
@@ -196,3 +194,85 @@ def reduce_snapshot(
         node_class=node_class,
         jobs={jv.id: jv for jv in jobs},
     )
+
+
+def _node_options(snapshot: Snapshot, kept_nodes: list[int], pinned: dict[int, tuple[str, float]]
+                  ) -> tuple[list[int], np.ndarray, np.ndarray]:
+    """The kept slots that can take a job, and per slot and configuration whether it may (``ok``) and how long the
+    job waits there before running (``wait``): the VM's readiness if the slot hosts that type, else its boot time."""
+    now, nodes = snapshot.time, snapshot.nodes
+    table = config_table(snapshot.configs)
+    vm_names = table.vm_names
+    vm_index = table.vm_index
+    boot = {v.name: v.boot_time for v in snapshot.vm_types}
+    rows, oks, waits = [], [], []
+    for n in kept_nodes:
+        nv = nodes[n]
+        ok = table.accepted_by(nv.allowed).copy()
+        if n in pinned:
+            ok &= (np.asarray(table.vm_of) == pinned[n][0]) & (table.gpus <= hosted(nv).gpus - nv.used_gpus)
+            if not ok.any():
+                continue
+        per_vm = np.array([max(0.0, nv.ready_at - now) if nv.vm is not None and nv.vm.name == name else boot[name]
+                           for name in vm_names])
+        rows.append(n)
+        oks.append(ok)
+        waits.append(per_vm[vm_index])
+    k = len(snapshot.configs)
+    return rows, np.array(oks, dtype=bool).reshape(-1, k), np.array(waits, dtype=float).reshape(-1, k)
+
+
+def _placements(
+    snapshot: Snapshot,
+    jobs: list[JobView],
+    kept_nodes: list[int],
+    pinned: dict[int, tuple[str, float]],
+    cands: dict[int, list[int]],
+    exact: dict[int, list[int]],
+    dominance: str,
+) -> list[Placement]:
+    """Every candidate placement (job, kept slot, kept config), in job, slot and config order.
+
+    Jobs with the same estimates, progress and candidates (the waiting jobs of one spec) share one evaluation of
+    which (slot, config) pairs are open to them and of the spans there; only the tardiness cost is per job.
+    """
+    now, nodes = snapshot.time, snapshot.nodes
+    table = config_table(snapshot.configs)
+    vm_of, gpus_of = table.vm_of, table.gpus.tolist()
+    overhead = snapshot.restart_overhead
+    rows, ok, wait = _node_options(snapshot, kept_nodes, pinned)
+    if not rows:
+        return []
+    row_nodes = np.array(rows)
+    # a VM that is already there keeps every exact option under ``pareto``: sharing it is what the heuristic loses
+    hosts = [vm.name if (vm := nodes[n].vm) is not None and dominance == "pareto" else None for n in rows]
+    shared: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    placements: list[Placement] = []
+    for jv in jobs:
+        key = (id(jv.estimates), jv.done, tuple(cands[jv.id]), jv.node, jv.config)
+        hit = shared.get(key)
+        if hit is None:
+            mask = np.zeros(len(vm_of), dtype=bool)
+            mask[cands[jv.id]] = True
+            valid = ok & mask
+            if any(hosts):
+                ex = np.zeros(len(vm_of), dtype=bool)
+                ex[exact[jv.id]] = True
+                for r, host in enumerate(hosts):
+                    if host is not None:
+                        valid[r] = ok[r] & (mask | (ex & (np.asarray(vm_of) == host)))
+            r_idx, k_idx = np.nonzero(valid)
+            t = (1.0 - jv.done) * jv.estimates[k_idx]
+            if jv.running:
+                moved = ~((row_nodes[r_idx] == jv.node) & (k_idx == jv.config))
+                t = np.where(moved, t + overhead, t)
+            span = wait[r_idx, k_idx] + t
+            hit = shared[key] = (row_nodes[r_idx], k_idx, span)
+        n_idx, k_idx, span = hit
+        cost = jv.job.weight * np.maximum(0.0, (now + span) - jv.job.deadline)
+        jid = jv.id
+        placements.extend(
+            Placement(jid, n, k, vm_of[k], gpus_of[k], s, c)
+            for n, k, s, c in zip(n_idx.tolist(), k_idx.tolist(), span.tolist(), cost.tolist())
+        )
+    return placements

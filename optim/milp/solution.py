@@ -3,7 +3,10 @@ model as a warm start."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from optim.common import config_table, where
+from optim.milp.formulation import apply_start
 from optim.milp.model import Model, Placement
 from sim.model import Assignment, DecisionInfo, Plan
 
@@ -11,7 +14,10 @@ __all__ = ["chosen", "to_plan", "set_warm_start"]
 
 
 def chosen(model: Model) -> list[Placement]:
-    """The placements the current variable values select (x = 1)."""
+    """The placements the current solution selects (x = 1): the solver's column values, or the PuLP variables'."""
+    if model.values is not None:
+        x = model.values[model.lp.x] if len(model.placements) else np.zeros(0)
+        return [pl for pl, v in zip(model.placements, x.tolist()) if v > 0.5]
     return [pl for pl, v in zip(model.placements, model.x) if (v.varValue or 0.0) > 0.5]
 
 
@@ -42,16 +48,14 @@ def to_plan(model: Model, info: DecisionInfo) -> Plan:
 
 
 def set_warm_start(model: Model, plan: Plan) -> int:
-    """Set variable values from a baseline plan (mapped onto kept slots); returns how many jobs it placed."""
-    snap = model.snapshot
-    for v in model.x:
-        v.setInitialValue(0)
-    for v in model.y.values():
-        v.setInitialValue(0)
-    for v in model.z.values():
-        v.setInitialValue(1)
-    for (n, _), v in model.h.items():
-        v.setInitialValue(model.pinned[n][1] if n in model.pinned else 0.0)
+    """Set a warm start from a baseline plan (mapped onto kept slots) in ``model.start`` and, when the PuLP problem
+    is written, in its variables' initial values; returns how many jobs it placed."""
+    snap, lp = model.snapshot, model.lp
+    start = np.zeros(len(lp.names), dtype=float)
+    for j, c in lp.z.items():
+        start[c] = 1.0
+    for (n, _), c in lp.h.items():
+        start[c] = model.pinned[n][1] if n in model.pinned else 0.0
     index = {(pl.job, pl.node, pl.config): i for i, pl in enumerate(model.placements)}
     config_index = config_table(snap.configs).index
     spare = {key: [n for n in members] for key, members in model.classes.items()}
@@ -74,11 +78,13 @@ def set_warm_start(model: Model, plan: Plan) -> int:
         if i is None:
             continue
         pl = model.placements[i]
-        model.x[i].setInitialValue(1)
-        model.z[job].setInitialValue(0)
-        if (node, pl.vm) in model.y:
-            model.y[node, pl.vm].setInitialValue(1)
-        hv = model.h[node, pl.vm]
-        hv.setInitialValue(max(hv.varValue or 0.0, pl.span))
+        start[lp.x[i]] = 1.0
+        start[lp.z[job]] = 0.0
+        if (node, pl.vm) in lp.y:
+            start[lp.y[node, pl.vm]] = 1.0
+        hc = lp.h[node, pl.vm]
+        start[hc] = max(start[hc], pl.span)
         placed += 1
+    model.start = start
+    apply_start(model)
     return placed

@@ -11,6 +11,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pulp
 
 from optim.milp.model import Model
@@ -26,6 +27,8 @@ HIGHS_DEFAULTS: dict[str, Any] = {
     "mip_allow_restart": False,
     "mip_heuristic_run_rens": False,
     "mip_heuristic_run_rins": False,
+    # presolve's probing: on decisions of real runs at 50-100 slots it takes 5-20x the rest of the solve (docs/milp.md)
+    "presolve_rule_off": 1 << 15,
 }
 _licence_reported = False
 
@@ -109,9 +112,12 @@ def _finite_gap(gap: float) -> float | None:
 
 
 def _read_highs(prob: pulp.LpProblem) -> SolveOutcome:
+    return _highs_outcome(prob.solverModel)
+
+
+def _highs_outcome(m: Any) -> SolveOutcome:
     import highspy
 
-    m = prob.solverModel
     st = m.getModelStatus()
     info = m.getInfo()
     has_sol = info.primal_solution_status == 2
@@ -125,6 +131,65 @@ def _read_highs(prob: pulp.LpProblem) -> SolveOutcome:
     if has_sol:
         return SolveOutcome("time_limit", gap=_finite_gap(info.mip_gap), reason=f"HiGHS: {m.modelStatusToString(st)}")
     return SolveOutcome("no_solution", reason=f"HiGHS: {m.modelStatusToString(st)} without an incumbent")
+
+
+def _highs_direct(
+    model: Model,
+    time_limit: float | None,
+    gap: float | None,
+    threads: int,
+    warm_start: bool,
+    msg: bool,
+    options: dict[str, Any] | None,
+) -> SolveOutcome:
+    """Hand the model's arrays to highspy in one call (no PuLP variables), with the options PuLP would set, and
+    read back the column values and the objective as PuLP sums it."""
+    import highspy
+
+    lp = model.lp
+    h = highspy.Highs()
+    if not msg:
+        h.setOptionValue("output_flag", False)
+    if gap is not None:
+        h.setOptionValue("mip_rel_gap", gap)
+    h.setOptionValue("threads", threads)
+    if time_limit is not None:
+        h.setOptionValue("time_limit", float(time_limit))
+    for key, value in {**HIGHS_DEFAULTS, **(options or {})}.items():
+        h.setOptionValue(key, value)
+    n = len(lp.names)
+    counts = [len(rc) for rc in lp.row_cols]
+    rows = np.repeat(np.arange(len(counts)), counts)
+    cols = np.fromiter((c for rc in lp.row_cols for c in rc), dtype=np.int64, count=int(sum(counts)))
+    vals = np.fromiter((v for rv in lp.row_vals for v in rv), dtype=float, count=int(sum(counts)))
+    order = np.argsort(cols, kind="stable")
+    hlp = highspy.HighsLp()
+    hlp.num_col_, hlp.num_row_ = n, len(counts)
+    hlp.col_cost_, hlp.col_lower_, hlp.col_upper_ = lp.cost, lp.lower, lp.upper
+    hlp.row_lower_, hlp.row_upper_ = lp.row_lower, lp.row_upper
+    hlp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    hlp.a_matrix_.num_col_, hlp.a_matrix_.num_row_ = n, len(counts)
+    hlp.a_matrix_.start_ = np.concatenate(([0], np.cumsum(np.bincount(cols, minlength=n)))).astype(np.int32)
+    hlp.a_matrix_.index_ = rows[order].astype(np.int32)
+    hlp.a_matrix_.value_ = vals[order]
+    hlp.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous
+                        for i in lp.integer.tolist()]
+    h.passModel(hlp)
+    if warm_start and model.start is not None:
+        sol = highspy.HighsSolution()
+        sol.col_value = model.start.tolist()
+        sol.value_valid = True
+        h.setSolution(sol)
+    h.run()
+    out = _highs_outcome(h)
+    if out.usable:
+        values = list(h.getSolution().col_value)
+        model.values = np.array(values, dtype=float)
+        obj = lp.constant
+        for c in lp.obj_order:
+            obj += values[c] * float(lp.cost[c])
+        model.objective = obj
+    return out
 
 
 def _read_gurobi(prob: pulp.LpProblem) -> SolveOutcome:
@@ -171,11 +236,18 @@ def solve(
     options: dict[str, Any] | None = None,
 ) -> SolveOutcome:
     """Solve ``model`` in place (variable values set) and say how it went; never raises for solver trouble."""
-    if not model.placements and not model.h:
+    lp = model.lp
+    if lp is None:
+        raise ValueError("solve: the model has no problem written; build it with build_model")
+    if not model.placements and not lp.h:
         return SolveOutcome("optimal", model.constant + sum(model.penalties.values()), 0.0, "nothing can start")
+    if solver == "highs" and model.problem is None:
+        return _solve_direct(model, time_limit, gap, threads, warm_start, msg, options)
     problem = model.problem
     if problem is None:
-        raise ValueError("solve: the model has no problem written; build it with build_model")
+        from optim.milp.formulation import write_problem
+
+        problem = write_problem(model)
     try:
         s = make_solver(solver, time_limit, gap, threads, warm_start, path, msg, options)
     except CapsimError:
@@ -207,10 +279,23 @@ def solve(
             obj = pulp.value(problem.objective)
         except Exception:  # noqa: BLE001
             obj = None
-        if obj is None or not math.isfinite(obj):
-            return SolveOutcome("no_solution", reason="solver reported a solution without values")
-        return SolveOutcome(out.status, float(obj), out.gap, out.reason)
+        return _finish(out, obj)
     return out
+
+
+def _solve_direct(model: Model, time_limit: float | None, gap: float | None, threads: int, warm_start: bool,
+                  msg: bool, options: dict[str, Any] | None) -> SolveOutcome:
+    try:
+        out = _highs_direct(model, time_limit, gap, threads, warm_start, msg, options)
+    except Exception as e:  # noqa: BLE001
+        return SolveOutcome("error", reason=f"{type(e).__name__}: {e}")
+    return _finish(out, model.objective) if out.usable else out
+
+
+def _finish(out: SolveOutcome, obj: float | None) -> SolveOutcome:
+    if obj is None or not math.isfinite(obj):
+        return SolveOutcome("no_solution", reason="solver reported a solution without values")
+    return SolveOutcome(out.status, float(obj), out.gap, out.reason)
 
 
 def report_licence_once(reason: str, fallback: str) -> None:

@@ -7,10 +7,10 @@ import math
 
 import numpy as np
 
-from optim.common import config_table, standalone_cost
+from optim.common import config_table, standalone_costs
 from sim.model import JobView, Snapshot
 
-__all__ = ["WAIT_ESTIMATES", "next_decision_delay", "waiting_penalty"]
+__all__ = ["WAIT_ESTIMATES", "next_decision_delay", "waiting_penalty", "waiting_penalties"]
 
 WAIT_ESTIMATES = ("mean", "earliest")
 
@@ -49,13 +49,46 @@ def waiting_penalty(
     alone on an empty node beats leaving it waiting, and waiting is never free. It stays finite when the job has no
     usable config (then it just waits).
     """
+    return float(waiting_penalties([jv], snapshot, delta, usable, [overhead], urgency, epsilon)[0])
+
+
+def waiting_penalties(
+    jobs: list[JobView],
+    snapshot: Snapshot,
+    delta: float,
+    usable: np.ndarray,
+    overheads: list[float] | None = None,
+    urgency: float = 0.0,
+    epsilon: float = 1e-3,
+) -> np.ndarray:
+    """``waiting_penalty`` of every job in ``jobs`` (``overheads``: each one's restart overhead, default 0).
+
+    S_j(start) is the least over usable configurations of the whole VM's rent from boot to the job's end plus its
+    tardiness (``optim.common.standalone_cost``, in the same floating-point operations). Jobs that share their
+    estimates array, progress and overhead (the usual case: waiting jobs of one spec) are evaluated as one matrix.
+    """
+    out = np.empty(len(jobs), dtype=float)
+    if not jobs:
+        return out
     table = config_table(snapshot.configs)
     now = snapshot.time
-    s_now = standalone_cost(jv, now, table, usable, overhead)
-    if not math.isfinite(s_now):
-        return 1.0
-    s_later = standalone_cost(jv, now + delta, table, usable, overhead)
-    t = (1.0 - jv.done) * jv.estimates[usable] + overhead
-    t_max = float(t[np.isfinite(t)].max())
-    late = max(0.0, now + t_max - jv.job.deadline)
-    return s_later + urgency * jv.job.weight * late + epsilon * s_now + 1e-9
+    later = now + delta
+    groups: dict[tuple[int, float, float], list[int]] = {}
+    for i, jv in enumerate(jobs):
+        oh = overheads[i] if overheads is not None else 0.0
+        groups.setdefault((id(jv.estimates), jv.done, oh), []).append(i)
+    for (_, done, oh), idx in groups.items():
+        t = (1.0 - done) * jobs[idx[0]].estimates + oh
+        ok = usable & np.isfinite(t)
+        if not ok.any():
+            out[idx] = 1.0
+            continue
+        w = np.array([jobs[i].job.weight for i in idx])
+        d = np.array([jobs[i].job.deadline for i in idx])
+        s_now = standalone_costs(t, now, w, d, table, usable)
+        s_later = standalone_costs(t, later, w, d, table, usable)
+        tu = t[usable]
+        t_max = float(tu[np.isfinite(tu)].max())
+        late = np.maximum(0.0, (now + t_max) - d)
+        out[idx] = s_later + urgency * w * late + epsilon * s_now + 1e-9
+    return out

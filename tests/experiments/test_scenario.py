@@ -57,6 +57,21 @@ def test_default_scenario_is_the_paper_setting() -> None:
     assert kinds and kinds <= set(optim.registry())
 
 
+def test_a_scenario_without_a_predictor_gets_hybrid_and_the_shipped_ones_pin_measured(tmp_path: Path) -> None:
+    d = small_scenario()
+    del d["predictor"]
+    sc = load_scenario(write_yaml(tmp_path / "s.yaml", d))
+    assert sc.predictor.kind == "hybrid" and sc.estimator is None and sc.truth is None
+    estimator, truth = sc.predictors()
+    assert estimator is truth and estimator.name == "hybrid"
+    from experiments.sweep import load_sweep
+
+    root = Path(__file__).parents[2] / "experiments"
+    assert load_scenario(root / "scenarios" / "default.yaml").predictor.kind == "measured"
+    for name in ("paper.yaml", "quickstart.yaml"):  # the published setting: their results must not change
+        assert {pt.scenario.predictor.kind for pt in load_sweep(root / name).points} == {"measured"}
+
+
 @pytest.mark.parametrize(
     "text, expected",
     [("0-4", [0, 1, 2, 3, 4]), ("2..3", [2, 3]), ("1,5", [1, 5]), (7, [7]), ([3, 1], [3, 1])],

@@ -148,10 +148,14 @@ def test_predict_show_prints_every_predictor(capsys) -> None:
 
 
 def test_predict_show_says_which_model_answers(capsys) -> None:
+    code = main(["predict", "show", "resnet50_pt", "--gpu", "QuadroP600", "--gpus", "2", "--batch", "32",
+                 "--iterations", "6000", "--predictors", "hybrid"])
+    out = capsys.readouterr().out
+    assert code == 0 and "regression" in out and "batch 32 above" in out
     code = main(["predict", "show", "resnet50_pt", "--gpu", "QuadroP600", "--gpus", "2", "--batch", "64",
                  "--iterations", "6000", "--predictors", "hybrid"])
     out = capsys.readouterr().out
-    assert code == 0 and "regression" in out and "batch" in out
+    assert code == 0 and "does not fit in GPU memory" in out and "32 samples per GPU" in out
 
 
 def test_predict_show_errors(capsys) -> None:

@@ -19,15 +19,32 @@ def hybrid() -> HybridPredictor:
     return HybridPredictor()
 
 
-def test_covers_the_paper_catalogue(hybrid: HybridPredictor) -> None:
+def test_covers_the_paper_catalogue_where_jobs_fit(hybrid: HybridPredictor) -> None:
     cfgs = configurations(vm_types().values())
     specs = list(job_types().values())
     table = hybrid.runtimes(specs, cfgs)
     measured = MeasuredPredictor().runtimes(specs, cfgs)
-    assert np.isfinite(table).all()
+    fits = np.array([[hybrid.fits_memory(s, c) for c in cfgs] for s in specs])
+    assert np.array_equal(np.isfinite(table), fits)
     inside = np.isfinite(measured)
     assert 0.5 < inside.mean() < 0.9
-    assert np.array_equal(table[inside], measured[inside])  # the measurements answer wherever they can
+    assert (fits >= inside).all()  # every measured configuration fits ...
+    assert np.array_equal(table[inside], measured[inside])  # ... and the measurements answer wherever they can
+    assert fits.mean() > inside.mean() + 0.1
+    p600 = np.array([c.vm.gpu.name == "QuadroP600" for c in cfgs])
+    assert fits[:, ~p600].all()  # only the 2 GB P600 is ever too small
+    for j in ("J2", "J3"):  # VGG-19 was never run on a P600: its weights, gradients and momentum take 1.6 GiB
+        row = [s.name for s in specs].index(j)
+        assert not fits[row, p600].any()
+        why = hybrid.support(specs[row], vm_type("inhouse1"), 1)
+        assert why is not None and why.startswith("does not fit in GPU memory")
+
+
+def test_explains_a_refusal(hybrid: HybridPredictor) -> None:
+    j5 = job_types()["J5"]  # batch 64: the P600 ran ResNet-50/PyTorch with at most 8 samples per GPU
+    assert hybrid.explain(j5, vm_type("inhouse3"), 1).startswith("unsupported: does not fit in GPU memory")
+    assert hybrid.explain(j5, vm_type("inhouse3"), 8).startswith("regression:")  # 8 samples per GPU
+    assert math.isinf(hybrid.runtime(j5, vm_type("inhouse3"), 2))
 
 
 def test_says_which_model_answered(hybrid: HybridPredictor) -> None:
