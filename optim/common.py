@@ -12,10 +12,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from sim.model import Config, JobView, NodeView, VMType
+from sim.model import Config, JobView, NodeView, Snapshot, VMType
 
 __all__ = ["ConfigTable", "config_table", "d_star", "d_star_ranking", "standalone_cost", "standalone_costs", "where",
-           "hosted", "expected_on_spot", "spot_view"]
+           "hosted", "expected_on_spot", "spot_view", "spot_snapshot"]
 
 
 class ConfigTable:
@@ -137,6 +137,25 @@ def spot_view(jv: JobView, table: ConfigTable, restart: float, checkpoint: float
     if left <= 0:
         return jv
     return replace(jv, estimates=expected_on_spot(left * jv.estimates, table, restart, checkpoint) / left)
+
+
+def spot_snapshot(snapshot: Snapshot) -> Snapshot:
+    """``snapshot`` with every job's view as ``spot_view`` makes it (jobs of one spec at one progress share their
+    raised estimates, as they share their estimates); the same snapshot when no configuration is on a spot VM."""
+    table = config_table(snapshot.configs)
+    if not table.spot.any():
+        return snapshot
+    shared: dict[tuple[int, float], np.ndarray] = {}
+
+    def view(jv: JobView) -> JobView:
+        key = (id(jv.estimates), jv.done)
+        est = shared.get(key)
+        if est is None:
+            est = shared[key] = spot_view(jv, table, snapshot.restart_overhead, snapshot.checkpoint_interval).estimates
+            est.setflags(write=False)
+        return replace(jv, estimates=est)
+
+    return replace(snapshot, waiting=tuple(map(view, snapshot.waiting)), running=tuple(map(view, snapshot.running)))
 
 
 def standalone_cost(jv: JobView, start: float, table: ConfigTable, usable: np.ndarray, overhead: float = 0.0) -> float:

@@ -72,6 +72,23 @@ def test_spot_is_rented_only_with_the_option_and_where_its_expected_cost_is_lowe
     assert spot_choice(0.01, deadline=3620.0, spot=True) == "od-spot"
 
 
+@pytest.mark.parametrize("policy", ["greedy", "milp"])
+def test_greedy_and_the_milp_rent_spot_where_its_expected_cost_is_lower(policy):
+    assert spot_choice(0.01, policy=policy) == "od-spot"
+    assert spot_choice(2.0, policy=policy) == "od"
+
+
+def test_greedy_runs_a_gang_over_whole_servers_beside_the_jobs_it_packs():
+    mixed = [Job(0, EIGHT, 0.0, 1e9, 0.01), Job(1, ONE, 0.0, 1e9, 0.01), Job(2, ONE, 0.0, 1e9, 0.01)]
+    r = Simulation(servers(3), mixed, optim.build("greedy"), TABLE).run()
+    seg = r.segments
+    # pressure order: the two longer 1-GPU jobs first, best fit on server 0; the gang on the two free servers
+    assert set(seg[seg.job_id > 0].node) == {0} and list(r.jobs.end_time) == [50.0, 100.0, 100.0]
+    assert sorted(zip(seg[seg.job_id == 0].node, seg[seg.job_id == 0].gpus)) == [(1, 4), (2, 4)]
+    short = Simulation(servers(2), mixed, optim.build("greedy"), TABLE).run()
+    assert list(short.jobs.end_time) == [150.0, 100.0, 100.0], "no two free servers: the gang waits for them"
+
+
 def test_expected_runtime_on_spot_by_hand():
     types = (OD, spot_variant(OD, 3.6))  # λ = 0.001 per second
     table = config_table(snapshot(vm_types=types).configs)
