@@ -14,9 +14,7 @@ regression answer 10,000 × 30 in under a second.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-
 
 import numpy as np  # noqa: E402
 

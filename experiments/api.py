@@ -24,17 +24,17 @@ from __future__ import annotations
 import dataclasses
 import tempfile
 import warnings
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import pandas as pd
-
-from sim.model import CapsimError
 
 from experiments.loading import read_yaml
 from experiments.scenario import Scenario, load_scenario, parse_seeds, validate_scenario
 from experiments.sweep import Sweep, load_sweep
+from sim.model import CapsimError
 
 __all__ = ["Runs", "load", "run", "read", "tidy", "FIGURES"]
 
@@ -127,9 +127,8 @@ class Runs:
     def report(self, metrics: Sequence[str] | None = None, interval: str = "t") -> pd.DataFrame:
         """What ``capsim report`` tabulates: per grid point and policy, runs ``n`` and per metric the mean and its
         95% interval (``<metric>_mean``, ``_lo``, ``_hi``; ``interval``: ``t`` or ``bootstrap``)."""
-        from sim.metrics import HEADLINE
-
         from experiments.report import aggregate
+        from sim.metrics import HEADLINE
 
         return aggregate(self.summary, self.fields, list(metrics or HEADLINE), self.policies, method=interval)
 
@@ -167,9 +166,8 @@ def read(folder: str | Path, all_runs: bool = False, recompute: bool = False) ->
 def tidy(runs: Runs | str | Path) -> pd.DataFrame:
     """The runs' metrics in long form, one row per run and metric (``run_id``, grid fields, ``policy``, ``seed``,
     ``metric``, ``value``, ``label``), for seaborn-style plotting and group-bys; a folder path is read first."""
-    from sim.metrics import METRICS
-
     from experiments.tables import metric_label
+    from sim.metrics import METRICS
 
     r = runs if isinstance(runs, Runs) else read(runs)
     s = r.summary

@@ -104,7 +104,7 @@ class FolderLock:
         except ValueError:
             return {}
 
-    def acquire(self) -> "FolderLock":
+    def acquire(self) -> FolderLock:
         try:
             import fcntl
         except ImportError:  # not POSIX: no kernel lock to lean on; the pid in the file decides
@@ -150,7 +150,7 @@ class FolderLock:
         return (f"{self.root}: another capsim is writing to this result folder ({who}); wait for it to finish, or "
                 f"write elsewhere with --out")
 
-    def _acquire_by_pid(self) -> "FolderLock":
+    def _acquire_by_pid(self) -> FolderLock:
         from experiments.results import pid_alive
 
         self.root.mkdir(parents=True, exist_ok=True)
@@ -181,7 +181,7 @@ class FolderLock:
             os.close(self._fd)
             self._fd = None
 
-    def __enter__(self) -> "FolderLock":
+    def __enter__(self) -> FolderLock:
         return self.acquire()
 
     def __exit__(self, *exc: Any) -> None:

@@ -14,7 +14,7 @@ one is too narrow, it cannot see variation the few runs missed): ``few_runs_warn
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

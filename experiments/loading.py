@@ -7,9 +7,10 @@ expected and what was found. Validation collects all problems before raising, so
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Iterable, Sequence, get_args, get_origin
+from typing import Annotated, Any, get_args, get_origin
 
 import yaml
 from pydantic import BaseModel, ValidationError

@@ -8,15 +8,14 @@ warning when they are too few to say much.
 from __future__ import annotations
 
 import math
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
-
-from sim.metrics import METRICS
 
 from experiments.intervals import few_runs_warning, interval, method_note, metric_domain
 from experiments.labels import field_label, field_value
 from experiments.tables import format_table, metric_digits, metric_label
+from sim.metrics import METRICS
 
 __all__ = ["aggregate", "render", "notes", "FORMATS"]
 

@@ -11,10 +11,11 @@ import signal
 import sys
 import time
 import traceback
+from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import pandas as pd
 
@@ -42,7 +43,7 @@ class Task:
     it, never pooling different scenarios)."""
 
     @staticmethod
-    def make(sc: Scenario, policy: PolicySpec, seed: int, labels: Iterable[tuple[str, Any]] = ()) -> "Task":
+    def make(sc: Scenario, policy: PolicySpec, seed: int, labels: Iterable[tuple[str, Any]] = ()) -> Task:
         data = sc.model_dump(mode="python", exclude={"policies", "seeds"}, exclude_unset=False)
         return Task(sc.run_id(policy, seed), data, str(sc.base_dir), policy.model_dump(), seed, tuple(labels),
                     sc.scenario_id())

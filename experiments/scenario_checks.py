@@ -11,8 +11,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from sim.model import CapsimError
-
 from experiments.loading import Problem, did_you_mean, pydantic_problems
 from experiments.scenario_build import param_names
 from experiments.scenario_spec import PredictorSpec, Scenario, TraceSpec

@@ -26,9 +26,6 @@ from pydantic import (
     model_validator,
 )
 
-from sim.cluster import MAX_BILLING_QUANTUM
-from sim.traces.base import DEFAULT_FORMAT
-
 from experiments.folders import name_problem
 from experiments.scenario_build import ScenarioBuild, file_sha256, registered_policies
 from experiments.scenario_vms import (
@@ -41,6 +38,8 @@ from experiments.scenario_vms import (
     _Strict,
     resolved_vm,
 )
+from sim.cluster import MAX_BILLING_QUANTUM
+from sim.traces.base import DEFAULT_FORMAT
 
 __all__ = ["Scenario", "ClusterSpec", "CloudSelection", "WorkloadSpec", "TraceSpec", "PolicySpec", "PredictorSpec",
            "parse_seeds"]
@@ -183,7 +182,7 @@ class JobTypeSpec(_Strict):
     weight: PositiveFloat = 1.0
 
     @model_validator(mode="after")
-    def _complete(self) -> "JobTypeSpec":
+    def _complete(self) -> JobTypeSpec:
         given = [self.application, self.framework, self.iterations, self.batch_size]
         if any(x is not None for x in given) and any(x is None for x in given):
             missing = [n for n, x in zip(("application", "framework", "iterations", "batch_size"), given) if x is None]

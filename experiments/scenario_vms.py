@@ -57,7 +57,7 @@ class CloudSelection(_Strict):
     boot_time: NonNeg | None = None
 
     @model_validator(mode="after")
-    def _some_filter(self) -> "CloudSelection":
+    def _some_filter(self) -> CloudSelection:
         if self.provider is None and self.region is None and self.gpu is None and self.gpus is None:
             raise ValueError("expected at least one of provider, region, gpu, gpus to select cloud VM types, "
                              "found none")

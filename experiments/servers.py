@@ -16,7 +16,8 @@ GPUs, not servers: ``-c 36:36:36 --num_gpus_per_server 4:4:4`` is ``servers: "9:
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from sim.model import VMType
 

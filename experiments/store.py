@@ -30,14 +30,13 @@ import hashlib
 import json
 import sys
 import time
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
-
-from sim.model import CapsimError
 
 from experiments.folders import FolderLock
 from experiments.results import (
@@ -50,6 +49,7 @@ from experiments.results import (
     write_parquet,
 )
 from experiments.runner import TABLES, Outcome, Task
+from sim.model import CapsimError
 
 __all__ = ["ResultStore", "Results", "load_results", "open_results", "new_manifest", "recompute", "MANIFEST"]
 
@@ -128,7 +128,7 @@ class ResultStore:
         return clean_temp_files(self.root)
 
     @contextlib.contextmanager
-    def writing(self, command: dict[str, Any], log: Any = None) -> Iterator["ResultStore"]:
+    def writing(self, command: dict[str, Any], log: Any = None) -> Iterator[ResultStore]:
         """Hold the folder's lock for one command: temporary files of dead writers removed, the manifest records
         ``command`` (``new_manifest``) and keeps every run already here; at the end, the manifest and ``summary.csv``
         are written and the lock released, however the command ends."""

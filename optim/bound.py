@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Sequence
 from functools import lru_cache
-from typing import Sequence
 
 import numpy as np
 

@@ -19,8 +19,9 @@ drawn among the best-fitting ones (``optim.heuristics`` builds on it).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
-from typing import ClassVar, Sequence
+from typing import ClassVar
 
 import numpy as np
 

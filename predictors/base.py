@@ -12,7 +12,8 @@ the two shapes most predictors share:
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -64,7 +65,7 @@ _SHARED: dict[tuple, Any] = {}
 """Fits shared by every instance with the same fitting parameters and training data, in this process."""
 
 
-def fingerprint(runs: "pd.DataFrame") -> str:
+def fingerprint(runs: pd.DataFrame) -> str:
     """A content hash of a runs table (its ``RUN_COLUMNS``, row order included, index ignored)."""
     import pandas as pd
 
@@ -84,7 +85,7 @@ class TrainablePredictor(Predictor):
     fit_params: tuple[str, ...] | None = None
     """The parameters that change what is learnt (None: all of them); the others only change how answers are read."""
 
-    def fit(self, runs: "pd.DataFrame") -> "TrainablePredictor":
+    def fit(self, runs: pd.DataFrame) -> TrainablePredictor:
         missing = [c for c in RUN_COLUMNS if c not in runs.columns]
         if missing:
             raise CapsimError(f"predictor {self.name!r}: the runs table lacks the columns {missing}; "
@@ -99,13 +100,13 @@ class TrainablePredictor(Predictor):
         self._fit(runs)
         return self
 
-    def _fit(self, runs: "pd.DataFrame") -> None:
+    def _fit(self, runs: pd.DataFrame) -> None:
         """Eager part of fitting (default none: models are fitted per application on first use)."""
 
     def _forget(self) -> None:
         """Drop caches of answers derived from an earlier fit (default none)."""
 
-    def training_runs(self) -> "pd.DataFrame":
+    def training_runs(self) -> pd.DataFrame:
         """The runs this predictor learns from, fitting on the shipped runs first if it was never fitted."""
         if not hasattr(self, "runs_"):
             from predictors.measurements import runs
@@ -123,7 +124,7 @@ class TrainablePredictor(Predictor):
             _SHARED[full] = make()
         return _SHARED[full]
 
-    def predict_runs(self, rows: "pd.DataFrame") -> np.ndarray:
+    def predict_runs(self, rows: pd.DataFrame) -> np.ndarray:
         """Seconds for each row of a runs table (its GPU, GPU count, batch, iterations, depth; the CPU-thread count
         where the predictor models it), NaN where unsupported. The default asks ``runtime`` row by row."""
         from predictors.measurements import row_configs, row_specs
@@ -150,7 +151,7 @@ class AffinePredictor(Predictor):
     def terms(self, spec: JobSpec, vm: VMType, gpus: int, cpu: int | None = None) -> tuple[float, float, str | None]:
         raise NotImplementedError(self)
 
-    def predict_runs(self, rows: "pd.DataFrame") -> np.ndarray:
+    def predict_runs(self, rows: pd.DataFrame) -> np.ndarray:
         """Each row of a runs table at its own CPU-thread count, NaN where unsupported."""
         from predictors.measurements import row_configs, row_specs
 

@@ -22,7 +22,7 @@ not modelled: a configuration measured on one GPU is taken to fit on every other
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

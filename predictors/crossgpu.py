@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Iterable, Mapping
+from functools import cache
 
 import numpy as np
 
@@ -173,7 +173,7 @@ def leave_one_gpu_out(speeds: Mapping[tuple[str, str], float], features: Iterabl
     return out
 
 
-@lru_cache(maxsize=None)
+@cache
 def shipped_speeds() -> dict[tuple[str, str], float]:
     """Peak single-GPU speeds of every model in the shipped tables (ElasticFlow's A100 and T4, Gavel's)."""
     from predictors.throughput import elasticflow_table, gavel_table
@@ -183,7 +183,7 @@ def shipped_speeds() -> dict[tuple[str, str], float]:
     return peak_speeds(rates)
 
 
-@lru_cache(maxsize=None)
+@cache
 def default_scaling() -> Scaling:
     """The scaling the ``cloud`` predictor uses: ``tensor+bandwidth`` fitted on ``CALIBRATION`` over the shipped
     tables."""

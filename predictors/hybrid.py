@@ -15,7 +15,7 @@ that did run and asks no memory question.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 
 import numpy as np
@@ -18,7 +18,7 @@ FRAMEWORKS = ("pytorch", "tensorflow")
 NO_DEPTH = -1
 
 
-@lru_cache(maxsize=None)
+@cache
 def runs() -> pd.DataFrame:
     """Every measured run, one row each; ``depth`` is ``-1`` for the standard network. Do not mutate."""
     with resources.files("predictors").joinpath("data", "polimi", "runs.csv").open("r", encoding="utf-8") as f:
@@ -31,7 +31,7 @@ def runs() -> pd.DataFrame:
     return df
 
 
-@lru_cache(maxsize=None)
+@cache
 def applications() -> dict[str, tuple[str, ...]]:
     """Measured application → frameworks measured (``unknown`` where the source does not say)."""
     df = runs()
@@ -60,7 +60,7 @@ def data_key(spec: JobSpec) -> tuple[str, str, int]:
     return spec.application, fw, NO_DEPTH if spec.depth is None else int(spec.depth)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _measured_names() -> frozenset[str]:
     return frozenset(runs()["gpu"])
 

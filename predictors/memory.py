@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from typing import TYPE_CHECKING
 
 import networkx as nx
@@ -65,7 +65,7 @@ def per_gpu_batch(batch: int, gpus: int) -> int:
     return -(-int(batch) // int(gpus))
 
 
-@lru_cache(maxsize=None)
+@cache
 def activation_bytes(net: str, depth: int | None = None) -> float:
     """Peak bytes of activations and their gradients per sample over a training step (module docstring)."""
     g = network(net, depth)
@@ -120,7 +120,7 @@ def footprint(spec: JobSpec, gpus: int) -> Footprint | None:
 class MemoryGuard:
     """Judges configurations against the footprint estimate and the runs of one runs table (module docstring)."""
 
-    def __init__(self, runs: "pd.DataFrame"):
+    def __init__(self, runs: pd.DataFrame):
         mem = {n: g.memory_gb for n, g in gpu_models().items()}
         per_gpu = -(-runs["batch_size"] // runs["gpus"])
         seen = runs.assign(per_gpu=per_gpu, memory=runs["gpu"].map(mem)).dropna(subset=["memory"])
@@ -174,7 +174,7 @@ class MemoryGuard:
 _GUARDS: dict[str, MemoryGuard] = {}
 
 
-def guard(predictor: "TrainablePredictor") -> MemoryGuard:
+def guard(predictor: TrainablePredictor) -> MemoryGuard:
     """The memory guard of a trainable predictor's training runs, built once per process and training data (by
     content hash) and shared by every predictor trained on them."""
     runs = predictor.training_runs()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import csv
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 
 import networkx as nx
@@ -139,7 +139,7 @@ class _Builder:
         return self.add(_elementwise("relu", s, 1, 1), add), s
 
 
-@lru_cache(maxsize=None)
+@cache
 def network(name: str, depth: int | None = None) -> nx.DiGraph:
     """The layer graph of ``name``; for the ResNets, ``depth`` d (if given) puts d modules in every stage. The
     graph's ``input_shape`` attribute is the per-sample input (channels, height, width)."""

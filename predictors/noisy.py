@@ -11,8 +11,9 @@ the vectorised path stays fast.
 from __future__ import annotations
 
 import math
-from functools import lru_cache
-from typing import Any, ClassVar, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from functools import cache
+from typing import Any, ClassVar
 
 import numpy as np
 from scipy.special import ndtr, ndtri
@@ -34,7 +35,7 @@ def expected_mape(mu: float, sigma: float) -> float:
     return float(mean - 1 + 2 * below)
 
 
-@lru_cache(maxsize=None)
+@cache
 def lognormal_params(mape: float, bias: float) -> tuple[float, float]:
     """(mu, sigma) of the log-normal factor with ``E|f − 1| = mape`` and ``E[f] = 1 + bias``."""
     if mape < abs(bias):

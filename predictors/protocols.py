@@ -23,8 +23,8 @@ batch sizes, on every GPU at once, predicted from the lower half), ``gpus_hard``
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 import numpy as np
 import pandas as pd

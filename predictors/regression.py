@@ -35,7 +35,8 @@ the application's overall best on a GPU type never measured).
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -44,8 +45,17 @@ from predictors.augmented import FLEXIBLE, fit_flexible, folds, select_features
 from predictors.base import TrainablePredictor, register
 from predictors.measurements import NO_DEPTH, data_key, measured_gpu_name
 from predictors.memory import guard
-from predictors.structured import (COMM_SHAPES, DEPTH, LEVELS, TERM_SETS, fit_structured, input_scaling, row_speeds,
-                                   speed, with_comm)
+from predictors.structured import (
+    COMM_SHAPES,
+    DEPTH,
+    LEVELS,
+    TERM_SETS,
+    fit_structured,
+    input_scaling,
+    row_speeds,
+    speed,
+    with_comm,
+)
 from sim.model import INFEASIBLE, CapsimError, Config, JobSpec, VMType
 
 __all__ = ["RegressionPredictor", "FAMILIES", "AXES", "AppFit", "axis_splits", "mape"]
@@ -104,7 +114,7 @@ class AppFit:
     """One application's fit, built lazily per kind of question: the validation scores per (candidate, kind), the
     candidate chosen per kind, the chosen candidates refitted on all the runs, and what was measured."""
 
-    def __init__(self, owner: "RegressionPredictor", rows: pd.DataFrame, with_depth: bool):
+    def __init__(self, owner: RegressionPredictor, rows: pd.DataFrame, with_depth: bool):
         self.owner, self.rows, self.with_depth = owner, rows, with_depth
         self.labels = owner.candidates(rows)
         self.scores: dict[tuple[str, str], float] = {}

@@ -36,8 +36,8 @@ at their base clock), else the datasheet FP32 TFLOP/s × 1000.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -256,7 +256,7 @@ class StructuredModel:
             out *= np.array([_level(self.cells, k) for k in keys])
         return out
 
-    def with_cells(self, rows: pd.DataFrame) -> "StructuredModel":
+    def with_cells(self, rows: pd.DataFrame) -> StructuredModel:
         """A copy that corrects its level on every measured cell of ``rows`` (``CELL_KEYS``): the median ratio of
         measured to fitted time over the cell's runs."""
         ratio = (rows["runtime_s"] / rows["iterations"]).to_numpy(float) / self.per_iteration(rows)

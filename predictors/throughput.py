@@ -27,10 +27,10 @@ from __future__ import annotations
 import ast
 import json
 import math
-from functools import lru_cache
+from collections.abc import Callable, Mapping, Sequence
+from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -90,7 +90,7 @@ def read_gavel_json(path: str | Path) -> ThroughputTable:
     return ThroughputTable(rates, str(path))
 
 
-@lru_cache(maxsize=None)
+@cache
 def gavel_table() -> ThroughputTable:
     """Gavel's measured throughputs, shipped with capsim."""
     path = resources.files("predictors").joinpath("data", "gavel", "simulation_throughputs.json")

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import csv
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from functools import lru_cache
+from functools import cache
 from importlib import resources
-from typing import Iterable, Mapping, NamedTuple
+from typing import NamedTuple
 
 from sim.model import Billing, CapsimError, Config, GPUModel, JobSpec, VMType
 
@@ -32,7 +33,7 @@ def _opt(value: str) -> float | None:
     return float(value) if value.strip() else None
 
 
-@lru_cache(maxsize=None)
+@cache
 def gpu_models() -> dict[str, GPUModel]:
     """All GPU models with known specifications, by name."""
     out = {}
@@ -59,7 +60,7 @@ def gpu(name: str) -> GPUModel:
     return models[name]
 
 
-@lru_cache(maxsize=None)
+@cache
 def vm_types() -> dict[str, VMType]:
     """The paper's VM catalogue, by VM type name, in catalogue order."""
     return {
@@ -95,7 +96,7 @@ class Provider(NamedTuple):
     boot_time: float
 
 
-@lru_cache(maxsize=None)
+@cache
 def cloud_providers() -> dict[str, Provider]:
     """The providers of the cloud catalogue, by name."""
     return {
@@ -105,7 +106,7 @@ def cloud_providers() -> dict[str, Provider]:
     }
 
 
-@lru_cache(maxsize=None)
+@cache
 def cloud_vm_types() -> dict[str, VMType]:
     """The cloud catalogue by VM type name, in file order: GPU VM types of AWS, Azure and GCP in one region each,
     with on-demand and spot list prices, billed by their provider's rule."""
@@ -208,7 +209,7 @@ def with_spot(types: Iterable[VMType], revocation_rate: float | Mapping[str, flo
     return tuple(out)
 
 
-@lru_cache(maxsize=None)
+@cache
 def job_types() -> dict[str, JobSpec]:
     """The paper's job types J1–J6 as job specs (iterations = inputs × epochs / batch size, rounded up)."""
     return {

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import inspect
 import math
-from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -193,7 +194,7 @@ class Predictor(Component):
                 out[i, k] = self.runtime(s, c.vm, c.gpus)
         return out
 
-    def fit(self, runs: "pd.DataFrame") -> "Predictor":
+    def fit(self, runs: pd.DataFrame) -> Predictor:
         """Learn from a table of measured runs and return ``self`` (trainable predictors only)."""
         raise CapsimError(f"predictor {self.name!r} is not trainable: it does not learn from runs")
 

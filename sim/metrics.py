@@ -11,8 +11,9 @@ at a time are computed in the same order (``_ordered_sum``), so the numbers are 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 

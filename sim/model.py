@@ -7,10 +7,10 @@ of the project, so any room may import it without creating a cycle. Units inside
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from numbers import Real
 from types import MappingProxyType
-from typing import Mapping
 
 import numpy as np
 
@@ -223,7 +223,7 @@ class JobView:
             return math.inf
         return self.at(now).remaining(self.config)
 
-    def at(self, now: float) -> "JobView":
+    def at(self, now: float) -> JobView:
         """This view as of ``now``: a running job's ``done`` advanced by the time run since ``since`` (at the
         estimated pace) and ``since`` moved to ``now``; a waiting job's view unchanged. A job still running is not
         finished, so its estimated progress stays just below 1 even when it outlives its estimate."""

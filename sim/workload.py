@@ -7,14 +7,15 @@ changing one concern (say the mix) leaves the others (arrival times) untouched.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from sim.contracts import Predictor
 from sim.catalogue import job_types
+from sim.contracts import Predictor
 from sim.model import CapsimError, Config, Job, JobSpec
 from sim.traces.base import REQUIRED as _TRACE_REQUIRED
 

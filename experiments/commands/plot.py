@@ -34,12 +34,11 @@ def run(args: argparse.Namespace) -> int:
 
     matplotlib.use("Agg")
 
-    from sim.model import CapsimError
-
     from experiments.commands.report import choose_metrics
     from experiments.loading import did_you_mean
     from experiments.plots import FIGURES, ON_REQUEST, plot_all
     from experiments.store import open_results
+    from sim.model import CapsimError
 
     if args.dpi < 20:
         raise CapsimError(f"--dpi: expected a resolution of at least 20 dots per inch, found {args.dpi}")

@@ -128,7 +128,7 @@ class Progress:
         self.stream.flush()
 
 
-def _plot(pred: "pd.DataFrame", protocol: str, path: Path) -> None:
+def _plot(pred: pd.DataFrame, protocol: str, path: Path) -> None:
     """Predicted vs measured runtime, one panel per predictor that answered, one colour per application."""
     import matplotlib
 
@@ -169,7 +169,7 @@ def _percent(v: Any) -> str:
     return "-" if v is None or v != v else f"{100 * v:.1f}"
 
 
-def summary_table(summary: "pd.DataFrame") -> str:
+def summary_table(summary: pd.DataFrame) -> str:
     """Mean MAPE % over cells per protocol (rows) and predictor (columns), with the noise floor, the published mean,
     the cells whose floor is above it, the target, and, for interpolation, the applications at target (≤ 5 % or at
     their floor) per predictor."""
@@ -189,7 +189,7 @@ def summary_table(summary: "pd.DataFrame") -> str:
     return table.fillna("-").to_string()
 
 
-def application_table(cells: "pd.DataFrame") -> str:
+def application_table(cells: pd.DataFrame) -> str:
     """Mean MAPE % over cells per protocol × application × framework (rows, in evaluation order) and predictor."""
     keys = ["protocol", "application", "framework"]
     t = cells.groupby(keys + ["predictor"], sort=False)["mape"].mean().unstack("predictor")

@@ -30,9 +30,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def metrics_table() -> str:
     """Every declared metric: name, label with unit, decimals, which way is better, what it measures."""
-    from sim.metrics import METRICS
-
     from experiments.tables import format_table, metric_label
+    from sim.metrics import METRICS
 
     rows = [[m.name, metric_label(m.name), str(m.digits), m.better or "-", m.description] for m in METRICS.values()]
     return format_table(["metric", "label", "digits", "better", "what it measures"], rows)
@@ -40,10 +39,9 @@ def metrics_table() -> str:
 
 def choose_metrics(text: str | None, summary: pd.DataFrame, directory: str, recomputed: bool) -> list[str]:
     """The metrics named in ``--metrics`` (default: the headline ones), each declared or a numeric summary column."""
+    from experiments.loading import did_you_mean
     from sim.metrics import HEADLINE, METRICS
     from sim.model import CapsimError
-
-    from experiments.loading import did_you_mean
 
     if not text:
         return list(HEADLINE)
@@ -64,10 +62,9 @@ def choose_metrics(text: str | None, summary: pd.DataFrame, directory: str, reco
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    from sim.model import CapsimError
-
     from experiments.report import aggregate, notes, render
     from experiments.store import open_results
+    from sim.model import CapsimError
 
     if args.metrics and args.metrics.strip() == "list":
         print(metrics_table())

@@ -28,9 +28,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def select_policies(sc: Scenario, names: str | None) -> list[PolicySpec]:
     """The scenario's policies, or those named (a scenario policy's name or any registered kind)."""
-    from sim.model import CapsimError
-
     from experiments.scenario import PolicySpec
+    from sim.model import CapsimError
 
     specs = sc.policy_specs()
     if not names:
@@ -66,14 +65,13 @@ def check_workers(n: int) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sim.model import CapsimError
-
     from experiments.folders import output_dir
     from experiments.results import summary_frame
     from experiments.runner import Outcome, Progress, Task, run_tasks
     from experiments.scenario import load_scenario, parse_seeds
     from experiments.store import ResultStore, new_manifest
     from experiments.tables import policy_means
+    from sim.model import CapsimError
 
     check_workers(args.workers)
     sc = load_scenario(args.scenario)

@@ -20,12 +20,11 @@ an axes the caller owns (``draw``, ``experiments.api``). Each policy keeps one c
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import pandas as pd
-
-from sim.model import CapsimError
 
 from experiments.plots.data import PlotData
 from experiments.plots.job_figs import cdf, decision_time
@@ -42,6 +41,7 @@ from experiments.plots.summary_figs import (
     tardiness_late,
 )
 from experiments.plots.timeline import default_run, gpu_blocks, timeline
+from sim.model import CapsimError
 
 __all__ = ["FIGURES", "ON_REQUEST", "WIDTHS", "PlotData", "specs", "figures", "render", "draw", "plot_all", "policy_styles",
            "pareto_front", "gpu_blocks", "default_run"]

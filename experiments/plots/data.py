@@ -9,20 +9,20 @@ ticks, grouped under the earlier fields' values.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
-
-from sim.model import CapsimError
 
 from experiments.intervals import SHORT
 from experiments.labels import field_equals, field_label, field_value
 from experiments.plots.style import WIDTHS, Style, policy_styles, text_width
 from experiments.report import aggregate
 from experiments.tables import metric_label
+from sim.model import CapsimError
 
 __all__ = ["PlotData", "GridAxis", "DERIVED", "label_of"]
 

@@ -9,17 +9,17 @@ draws one panel, chosen by its key, onto a given axes, for notebooks and composi
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from matplotlib import rc_context
 from matplotlib.figure import Figure
 
-from sim.model import CapsimError
-
 from experiments.plots.style import DPI, FONT_SIZE, WIDTHS, rc, text_width
 from experiments.results import atomic_write
+from sim.model import CapsimError
 
 __all__ = ["Panel", "FigureSpec", "render", "draw_on", "save", "same_value"]
 

@@ -8,7 +8,8 @@ tardiness cost each get their own scale, so neither hides the other.
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd

@@ -13,11 +13,10 @@ import numpy as np
 import pandas as pd
 from matplotlib.patches import Patch, Rectangle
 
-from sim.model import CapsimError
-
 from experiments.plots.data import PlotData
 from experiments.plots.layout import FigureSpec, Panel
 from experiments.plots.style import FONT_SIZE, WIDTHS, stable_index, time_unit
+from sim.model import CapsimError
 
 __all__ = ["timeline", "default_run", "gpu_blocks"]
 

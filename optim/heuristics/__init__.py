@@ -4,9 +4,9 @@ HEURISTICS.md) re-implemented with its defects fixed, and ``insertion`` (docs/he
 registers them in that order."""
 
 from optim.heuristics.decision import Decision, Schedule, plan_cost
-from optim.heuristics.random_greedy import RandomGreedy
+from optim.heuristics.insertion import Insertion
 from optim.heuristics.local_search import LocalSearch
 from optim.heuristics.path_relinking import PathRelinking
-from optim.heuristics.insertion import Insertion
+from optim.heuristics.random_greedy import RandomGreedy
 
 __all__ = ["Decision", "Schedule", "plan_cost", "RandomGreedy", "LocalSearch", "PathRelinking", "Insertion"]

@@ -127,7 +127,7 @@ class Schedule:
         self.slot_cost = [self._slot_cost(i, self.vm[i], {}) for i in range(n)]
         self.cost = float(sum(self.slot_cost) + dec.p.sum() + dec.constant)
 
-    def copy(self) -> "Schedule":
+    def copy(self) -> Schedule:
         s = Schedule.__new__(Schedule)
         s.dec, s.vm, s.on, s.at = self.dec, list(self.vm), [dict(o) for o in self.on], dict(self.at)
         s.used, s.slot_cost, s.cost = list(self.used), list(self.slot_cost), self.cost
@@ -338,7 +338,7 @@ class Schedule:
         return Plan(vms=vms, start=start)
 
     @classmethod
-    def from_plan(cls, dec: Decision, plan: Plan) -> "Schedule":
+    def from_plan(cls, dec: Decision, plan: Plan) -> Schedule:
         """The assignment a non-preemptive plan makes; a CapsimError if it breaks a slot's VM or GPU capacity."""
         s = cls(dec)
         for a in plan.start:

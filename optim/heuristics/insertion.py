@@ -17,9 +17,9 @@ No solver is used.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from functools import partial
 from itertools import chain
-from typing import Callable, Iterator
 
 import numpy as np
 

@@ -14,8 +14,8 @@ runs jobs keeps its VM):
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from functools import partial
-from typing import Callable, Iterator
 
 import numpy as np
 

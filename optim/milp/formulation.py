@@ -8,8 +8,8 @@ gives them (sorted by name) and rows in the order they are written, so both rout
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Callable
 
 import numpy as np
 import pulp

@@ -6,7 +6,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 from optim.base import Policy, build, register
 from optim.common import spot_snapshot

@@ -56,7 +56,7 @@ class TraceReader(Component):
     example: ClassVar[str] = ""
     example_jobs: ClassVar[int] = 0
 
-    def read(self, path: Path) -> "pd.DataFrame":
+    def read(self, path: Path) -> pd.DataFrame:
         raise NotImplementedError(self)
 
 
@@ -64,6 +64,6 @@ TRACE_FORMATS: Registry[TraceReader] = Registry("trace format", "sim.traces")
 """Every registered trace format; importing ``sim.traces`` registers the built-in ones."""
 
 
-def read_trace(path: str | Path, format: str = DEFAULT_FORMAT, **options: Any) -> "pd.DataFrame":
+def read_trace(path: str | Path, format: str = DEFAULT_FORMAT, **options: Any) -> pd.DataFrame:
     """The trace table of the file at ``path`` read as ``format`` with the reader's ``options``."""
     return TRACE_FORMATS.build(format, **options).read(Path(path))

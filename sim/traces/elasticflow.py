@@ -54,7 +54,7 @@ class ElasticFlowTrace(TraceReader):
         self.elastic = elastic
         self.limit = limit
 
-    def read(self, path: Path) -> "pd.DataFrame":
+    def read(self, path: Path) -> pd.DataFrame:
         import pandas as pd
 
         try:

@@ -15,8 +15,9 @@ from __future__ import annotations
 import math
 import random
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING
 
 from sim.model import CapsimError
 from sim.traces.base import TRACE_FORMATS, TraceReader
@@ -65,7 +66,7 @@ class GavelTrace(TraceReader):
     def __init__(self, framework: str = "pytorch"):
         self.framework = framework
 
-    def read(self, path: Path) -> "pd.DataFrame":
+    def read(self, path: Path) -> pd.DataFrame:
         import pandas as pd
 
         try:

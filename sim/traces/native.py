@@ -26,7 +26,7 @@ class CsvTrace(TraceReader):
     )
     example_jobs = 3
 
-    def read(self, path: Path) -> "pd.DataFrame":
+    def read(self, path: Path) -> pd.DataFrame:
         import csv
 
         import pandas as pd

@@ -18,7 +18,17 @@ import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from experiments.cli import main
-from experiments.plots import FIGURES, ON_REQUEST, WIDTHS, PlotData, gpu_blocks, pareto_front, policy_styles, render, specs
+from experiments.plots import (
+    FIGURES,
+    ON_REQUEST,
+    WIDTHS,
+    PlotData,
+    gpu_blocks,
+    pareto_front,
+    policy_styles,
+    render,
+    specs,
+)
 from experiments.plots.style import FONT_SIZE, KINDS, set_scale
 from experiments.store import open_results
 

@@ -10,11 +10,10 @@ import pandas as pd
 import pytest
 
 import optim
-from optim.base import Policy
-from sim.model import Plan, Snapshot
-
 from experiments.cli import main
 from experiments.tables import metric_label
+from optim.base import Policy
+from sim.model import Plan, Snapshot
 
 from .conftest import small_scenario, write_yaml
 

@@ -10,13 +10,12 @@ import pandas as pd
 import pytest
 
 import optim
-from optim.base import Policy
-from sim.model import Plan, Snapshot
 from experiments.cli import main
 from experiments.runner import TABLES
 from experiments.store import ResultStore, load_results
 from experiments.sweep import load_sweep
-from sim.model import CapsimError
+from optim.base import Policy
+from sim.model import CapsimError, Plan, Snapshot
 
 from .conftest import small_scenario, write_yaml
 

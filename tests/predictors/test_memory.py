@@ -11,8 +11,16 @@ import pytest
 from predictors import build
 from predictors.measured import MeasuredPredictor
 from predictors.measurements import row_configs, row_specs, runs
-from predictors.memory import (GIB, RESERVE_GIB, STATE_COPIES, MemoryGuard, activation_bytes, footprint, guard,
-                               per_gpu_batch)
+from predictors.memory import (
+    GIB,
+    RESERVE_GIB,
+    STATE_COPIES,
+    MemoryGuard,
+    activation_bytes,
+    footprint,
+    guard,
+    per_gpu_batch,
+)
 from predictors.networks import graph_name, network, parameters
 from sim.catalogue import configurations, gpu, job_types, vm_type, vm_types
 from sim.model import JobSpec, VMType

@@ -10,7 +10,7 @@ import pytest
 from sim.catalogue import cloud_providers, gpu
 from sim.engine import Simulation
 from sim.model import Assignment, Billing, CapsimError, Plan, VMType
-from tests.sim.helpers import A, SMALL, FirstFit, cluster, job, table
+from tests.sim.helpers import SMALL, A, FirstFit, cluster, job, table
 
 K80 = gpu("K80")
 PER_SECOND_MIN_MINUTE = Billing(increment=1.0, minimum=60.0)  # AWS, GCP

@@ -9,7 +9,7 @@ import pytest
 
 from sim.engine import Simulation
 from sim.model import Assignment, CapsimError, Plan
-from tests.sim.helpers import A, B, BIG, SLOW, SMALL, FirstFit, Scripted, cluster, job, preempt_job0_at_10, table
+from tests.sim.helpers import BIG, SLOW, SMALL, A, B, FirstFit, Scripted, cluster, job, preempt_job0_at_10, table
 
 
 def run(jobs, policy=None, n=1, types=(SMALL, BIG), pred=None, **kw):

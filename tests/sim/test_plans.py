@@ -10,7 +10,7 @@ import pytest
 from sim.cluster import Cluster, NodeSlot
 from sim.engine import Simulation
 from sim.model import Assignment, CapsimError, Plan
-from tests.sim.helpers import A, B, BIG, SMALL, Scripted, job, table
+from tests.sim.helpers import BIG, SMALL, A, B, Scripted, job, table
 
 START_A = Plan(vms={0: "small"}, start=(Assignment(0, 0, 1),))
 

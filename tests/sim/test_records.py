@@ -9,7 +9,7 @@ import pytest
 from sim.engine import DECISION_COLUMNS, JOB_COLUMNS, NODE_COLUMNS, SEGMENT_COLUMNS, Simulation
 from sim.model import Assignment, CapsimError, DecisionInfo, Plan
 from sim.records import Table
-from tests.sim.helpers import A, B, BIG, SLOW, SMALL, FirstFit, Scripted, cluster, job, preempt_job0_at_10, table
+from tests.sim.helpers import BIG, SLOW, SMALL, A, B, FirstFit, Scripted, cluster, job, preempt_job0_at_10, table
 
 SUMMARY_KEYS = {"vm_cost", "idle_cost", "tardiness_cost", "total_cost", "late_jobs", "deadline_met", "mean_lateness",
                 "p95_lateness", "jobs", "mean_jct", "p95_jct", "mean_wait", "makespan", "gpu_utilisation", "decisions",

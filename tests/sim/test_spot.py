@@ -12,7 +12,7 @@ from sim.cluster import Cluster, NodeSlot
 from sim.engine import Simulation
 from sim.model import Assignment, Billing, CapsimError, Plan, VMType
 from sim.workload import STREAMS, spot_streams, streams
-from tests.sim.helpers import A, BIG, K80, SMALL, Scripted, job, table
+from tests.sim.helpers import BIG, K80, SMALL, A, Scripted, job, table
 
 RATE = 2.0  # revocations per hour
 SPOT = VMType("small-spot", K80, 1, 1.8, spot=True, revocation_rate=RATE)
