@@ -15,6 +15,7 @@ from experiments.loading import Problem, did_you_mean, pydantic_problems
 from experiments.scenario_build import param_names
 from experiments.scenario_spec import PredictorSpec, Scenario, TraceSpec
 from experiments.scenario_vms import CloudSelection, CustomVM
+from sim.model import CapsimError
 
 __all__ = ["semantic_problems", "validate_scenario"]
 

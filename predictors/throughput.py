@@ -126,7 +126,7 @@ def read_elasticflow_csv(text: str, gpu: str, model: str, source: str) -> dict[t
     return rates
 
 
-@lru_cache(maxsize=None)
+@cache
 def elasticflow_table(which: str = "all") -> ThroughputTable:
     """ElasticFlow's measured throughputs shipped with capsim: ``which`` is ``A100``, ``T4`` or ``all``."""
     folder = resources.files("predictors").joinpath("data", "elasticflow")
