@@ -41,6 +41,13 @@ class ScenarioBuild:
 
         if self.cluster.servers is not None:
             return tuple(v for v, _ in self._servers())
+        types = self._listed_vm_types()
+        spot = self.cluster.spot
+        return types if spot is None else catalogue.with_spot(types, spot.revocation_rate, spot.only)
+
+    def _listed_vm_types(self) -> tuple[VMType, ...]:
+        from sim import catalogue
+
         if self.cluster.vm_types is None:
             return tuple(catalogue.vm_types().values())
         out: list[VMType] = []
@@ -90,6 +97,8 @@ class ScenarioBuild:
             decision_interval=interval,
             gang=c.gang if c.gang is not None else c.servers is not None,
             round_length=rounds.length if rounds is not None and rounds.effects else float("inf"),
+            checkpoint_interval=c.checkpoint_interval if c.checkpoint_interval is not None else float("inf"),
+            max_gang_gpus=c.max_gang_gpus,
         )
 
     def job_mix(self) -> tuple[tuple[JobSpec, float], ...]:

@@ -13,7 +13,8 @@ from pydantic import ValidationError
 
 from experiments.loading import Problem, did_you_mean, pydantic_problems
 from experiments.scenario_build import param_names
-from experiments.scenario_spec import CloudSelection, CustomVM, PredictorSpec, Scenario, TraceSpec
+from experiments.scenario_spec import PredictorSpec, Scenario, TraceSpec
+from experiments.scenario_vms import CloudSelection, CustomVM
 from sim.model import CapsimError
 
 __all__ = ["semantic_problems", "validate_scenario"]
@@ -164,6 +165,39 @@ def _check_fixed_cluster(sc: Scenario, problems: list[Problem]) -> None:
                                 "mode the decisions are the round boundaries"))
 
 
+def _check_spot(sc: Scenario, problems: list[Problem]) -> list[str]:
+    """``cluster.spot``: not with fixed servers or rounds, rates for known names, some type with a spot price; the
+    names of the spot variants (slot groups may name them)."""
+    from sim import catalogue
+    from sim.model import CapsimError
+
+    spot = sc.cluster.spot
+    if spot is None:
+        return []
+    at = ("cluster", "spot")
+    for field, why in (("servers", "a fixed server is never revoked"), ("rounds", "round mode does not model them")):
+        if getattr(sc.cluster, field) is not None:
+            problems.append(Problem(at, f"expected no spot VMs with cluster.{field} ({why}); remove one of them"))
+            return []
+    listed = sc._listed_vm_types()
+    if isinstance(spot.revocation_rate, dict):
+        known = {v.name for v in listed} | {v.gpu.name for v in listed} | {"default"}
+        for k in spot.revocation_rate:
+            if k not in known:
+                problems.append(Problem(at + ("revocation_rate", k), f"expected a VM type or GPU model of the "
+                                        f"cluster, or 'default', found {k!r}{did_you_mean(k, known)}"))
+    if not any(v.spot_price_per_hour is not None for v in listed):
+        problems.append(Problem(at, "expected some VM type with a spot price (spot_price_per_hour), found none: no "
+                                "VM can be rented spot"))
+    if problems:
+        return []
+    try:
+        return [v.name for v in catalogue.with_spot(listed, spot.revocation_rate, spot.only) if v.spot]
+    except CapsimError as e:
+        problems.append(Problem(at + ("revocation_rate",), str(e)))
+        return []
+
+
 def semantic_problems(sc: Scenario, runnable: bool = True) -> list[Problem]:
     """Problems pydantic cannot see: unknown names (VM types, GPUs, job types, policies, predictors), files, trace
     contents; with ``runnable``, also jobs the truth predictor cannot run (a sweep's base scenario need not be
@@ -196,6 +230,8 @@ def semantic_problems(sc: Scenario, runnable: bool = True) -> list[Problem]:
                 if name in cluster_vm_names:
                     problems.append(Problem(("cluster", "vm_types", i), f"VM type {name!r} is listed twice"))
                 cluster_vm_names.append(name)
+    if not problems:
+        cluster_vm_names += _check_spot(sc, problems)
     if isinstance(sc.cluster.nodes, list):
         for gi, g in enumerate(sc.cluster.nodes):
             for vi, v in enumerate(g.vm_types or []):

@@ -20,7 +20,6 @@ from pydantic import (
     Discriminator,
     Field,
     PrivateAttr,
-    Strict,
     Tag,
     field_validator,
     model_serializer,
@@ -29,62 +28,24 @@ from pydantic import (
 
 from experiments.folders import name_problem
 from experiments.scenario_build import ScenarioBuild, file_sha256, registered_policies
+from experiments.scenario_vms import (
+    CloudSelection,
+    NonNeg,
+    PositiveFloat,
+    PositiveInt,
+    SpotSpec,
+    VMEntry,
+    _Strict,
+    resolved_vm,
+)
 from sim.cluster import MAX_BILLING_QUANTUM
-from sim.model import Billing, VMType
 from sim.traces.base import DEFAULT_FORMAT
 
 __all__ = ["Scenario", "ClusterSpec", "CloudSelection", "WorkloadSpec", "TraceSpec", "PolicySpec", "PredictorSpec",
            "parse_seeds"]
 
-# Numbers are strict (a YAML 1.1 boolean such as `yes` or a quoted "30" is not a number) and finite.
-NonNeg = Annotated[float, Strict(), Field(ge=0, allow_inf_nan=False)]
-PositiveFloat = Annotated[float, Strict(), Field(gt=0, allow_inf_nan=False)]
-PositiveInt = Annotated[int, Strict(), Field(gt=0)]
 MAX_SEEDS = 100_000
 """The most seeds one scenario or sweep may list (a range like `0-99999999` is a typo, not an experiment)."""
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class BillingSpec(_Strict):
-    """A billing rule: time on rounded up to whole ``increment`` seconds (0: exact), at least ``minimum`` seconds."""
-
-    increment: NonNeg = 0.0
-    minimum: NonNeg = 0.0
-
-
-class CustomVM(_Strict):
-    """A VM type not in the catalogue, defined inline (billed exactly per second unless ``billing`` says otherwise)."""
-
-    name: str
-    gpu: str
-    gpus: PositiveInt
-    price_per_hour: NonNeg
-    boot_time: NonNeg = 0.0
-    provider: str = "custom"
-    billing: BillingSpec | None = None
-    spot_price_per_hour: NonNeg | None = None
-    region: str = ""
-
-
-class CloudSelection(_Strict):
-    """Every VM type of the cloud catalogue matching the filters given: a provider, a region, GPU models, GPU counts;
-    ``boot_time`` replaces the provider's assumed boot time (``docs/clouds.md``)."""
-
-    provider: str | None = None
-    region: str | None = None
-    gpu: str | list[str] | None = None
-    gpus: PositiveInt | list[PositiveInt] | None = None
-    boot_time: NonNeg | None = None
-
-    @model_validator(mode="after")
-    def _some_filter(self) -> CloudSelection:
-        if self.provider is None and self.region is None and self.gpu is None and self.gpus is None:
-            raise ValueError("expected at least one of provider, region, gpu, gpus to select cloud VM types, "
-                             "found none")
-        return self
 
 
 class SlotGroup(_Strict):
@@ -104,27 +65,6 @@ def _nodes_tag(v: Any) -> str | None:
     return None
 
 
-def _vm_tag(v: Any) -> str | None:
-    if isinstance(v, str):
-        return "<name>"
-    if isinstance(v, CustomVM) or (isinstance(v, dict) and "name" in v):
-        return "<custom>"
-    if isinstance(v, (dict, CloudSelection)):
-        return "<cloud>"
-    return None
-
-
-VMEntry = Annotated[
-    Annotated[str, Tag("<name>")] | Annotated[CustomVM, Tag("<custom>")] | Annotated[CloudSelection, Tag("<cloud>")],
-    Discriminator(
-        _vm_tag,
-        custom_error_type="capsim_choice",
-        custom_error_message="expected a catalogue VM type name, a mapping {name, gpu, gpus, price_per_hour} or a "
-                             "cloud selection {provider, region, gpu, gpus}",
-    ),
-]
-
-
 class RoundsSpec(_Strict):
     """Round-based scheduling (``sim.rounds``): decisions only at boundaries ``length`` s apart (Gavel: 360 s).
     ``effects: false`` keeps a decision every ``length`` s but drops the round effects (admission at boundaries, no
@@ -134,7 +74,8 @@ class RoundsSpec(_Strict):
     effects: bool = True
 
 
-_FIXED_CLUSTER = ("servers", "gpus_per_server", "server_price", "gang", "rounds")
+_FIXED_CLUSTER = ("servers", "gpus_per_server", "server_price", "gang", "rounds", "spot", "checkpoint_interval",
+                  "max_gang_gpus")
 """ClusterSpec fields left out of the scenario's data when unset, so that scenarios without them keep their run ids."""
 
 
@@ -149,7 +90,9 @@ def _no_sexagesimal(v: Any, numbers: bool) -> Any:
 
 class ClusterSpec(_Strict):
     """Node slots and the VM types they may host, billing and rescheduling options; or a fixed cluster of servers
-    (``servers``, see ``experiments.servers``), optionally scheduled in rounds."""
+    (``servers``, see ``experiments.servers``), optionally scheduled in rounds. ``spot`` adds spot variants of the
+    VM types (``SpotSpec``); ``checkpoint_interval`` (s of work; none: no checkpoints) bounds what a revoked job
+    loses; ``max_gang_gpus`` caps the GPU count of a gang's configurations (``sim.cluster.Cluster``)."""
 
     nodes: Annotated[
         Annotated[PositiveInt, Tag("<count>")] | Annotated[list[SlotGroup], Field(min_length=1), Tag("<groups>")],
@@ -168,6 +111,9 @@ class ClusterSpec(_Strict):
     server_price: NonNeg | dict[str, NonNeg] | None = None
     gang: bool | None = None
     rounds: PositiveFloat | RoundsSpec | None = None
+    spot: SpotSpec | None = None
+    checkpoint_interval: PositiveFloat | None = None
+    max_gang_gpus: PositiveInt | None = None
 
     @field_validator("servers", mode="before")
     @classmethod
@@ -365,19 +311,6 @@ def parse_seeds(value: Any) -> list[int]:
     raise ValueError(f"expected a non-empty list of whole-number seeds or a range like '0-4', found {value!r}")
 
 
-def _resolved_vm(v: VMType) -> dict[str, Any]:
-    """A VM type as plain data; fields at their defaults are left out, so older scenarios keep their run ids."""
-    d: dict[str, Any] = {"name": v.name, "gpu": v.gpu.name, "gpus": v.gpus, "price_per_hour": v.price_per_hour,
-                         "boot_time": v.boot_time, "provider": v.provider}
-    if v.billing != Billing():
-        d["billing"] = {"increment": v.billing.increment, "minimum": v.billing.minimum}
-    if v.spot_price_per_hour is not None:
-        d["spot_price_per_hour"] = v.spot_price_per_hour
-    if v.region:
-        d["region"] = v.region
-    return d
-
-
 def _checked_seeds(seeds: list[int], given: Any) -> list[int]:
     if any(not 0 <= x < 2**63 for x in seeds):
         raise ValueError(f"expected seeds ≥ 0 (and below 2^63), found {given!r}")
@@ -459,7 +392,7 @@ class Scenario(_Strict, ScenarioBuild):
         """The fully resolved configuration as plain data: defaults filled, catalogue names replaced by their
         definitions (VM types, job types), a trace by its content hash."""
         d = self.model_dump(mode="json", exclude={"policies", "seeds"})
-        d["cluster"]["vm_types"] = [_resolved_vm(v) for v in self.vm_types()]
+        d["cluster"]["vm_types"] = [resolved_vm(v) for v in self.vm_types()]
         if self.workload.trace is None:
             d["workload"]["mix"] = [
                 {"name": s.name, "application": s.application, "framework": s.framework, "iterations": s.iterations,

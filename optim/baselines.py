@@ -1,7 +1,16 @@
 """FIFO, EDF and Priority scheduling: one list-scheduling core, three queue orders (REFERENCE §3).
 
 The head of the queue gets its D* configuration on a free node of its own and keeps that VM until it completes:
-no sharing, no preemption, strict head-of-line blocking when the head cannot be placed.
+no sharing, no preemption, strict head-of-line blocking when the head cannot be placed. Two options extend it to
+today's clouds and fixed GPU clusters (both off by default, where the published behaviour is unchanged):
+
+- ``pack``: a job goes first, best fit, onto a VM of its D* type already running other jobs with enough free GPUs
+  (sharing a VM: a server of 8 GPUs hosts eight 1-GPU jobs), else onto a free node as before.
+- ``spot``: spot VMs (``VMType.spot``) may be chosen, their D* cost and finish time taken at the expected runtime
+  with revocations (``optim.common.spot_view``); without it they are never rented.
+
+A job larger than one VM (a gang, on a cluster that allows gangs) takes whole free nodes of its VM type (and, with
+``pack``, the free GPUs of running ones), all parts starting together.
 """
 
 from __future__ import annotations
@@ -11,10 +20,108 @@ from typing import ClassVar
 import numpy as np
 
 from optim.base import Policy, alias, register
-from optim.common import config_table, d_star, hosted
+from optim.common import ConfigTable, config_table, d_star, hosted, spot_view
 from sim.model import Assignment, JobView, Plan, Snapshot
 
 __all__ = ["ListScheduler", "FIFO", "EDF", "Priority"]
+
+
+class _Room:
+    """Where jobs can still go in this decision: free nodes per slot class (no VM, or an idle one; lowest index
+    last), idle VMs by type, and (``pack``) the free GPUs of VMs running jobs, by VM type."""
+
+    def __init__(self, s: Snapshot, table: ConfigTable, pack: bool):
+        nodes = s.nodes
+        self.table, self.pack, self.nodes = table, pack, nodes
+        self.free: dict[frozenset[str] | None, list[int]] = {}
+        for n in sorted(s.empty_nodes + s.idle_nodes, reverse=True):
+            self.free.setdefault(nodes[n].allowed, []).append(n)
+        self.hosting: dict[str, list[int]] = {}
+        for n in reversed(s.idle_nodes):
+            self.hosting.setdefault(hosted(nodes[n]).name, []).append(n)
+        self.taken: set[int] = set()
+        self.spare: dict[int, int] = {}
+        if pack:
+            idle = set(s.idle_nodes)
+            for nv in nodes:
+                if nv.vm is not None and nv.used_gpus and nv.free_gpus > 0 and nv.index not in idle:
+                    self.spare[nv.index] = nv.free_gpus
+        self.vm_gpus = np.array([table.configs[np.flatnonzero(table.vm_index == i)[0]].vm.gpus
+                                 for i in range(len(table.vm_names))])
+
+    def tidy(self) -> None:
+        for stack in (*self.free.values(), *self.hosting.values()):
+            while stack and stack[-1] in self.taken:
+                stack.pop()
+        self.free = {k: v for k, v in self.free.items() if v}
+
+    def empty(self) -> bool:
+        return not self.free and not self.spare
+
+    def _free_nodes(self, vm: str) -> list[int]:
+        """Free nodes that can host ``vm``: its idle VMs first, then the others by index."""
+        idle = [n for n in reversed(self.hosting.get(vm, ())) if n not in self.taken]
+        rest = sorted(n for k, stack in self.free.items() if k is None or vm in k for n in stack
+                      if n not in self.taken and n not in idle)
+        return idle + rest
+
+    def reachable(self) -> np.ndarray | None:
+        """Configurations some placement can still take (None: every one, the published case with a free node that
+        accepts any type and no gangs or packing)."""
+        t = self.table
+        single = t.vms <= 1
+        if None in self.free and not self.pack and single.all():
+            return None
+        nfree = np.array([len(self._free_nodes(v)) for v in t.vm_names])
+        ok = np.where(single, nfree[t.vm_index] >= 1, nfree[t.vm_index] >= t.vms)
+        if self.pack and self.spare:
+            most = np.zeros(len(t.vm_names), dtype=int)
+            total = nfree * self.vm_gpus
+            for n, g in self.spare.items():
+                i = t.vm_names.index(hosted(self.nodes[n]).name)
+                most[i] = max(most[i], g)
+                total[i] += g
+            ok |= np.where(single, t.gpus <= most[t.vm_index], t.gpus <= total[t.vm_index])
+        return ok
+
+    def place(self, c: int, vms: dict[int, str]) -> tuple[tuple[int, int], ...]:
+        """Parts ``(node, GPUs)`` for configuration ``c``, new VMs recorded in ``vms``; the room is taken."""
+        conf = self.table.configs[c]
+        vm, g = conf.vm.name, conf.gpus
+        if self.pack:
+            fits = [(free, n) for n, free in self.spare.items() if free >= g and hosted(self.nodes[n]).name == vm]
+            if fits and g <= conf.vm.gpus:
+                _, n = min(fits)
+                self._use(n, g)
+                return ((n, g),)
+        parts: list[tuple[int, int]] = []
+        left = g
+        for n in self._free_nodes(vm):
+            if left <= 0:
+                break
+            take = min(left, conf.vm.gpus)
+            if self.nodes[n].vm is None or hosted(self.nodes[n]).name != vm:
+                vms[n] = vm
+            self.taken.add(n)
+            if self.pack and take < conf.vm.gpus:
+                self.spare[n] = conf.vm.gpus - take
+            parts.append((n, take))
+            left -= take
+        if left > 0:  # a packed gang: the free GPUs of running VMs of its type, most free first
+            for free, n in sorted(((f, n) for n, f in self.spare.items() if hosted(self.nodes[n]).name == vm
+                                   and n not in {m for m, _ in parts}), reverse=True):
+                take = min(left, free)
+                self._use(n, take)
+                parts.append((n, take))
+                left -= take
+                if left <= 0:
+                    break
+        return tuple(parts)
+
+    def _use(self, n: int, g: int) -> None:
+        self.spare[n] -= g
+        if self.spare[n] <= 0:
+            del self.spare[n]
 
 
 class ListScheduler(Policy):
@@ -22,11 +129,19 @@ class ListScheduler(Policy):
 
     A node is free when it hosts no job: it has no VM (``empty_nodes``) or its VM has just been left idle, e.g. by a
     completion at this instant (``idle_nodes``). An idle VM of the wanted type is reused as it is; otherwise the
-    lowest-numbered free node that accepts the type gets it (an idle VM of another type is replaced).
+    lowest-numbered free node that accepts the type gets it (an idle VM of another type is replaced). ``pack`` and
+    ``spot``: see the module docstring.
     """
 
     may_preempt: ClassVar[bool] = False
     may_share: ClassVar[bool] = False
+    may_gang: ClassVar[bool] = True
+
+    def __init__(self, pack: bool = False, spot: bool = False):
+        self.pack = bool(pack)
+        self.spot = bool(spot)
+        if self.pack:
+            self.may_share = True  # type: ignore[misc]
 
     @staticmethod
     def order(jv: JobView) -> tuple:
@@ -34,41 +149,29 @@ class ListScheduler(Policy):
         raise NotImplementedError
 
     def decide(self, snapshot: Snapshot) -> Plan:
-        if not snapshot.waiting or not (snapshot.empty_nodes or snapshot.idle_nodes):
+        if not snapshot.waiting:
             return Plan()
         table = config_table(snapshot.configs)
-        nodes = snapshot.nodes
-        free: dict[frozenset[str] | None, list[int]] = {}  # per slot class, lowest index last
-        for n in sorted(snapshot.empty_nodes + snapshot.idle_nodes, reverse=True):
-            free.setdefault(nodes[n].allowed, []).append(n)
-        hosting: dict[str, list[int]] = {}  # idle VMs by type, lowest index last
-        for n in reversed(snapshot.idle_nodes):
-            hosting.setdefault(hosted(nodes[n]).name, []).append(n)
-        taken: set[int] = set()
-        queue = sorted(snapshot.waiting, key=type(self).order)
+        room = _Room(snapshot, table, self.pack)
+        if room.empty():
+            return Plan()
+        usable = ~table.spot if table.spot.any() and not self.spot else None
         vms: dict[int, str] = {}
         start: list[Assignment] = []
-        for jv in queue:
-            for stack in (*free.values(), *hosting.values()):
-                while stack and stack[-1] in taken:
-                    stack.pop()
-            free = {k: v for k, v in free.items() if v}
-            if not free:
+        for jv in sorted(snapshot.waiting, key=type(self).order):
+            room.tidy()
+            if room.empty():
                 break
-            mask = None
-            if None not in free:
-                mask = np.logical_or.reduce([table.accepted_by(cls) for cls in free])
+            mask = room.reachable()
+            if usable is not None:
+                mask = usable if mask is None else mask & usable
+            if self.spot:
+                jv = spot_view(jv, table, snapshot.restart_overhead, snapshot.checkpoint_interval)
             c = d_star(jv, snapshot.time, table, mask)
             if c is None:
                 break
-            vm = table.configs[c].vm.name
-            if hosting.get(vm):
-                node = hosting[vm].pop()
-            else:
-                node = min(free[k][-1] for k in free if k is None or vm in k)
-                vms[node] = vm
-            taken.add(node)
-            start.append(Assignment(jv.id, node, int(table.gpus[c])))
+            parts = room.place(c, vms)
+            start.append(Assignment(jv.id, parts[0][0], parts[0][1], gang=parts[1:]))
         return Plan(vms=vms, start=tuple(start))
 
 

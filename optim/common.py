@@ -8,26 +8,32 @@ decisions (the engine passes the same tuple every time), so no policy rebuilds t
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
-from sim.model import Config, JobView, NodeView, VMType
+from sim.model import Config, JobView, NodeView, Snapshot, VMType
 
 __all__ = ["ConfigTable", "config_table", "d_star", "d_star_ranking", "standalone_cost", "standalone_costs", "where",
-           "hosted"]
+           "hosted", "expected_on_spot", "spot_view", "spot_snapshot"]
 
 
 class ConfigTable:
     """Per-configuration arrays of one ``Snapshot.configs`` tuple, indexed like ``JobView.estimates``.
 
-    ``price`` ($/s of the whole VM), ``boot`` (s), ``gpus`` and ``vm_of`` (the VM type's name) per configuration;
+    ``price`` ($/s of the whole VM, or of all the VMs a gang configuration rents), ``boot`` (s), ``gpus``, ``vms``
+    (VMs rented: 1, or more for a gang over several VMs) and ``vm_of`` (the VM type's name) per configuration;
     ``index`` maps ``(VM name, GPUs)`` to the configuration's index; ``vm_names`` lists the VM types in order of first
-    appearance and ``vm_index`` gives each configuration's position in it.
+    appearance and ``vm_index`` gives each configuration's position in it. ``spot`` marks configurations on spot VMs
+    and ``rate`` is their revocation rate per second (0 on demand).
     """
 
     def __init__(self, configs: tuple[Config, ...]):
         self.configs = configs
-        self.price = np.array([c.vm.price_per_second for c in configs], dtype=float)
+        self.vms = np.array([-(-c.gpus // c.vm.gpus) for c in configs], dtype=int)
+        self.price = np.array([c.vm.price_per_second for c in configs], dtype=float) * self.vms
+        self.spot = np.array([c.vm.spot for c in configs], dtype=bool)
+        self.rate = np.where(self.spot, np.array([c.vm.revocation_rate for c in configs], dtype=float) / 3600.0, 0.0)
         self.boot = np.array([c.vm.boot_time for c in configs], dtype=float)
         self.gpus = np.array([c.gpus for c in configs], dtype=int)
         self.vm_of = tuple(c.vm.name for c in configs)
@@ -83,7 +89,8 @@ def d_star_ranking(job: JobView, now: float, table: ConfigTable, mask: np.ndarra
     ok = np.isfinite(remaining)
     if mask is not None:
         ok &= mask
-    cost = table.price * remaining
+    with np.errstate(invalid="ignore"):  # a free VM (price 0) times an unsupported (inf) runtime: not chosen anyway
+        cost = table.price * remaining
     meets = ok & (finish <= job.job.deadline)
     late = ok & ~meets
     a, b = np.flatnonzero(meets), np.flatnonzero(late)
@@ -101,6 +108,54 @@ def standalone_costs(remaining: np.ndarray, start: float, weight: np.ndarray, de
     total = table.price * span + weight[:, None] * np.maximum(0.0, (start + span) - deadline[:, None])
     total = np.where(usable & np.isfinite(remaining), total, np.inf)
     return total.min(axis=1) if total.shape[1] else np.full(len(weight), math.inf)
+
+
+def expected_on_spot(remaining: np.ndarray, table: ConfigTable, restart: float, checkpoint: float) -> np.ndarray:
+    """Expected seconds to finish ``remaining`` seconds of work on each configuration: on a spot one, revoked at rate
+    λ, each revocation losing the work since the last checkpoint (every ``checkpoint`` s, at most the run) and
+    costing a restart (``restart`` overhead + the VM's boot) before the work resumes. With work cut in segments of
+    c = min(checkpoint, remaining), the classic result for Poisson failures gives remaining / c × (1/λ + restart)
+    × (e^(λc) − 1); it tends to ``remaining`` as λ → 0. On demand configurations keep ``remaining``."""
+    if not table.spot.any():
+        return remaining
+    out = np.array(remaining, dtype=float)
+    k = table.spot & (table.rate > 0) & np.isfinite(out) & (out > 0)
+    t, lam = out[k], table.rate[k]
+    c = np.minimum(checkpoint, t)
+    with np.errstate(over="ignore"):
+        out[k] = t / c * (1.0 / lam + restart + table.boot[k]) * np.expm1(lam * c)
+    return out
+
+
+def spot_view(jv: JobView, table: ConfigTable, restart: float, checkpoint: float) -> JobView:
+    """``jv`` with its spot estimates raised so that its remaining time on each spot configuration is the expected
+    one (``expected_on_spot``): a policy that compares prices × remaining times then weighs a spot VM's discount
+    against the expected cost of the work it loses. The same view when the table has no spot configuration."""
+    if not table.spot.any():
+        return jv
+    left = 1.0 - jv.done
+    if left <= 0:
+        return jv
+    return replace(jv, estimates=expected_on_spot(left * jv.estimates, table, restart, checkpoint) / left)
+
+
+def spot_snapshot(snapshot: Snapshot) -> Snapshot:
+    """``snapshot`` with every job's view as ``spot_view`` makes it (jobs of one spec at one progress share their
+    raised estimates, as they share their estimates); the same snapshot when no configuration is on a spot VM."""
+    table = config_table(snapshot.configs)
+    if not table.spot.any():
+        return snapshot
+    shared: dict[tuple[int, float], np.ndarray] = {}
+
+    def view(jv: JobView) -> JobView:
+        key = (id(jv.estimates), jv.done)
+        est = shared.get(key)
+        if est is None:
+            est = shared[key] = spot_view(jv, table, snapshot.restart_overhead, snapshot.checkpoint_interval).estimates
+            est.setflags(write=False)
+        return replace(jv, estimates=est)
+
+    return replace(snapshot, waiting=tuple(map(view, snapshot.waiting)), running=tuple(map(view, snapshot.running)))
 
 
 def standalone_cost(jv: JobView, start: float, table: ConfigTable, usable: np.ndarray, overhead: float = 0.0) -> float:

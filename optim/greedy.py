@@ -6,6 +6,12 @@ fit), else on an empty slot with the largest VM of that GPU model. After every j
 shrinks to the smallest VM of its GPU model that still holds its jobs. Any GPUs still idle go, one at a time, to the
 new job on that VM that speeds up the most.
 
+Spot VMs (``VMType.spot``): a job's D* is taken on its expected runtime on each spot configuration
+(``optim.common.spot_view``: the revocations' expected lost work and restarts), so it rents spot where the discount
+outweighs that; a job then goes only onto VMs of its setup's market (spot or on demand) as well as GPU model. A job
+larger than one VM (a gang, on a cluster that allows gangs) takes whole empty nodes of its VM type, then the free
+GPUs of open VMs of that type, most free first; its VMs are neither shrunk nor given to others' speed-ups.
+
 ``construct`` is that procedure; given a random generator it becomes the randomised greedy of the published
 heuristics (HEURISTICS.md §4): adjacent queue swaps, a setup drawn among the first entries of the D* ranking, a node
 drawn among the best-fitting ones (``optim.heuristics`` builds on it).
@@ -20,7 +26,7 @@ from typing import ClassVar
 import numpy as np
 
 from optim.base import Policy, register
-from optim.common import config_table, d_star, d_star_ranking
+from optim.common import config_table, d_star, d_star_ranking, spot_view
 from sim.model import Assignment, Config, JobView, Plan, Snapshot, VMType
 
 __all__ = ["Greedy", "construct", "pick_prefix", "pressure_order"]
@@ -32,6 +38,7 @@ class Greedy(Policy):
 
     may_preempt: ClassVar[bool] = False
     may_share: ClassVar[bool] = True
+    may_gang: ClassVar[bool] = True
 
     def decide(self, snapshot: Snapshot) -> Plan:
         return construct(snapshot)
@@ -69,6 +76,8 @@ def construct(
     free = {n: vm_of[n].gpus - snapshot.nodes[n].used_gpus for n in vm_of}
     empty = [nv.index for nv in snapshot.nodes if nv.index not in vm_of]
     opened: dict[int, list[tuple[JobView, int]]] = {}
+    gangs: dict[int, tuple[tuple[int, int], ...]] = {}
+    spot = bool(table.spot.any())
 
     queue = list(queue if queue is not None else pressure_order(snapshot))
     if rng is not None:
@@ -78,19 +87,25 @@ def construct(
         if not empty and not any(free.values()):
             break  # nothing left to place a job on
         mask = _reachable(snapshot, table, vm_of, free, empty)
+        view = spot_view(jv, table, snapshot.restart_overhead, snapshot.checkpoint_interval) if spot else jv
         if rng is None:
-            k = d_star(jv, now, table, mask)
+            k = d_star(view, now, table, mask)
         else:
-            ranking = d_star_ranking(jv, now, table, mask)
+            ranking = d_star_ranking(view, now, table, mask)
             k = ranking[pick_prefix(len(ranking), alpha, rng)] if ranking else None
         if k is None:
             continue
         want = configs[k]
-        fits = _fitting(jv, want.vm.gpu.name, want.gpus, vm_of, free, cfg)
+        if want.gpus > want.vm.gpus:
+            parts = _gang(snapshot, want, empty, vm_of, free)
+            if parts:
+                gangs[jv.id] = parts
+            continue
+        fits = _fitting(jv, want.vm, want.gpus, vm_of, free, cfg)
         if fits:
             node, vm = fits[0] if rng is None else fits[pick_prefix(len(fits), beta, rng)]
         else:
-            node, vm = _new_node(snapshot, jv, want.vm.gpu.name, want.gpus, empty, cfg)
+            node, vm = _new_node(snapshot, jv, want.vm, want.gpus, empty, cfg)
             if node is None:
                 continue
             empty.remove(node)
@@ -105,7 +120,9 @@ def construct(
         _shrink_and_share(snapshot, node, jobs, vm_of, cfg, placed)
 
     start = tuple(Assignment(j, n, g) for j, (n, g) in placed.items())
-    vms = {n: vm_of[n].name for n in opened if snapshot.nodes[n].vm != vm_of[n]}
+    start += tuple(Assignment(j, parts[0][0], parts[0][1], gang=parts[1:]) for j, parts in gangs.items())
+    new = set(opened) | {n for parts in gangs.values() for n, _ in parts}
+    vms = {n: vm_of[n].name for n in sorted(new) if snapshot.nodes[n].vm != vm_of[n]}
     return Plan(vms=vms, start=start)
 
 
@@ -130,7 +147,8 @@ def _swap_adjacent(queue: list[JobView], rng: np.random.Generator, swap: float) 
 
 
 def _reachable(snapshot, table, vm_of, free, empty) -> np.ndarray:
-    """Configs some open VM of the same GPU model can take now, or some empty slot can host."""
+    """Configs some open VM of the same GPU model can take now, or some empty slot can host; a gang configuration
+    (more GPUs than its VM type has) only where the empty slots and open VMs of its type hold its GPUs."""
     mask = np.zeros(len(snapshot.configs), dtype=bool)
     for allowed in {snapshot.nodes[n].allowed for n in empty}:
         mask |= table.accepted_by(allowed)
@@ -139,7 +157,20 @@ def _reachable(snapshot, table, vm_of, free, empty) -> np.ndarray:
     for n, vm in vm_of.items():
         i = models[vm.gpu.name]
         room[i] = max(room[i], free[n])
-    return mask | (table.gpus <= room[model_of])
+    mask |= table.gpus <= room[model_of]
+    gang = table.vms > 1
+    if gang.any():
+        classes: dict[frozenset[str] | None, int] = {}
+        for n in empty:
+            allowed = snapshot.nodes[n].allowed
+            classes[allowed] = classes.get(allowed, 0) + 1
+        spare: dict[str, int] = {}
+        for n, vm in vm_of.items():
+            spare[vm.name] = spare.get(vm.name, 0) + free[n]
+        cap = np.array([v.gpus * sum(c for a, c in classes.items() if a is None or v.name in a) + spare.get(v.name, 0)
+                        for v in (snapshot.vm_type(name) for name in table.vm_names)])
+        mask[gang] &= table.gpus[gang] <= cap[table.vm_index[gang]]
+    return mask
 
 
 @lru_cache(maxsize=16)
@@ -149,22 +180,52 @@ def _gpu_models(configs: tuple[Config, ...]) -> tuple[dict[str, int], np.ndarray
     return models, np.array([models[c.vm.gpu.name] for c in configs], dtype=int)
 
 
-def _fitting(jv, gpu, g, vm_of, free, cfg) -> list[tuple[int, VMType]]:
-    """The open VMs of GPU model ``gpu`` with room for ``g`` GPUs that support the job, fewest free GPUs first."""
+def _gang(snapshot, want: Config, empty, vm_of, free) -> tuple[tuple[int, int], ...]:
+    """Parts ``(node, GPUs)`` of a gang on ``want``'s VM type: whole empty slots first (by index), then the free GPUs
+    of open VMs of that type, most free first; empty when they do not hold it. The nodes taken are updated."""
+    vm, left = want.vm, want.gpus
+    slots = [n for n in empty if snapshot.nodes[n].accepts(vm.name)]
+    spare = sorted(((free[n], n) for n, v in vm_of.items() if v.name == vm.name and free[n] > 0), reverse=True)
+    if vm.gpus * len(slots) + sum(f for f, _ in spare) < left:
+        return ()
+    parts: list[tuple[int, int]] = []
+    for n in slots:
+        if left <= 0:
+            break
+        take = min(left, vm.gpus)
+        empty.remove(n)
+        vm_of[n], free[n] = vm, vm.gpus - take
+        parts.append((n, take))
+        left -= take
+    for f, n in spare:
+        if left <= 0:
+            break
+        take = min(left, f)
+        free[n] -= take
+        parts.append((n, take))
+        left -= take
+    return tuple(parts)
+
+
+def _fitting(jv, want: VMType, g, vm_of, free, cfg) -> list[tuple[int, VMType]]:
+    """The open VMs of ``want``'s GPU model and market (spot or on demand) with room for ``g`` GPUs that support the
+    job, fewest free GPUs first."""
     fits = []
     for n, vm in vm_of.items():
         k = cfg.get((vm.name, g))
-        if vm.gpu.name != gpu or free[n] < g or k is None or not np.isfinite(jv.estimates[k]):
+        if (vm.gpu.name != want.gpu.name or vm.spot != want.spot or free[n] < g or k is None
+                or not np.isfinite(jv.estimates[k])):
             continue
         fits.append((free[n], n, vm))
     fits.sort(key=lambda f: (f[0], f[1]))
     return [(n, vm) for _, n, vm in fits]
 
 
-def _new_node(snapshot, jv, gpu, g, empty, cfg):
-    """The first empty slot that accepts the largest VM of GPU model ``gpu`` able to run the job with ``g``."""
+def _new_node(snapshot, jv, want: VMType, g, empty, cfg):
+    """The first empty slot that accepts the largest VM of ``want``'s GPU model and market able to run the job with
+    ``g``."""
     types = sorted(
-        (v for v in snapshot.vm_types if v.gpu.name == gpu and v.gpus >= g),
+        (v for v in snapshot.vm_types if v.gpu.name == want.gpu.name and v.spot == want.spot and v.gpus >= g),
         key=lambda v: (-v.gpus, v.price_per_hour),
     )
     for vm in types:
@@ -183,7 +244,7 @@ def _shrink_and_share(snapshot, node, jobs, vm_of, cfg, placed) -> None:
     used = sum(g for _, g in jobs)
     vm = vm_of[node]
     for cand in sorted(snapshot.vm_types, key=lambda v: (v.gpus, v.price_per_hour)):
-        if cand.gpu.name != vm.gpu.name or cand.gpus < used or not nv.accepts(cand.name):
+        if cand.gpu.name != vm.gpu.name or cand.spot != vm.spot or cand.gpus < used or not nv.accepts(cand.name):
             continue
         ks = [cfg.get((cand.name, g)) for _, g in jobs]
         if all(k is not None and np.isfinite(jv.estimates[k]) for (jv, _), k in zip(jobs, ks)):

@@ -2,6 +2,7 @@
 
 from predictors import (  # noqa: F401
     analytical,
+    cloud,
     hybrid,
     measured,
     noisy,

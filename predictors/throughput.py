@@ -12,9 +12,14 @@ Named tables (``TABLES``):
   ``*_unconsolidated`` worker types are not read (Gavel's simulator does not read them either). Gavel's worker types
   ``v100``/``p100``/``k80`` are capsim's GPU models ``V100``/``P100``/``K80``.
 
-Any other file in Gavel's layout is read with ``path``. Another family of measurements (ElasticFlow's iterations per
-second per model × global batch size × GPU count on A100 and T4, say) joins as one more loader in ``TABLES`` that
-returns the same ``ThroughputTable``.
+- ``elasticflow``: ElasticFlow's tables (Apache-2.0, ``predictors/data/elasticflow/ATTRIBUTION.md``): iterations per
+  second per model × global batch size × 1–64 GPUs, measured on A100-40GB (the six models of the ElasticFlow traces
+  and ``resnet50_cifar10``) and on T4 (Pollux's ``bert``, ``cifar10``, ``deepspeech2``, ``imagenet``, ``ncf``,
+  ``yolov3``); ``elasticflow_a100`` and ``elasticflow_t4`` hold one GPU each. A job type is ``"<model> (batch size
+  <global batch>)"``, so a trace job (model name as application) is looked up by its model, batch size and GPU count.
+
+Any other file in Gavel's layout is read with ``path``. Another family of measurements joins as one more loader in
+``TABLES`` that returns the same ``ThroughputTable``.
 """
 
 from __future__ import annotations
@@ -30,9 +35,11 @@ from pathlib import Path
 import numpy as np
 
 from predictors.base import Predictor, register
-from sim.model import INFEASIBLE, CapsimError, Config, JobSpec, VMType
+from sim.model import INFEASIBLE, CapsimError, Config, GPUModel, JobSpec, VMType
 
-__all__ = ["ThroughputTable", "ThroughputPredictor", "TABLES", "read_gavel_json", "gavel_table"]
+__all__ = ["ThroughputTable", "ThroughputPredictor", "TABLES", "read_gavel_json", "gavel_table", "read_elasticflow_csv",
+           "elasticflow_table", "ELASTICFLOW_GPUS",
+           "runtimes_from_rates"]
 
 
 class ThroughputTable:
@@ -92,7 +99,53 @@ def gavel_table() -> ThroughputTable:
     return table
 
 
-TABLES: dict[str, Callable[[], ThroughputTable]] = {"gavel": gavel_table}
+ELASTICFLOW_GPUS = {"A100": "A100-40GB", "T4": "T4"}
+"""ElasticFlow's table folders (file prefixes) and the GPU model each is taken to describe (see the attribution)."""
+
+
+def read_elasticflow_csv(text: str, gpu: str, model: str, source: str) -> dict[tuple[str, str, int], float]:
+    """Rates of one ElasticFlow table (header ``global_batch_size,1,2,4,...``; one row per global batch size) as
+    ``{(gpu, "<model> (batch size <b>)", GPUs): iterations/s}``; empty, ``nan`` and 0 cells are left out."""
+    lines = [ln.split(",") for ln in text.splitlines() if ln.strip()]
+    if not lines or lines[0][0].strip() != "global_batch_size":
+        raise CapsimError(f"{source}: expected a header 'global_batch_size,1,2,4,...', found {lines[:1]}")
+    try:
+        counts = [int(c) for c in lines[0][1:]]
+    except ValueError:
+        raise CapsimError(f"{source}: the header's GPU counts must be whole numbers, found {lines[0][1:]}") from None
+    rates: dict[tuple[str, str, int], float] = {}
+    for row in lines[1:]:
+        try:
+            batch = int(row[0])
+            cells = [float(c) if c.strip() else math.nan for c in row[1:]]
+        except ValueError:
+            raise CapsimError(f"{source}: expected a batch size and rates, found {row}") from None
+        for n, rate in zip(counts, cells):
+            if math.isfinite(rate) and rate > 0:
+                rates[(gpu, f"{model} (batch size {batch})", n)] = rate
+    return rates
+
+
+@cache
+def elasticflow_table(which: str = "all") -> ThroughputTable:
+    """ElasticFlow's measured throughputs shipped with capsim: ``which`` is ``A100``, ``T4`` or ``all``."""
+    folder = resources.files("predictors").joinpath("data", "elasticflow")
+    rates: dict[tuple[str, str, int], float] = {}
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        prefix, _, rest = entry.name.partition("_")
+        if not entry.name.endswith(".csv") or prefix not in ELASTICFLOW_GPUS or which not in ("all", prefix):
+            continue
+        rates.update(read_elasticflow_csv(entry.read_text(encoding="utf-8"), ELASTICFLOW_GPUS[prefix],
+                                          rest[: -len(".csv")], f"predictors/data/elasticflow/{entry.name}"))
+    return ThroughputTable(rates, "elasticflow" if which == "all" else f"elasticflow_{which.lower()}")
+
+
+TABLES: dict[str, Callable[[], ThroughputTable]] = {
+    "gavel": gavel_table,
+    "elasticflow": elasticflow_table,
+    "elasticflow_a100": lambda: elasticflow_table("A100"),
+    "elasticflow_t4": lambda: elasticflow_table("T4"),
+}
 """The shipped throughput tables by name (``throughput`` predictor's ``table``)."""
 
 
@@ -140,16 +193,25 @@ class ThroughputPredictor(Predictor):
     def runtimes(self, specs: Sequence[JobSpec], configs: Sequence[Config]) -> np.ndarray:
         """Every spec on every configuration at once: one rate lookup per (job type, GPU model, GPU count)."""
         data = self.data
-        types: dict[tuple[str, int], int] = {}
-        row = np.fromiter((types.setdefault((s.application, s.batch_size), len(types)) for s in specs),
-                          dtype=np.int64, count=len(specs))
-        cols: dict[tuple[str, int], int] = {}
-        col = np.fromiter((cols.setdefault((c.vm.gpu.name, c.gpus), len(cols)) for c in configs), dtype=np.int64,
-                          count=len(configs))
-        names = [data.job_type(a, b) for a, b in types]
-        rates = np.array([[data.rate(g, name, n) for g, n in cols] for name in names], dtype=float)
-        rates = rates.reshape(len(names), len(cols))[row][:, col]
-        iterations = np.fromiter((s.iterations for s in specs), dtype=float, count=len(specs))
-        out = np.full(rates.shape, INFEASIBLE)
-        np.divide(iterations[:, None], rates, out=out, where=rates > 0)
-        return out
+        return runtimes_from_rates(specs, configs, data.job_type, lambda g, name, n: data.rate(g.name, name, n))
+
+
+def runtimes_from_rates(specs: Sequence[JobSpec], configs: Sequence[Config], job_type: Callable[[str, int], str],
+                        rate: Callable[[GPUModel, str, int], float]) -> np.ndarray:
+    """``iterations / rate`` of every spec on every configuration (inf where the rate is 0), calling ``rate(GPU model,
+    job type, GPUs)`` once per distinct (job type, GPU model, count); ``job_type(application, batch size)`` names
+    a spec's type."""
+    types: dict[tuple[str, int], int] = {}
+    row = np.fromiter((types.setdefault((s.application, s.batch_size), len(types)) for s in specs),
+                      dtype=np.int64, count=len(specs))
+    cols: dict[tuple[str, int], int] = {}
+    col = np.fromiter((cols.setdefault((c.vm.gpu.name, c.gpus), len(cols)) for c in configs), dtype=np.int64,
+                      count=len(configs))
+    gpu_of = {c.vm.gpu.name: c.vm.gpu for c in configs}
+    names = [job_type(a, b) for a, b in types]
+    rates = np.array([[rate(gpu_of[g], name, n) for g, n in cols] for name in names], dtype=float)
+    rates = rates.reshape(len(names), len(cols))[row][:, col]
+    iterations = np.fromiter((s.iterations for s in specs), dtype=float, count=len(specs))
+    out = np.full(rates.shape, INFEASIBLE)
+    np.divide(iterations[:, None], rates, out=out, where=rates > 0)
+    return out

@@ -14,7 +14,10 @@ from typing import NamedTuple
 from sim.model import Billing, CapsimError, Config, GPUModel, JobSpec, VMType
 
 __all__ = ["gpu_models", "gpu", "vm_types", "vm_type", "job_types", "configurations", "Provider", "cloud_providers",
-           "cloud_vm_types", "select_vm_types", "CLOUD_PRICES"]
+           "cloud_vm_types", "select_vm_types", "CLOUD_PRICES", "spot_variant", "with_spot", "SPOT_SUFFIX"]
+
+SPOT_SUFFIX = "-spot"
+"""A spot variant's name is its on-demand type's name plus this suffix (``p4d.24xlarge-spot``)."""
 
 CLOUD_PRICES = "clouds/vm_types.csv"
 """The shipped cloud price file, under ``sim/data`` (a verbatim copy of the source; see its README)."""
@@ -170,6 +173,40 @@ def select_vm_types(provider: str | None = None, region: str | None = None, gpu:
     if boot_time is not None:
         types = [replace(v, boot_time=float(boot_time)) for v in types]
     return tuple(types)
+
+
+def spot_variant(vm: VMType, revocation_rate: float) -> VMType:
+    """The same VM rented on the spot market: named ``<name>-spot``, priced at its spot price, revoked
+    ``revocation_rate`` times per hour on average. A type without a spot price has no spot variant (an error)."""
+    if vm.spot_price_per_hour is None:
+        raise CapsimError(f"VM type {vm.name!r} has no spot price; give spot_price_per_hour to rent it spot")
+    if not (isinstance(revocation_rate, (int, float)) and math.isfinite(revocation_rate) and revocation_rate >= 0):
+        raise CapsimError(f"VM type {vm.name!r}: a spot revocation rate must be a number >= 0 per hour, got "
+                          f"{revocation_rate!r}")
+    return replace(vm, name=vm.name + SPOT_SUFFIX, price_per_hour=vm.spot_price_per_hour, spot=True,
+                   revocation_rate=float(revocation_rate))
+
+
+def with_spot(types: Iterable[VMType], revocation_rate: float | Mapping[str, float], only: bool = False
+              ) -> tuple[VMType, ...]:
+    """``types`` with a spot variant after each type that has a spot price (only the variants, and the types
+    without a spot price, with ``only``). ``revocation_rate`` is one rate per hour for all, or a mapping from a VM
+    type name or a GPU model name (the type's name first) to its rate, with ``default`` for the others."""
+    out: list[VMType] = []
+    for v in types:
+        if not only or v.spot_price_per_hour is None:
+            out.append(v)
+        if v.spot_price_per_hour is None or v.spot:
+            continue
+        if isinstance(revocation_rate, Mapping):
+            rate = next((revocation_rate[k] for k in (v.name, v.gpu.name, "default") if k in revocation_rate), None)
+            if rate is None:
+                raise CapsimError(f"spot: no revocation rate for VM type {v.name!r} ({v.gpu.name}); give one for "
+                                  f"its name, its GPU model or 'default'")
+        else:
+            rate = revocation_rate
+        out.append(spot_variant(v, rate))
+    return tuple(out)
 
 
 @cache

@@ -46,7 +46,11 @@ class Cluster:
     adds a periodic decision every H seconds (inf: decide only on arrivals and completions).
 
     ``gang`` lets a job run on several nodes of one VM type at once (for policies with ``may_gang``): the
-    configurations of a VM type then go up to all the GPUs of the slots that accept it. ``round_length`` R (finite)
+    configurations of a VM type then go up to all the GPUs of the slots that accept it, or to ``max_gang_gpus`` if
+    that is smaller (a job of 64 GPUs on a cluster of 100 8-GPU nodes need not make 800 configurations per VM type).
+    ``checkpoint_interval`` C: a running job writes a checkpoint after every C seconds of work of its run (inf:
+    never); when its spot VM (``VMType.spot``) is revoked it keeps the work up to its last checkpoint and returns to
+    the queue. A job preempted or moved by a plan keeps all its work, as before. ``round_length`` R (finite)
     runs the round-based mode of ``sim.rounds``: decisions only at round boundaries, arrivals admitted at the first
     boundary at or after them, no backfilling inside a round (it excludes ``decision_interval``).
     """
@@ -58,6 +62,8 @@ class Cluster:
     decision_interval: float = math.inf
     gang: bool = False
     round_length: float = math.inf
+    checkpoint_interval: float = math.inf
+    max_gang_gpus: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "vm_types", tuple(self.vm_types))
@@ -93,6 +99,25 @@ class Cluster:
         if math.isfinite(self.round_length) and math.isfinite(self.decision_interval):
             raise CapsimError("cluster: round_length and decision_interval exclude each other: in round mode the "
                               "decisions are the round boundaries; give one of them")
+        if not self.checkpoint_interval > 0:
+            raise CapsimError(f"cluster: checkpoint_interval must be a number of seconds > 0 (inf for no "
+                              f"checkpoints), got {self.checkpoint_interval}")
+        if self.max_gang_gpus is not None and not (isinstance(self.max_gang_gpus, int) and self.max_gang_gpus >= 1):
+            raise CapsimError(f"cluster: max_gang_gpus must be a whole number >= 1 (or None), got "
+                              f"{self.max_gang_gpus!r}")
+        self._check_spot()
+
+    def _check_spot(self) -> None:
+        spot = [v for v in self.vm_types if v.spot]
+        for v in spot:
+            if not (math.isfinite(v.revocation_rate) and v.revocation_rate >= 0):
+                raise CapsimError(f"cluster: spot VM type {v.name!r} needs a revocation_rate >= 0 per hour, got "
+                                  f"{v.revocation_rate!r}")
+        if spot and self.rounds:
+            raise CapsimError("cluster: spot VM types are not modelled in round mode; drop rounds or spot")
+        fixed = sorted({n for s in self.slots if s.fixed for n in s.allowed or ()} & {v.name for v in spot})
+        if fixed:
+            raise CapsimError(f"cluster: fixed servers cannot be spot VMs ({fixed}); a fixed server is never revoked")
 
     @cached_property
     def configs(self) -> tuple[Config, ...]:
@@ -101,6 +126,8 @@ class Cluster:
         if not self.gang:
             return configurations(self.vm_types)
         caps = {v.name: v.gpus * sum(1 for s in self.slots if s.accepts(v.name)) for v in self.vm_types}
+        if self.max_gang_gpus is not None:
+            caps = {k: min(c, self.max_gang_gpus) for k, c in caps.items()}
         return configurations(self.vm_types, caps)
 
     @property

@@ -11,6 +11,12 @@ and stops on all of them at once; each of its parts is a run segment on its node
 
 Money: a VM bills from its start to its stop (by its type's billing rule, or the cluster's billing quantum); each
 interval's cost is split among the jobs that ran on it by GPU-seconds, and an interval that ran no job is idle cost.
+
+Spot VMs (``VMType.spot``): each one started draws its lifetime from an exponential distribution of mean 1 /
+``revocation_rate`` hours, from its node's own stream of the run's seed (``sim.workload.spot_streams``). When it ends
+the VM is revoked: billing stops, every job on it (a gang on all its nodes) is lifted keeping only the work up to its
+last checkpoint (``Cluster.checkpoint_interval`` seconds of work apart within a run), returns to the queue and pays
+the restart overhead when it runs again; the policy decides at once (trigger ``revocation``).
 """
 
 from __future__ import annotations
@@ -35,13 +41,14 @@ from sim.records import DECISION_COLUMNS, JOB_COLUMNS, NODE_COLUMNS, SEGMENT_COL
 from sim.rounds import Rounds
 from sim.rules import PlanRejected, check_plan
 from sim.state import Interval, JobState, NodeState, World
+from sim.workload import spot_streams
 
 __all__ = ["Simulation", "RunResult", "Cluster", "NodeSlot", "JOB_COLUMNS", "NODE_COLUMNS", "DECISION_COLUMNS",
            "SEGMENT_COLUMNS"]
 
 _YOUNG_LIMIT = 50_000  # container objects allocated since the last young collection (cyclic garbage of policies)
-_TRIGGERS = ("arrival", "completion", "ready", "periodic", "stall", "round")
-_ARRIVAL, _COMPLETION, _READY, _PERIODIC, _STALL, _ROUND = (1 << i for i in range(len(_TRIGGERS)))
+_TRIGGERS = ("arrival", "completion", "ready", "periodic", "stall", "round", "revocation")
+_ARRIVAL, _COMPLETION, _READY, _PERIODIC, _STALL, _ROUND, _REVOCATION = (1 << i for i in range(len(_TRIGGERS)))
 _TRIGGER_NAMES = tuple(
     "+".join(t for i, t in enumerate(_TRIGGERS) if m & (1 << i)) for m in range(1 << len(_TRIGGERS))
 )
@@ -65,11 +72,13 @@ class Simulation(Rounds):
 
     ``truth=None`` uses the estimator as the truth. The policy sees a configuration as infeasible (``inf``) where the
     job asks for another GPU count (``JobSpec.gpus``) and, for a policy without ``may_gang``, where only a gang fits.
+    ``seed`` is the run's seed: the revocations of spot VMs are drawn from it (nothing else in the engine is random).
     """
 
     def __init__(self, cluster: Cluster, jobs: Sequence[Job], policy: Policy, estimator: Predictor,
-                 truth: Predictor | None = None):
+                 truth: Predictor | None = None, seed: int = 0):
         self.cluster = cluster
+        self.seed = seed
         self.policy = policy
         self.estimator = estimator
         self.truth = truth if truth is not None else estimator
@@ -94,7 +103,7 @@ class Simulation(Rounds):
         self._est = self._cache(self.estimator, masked=True, raw=true is None)
         if true is None:
             true, self._est = self._est, self._masked(self._est)
-        self._true = {spec: row.tolist() for spec, row in true.items()}  # Python floats: times stay plain floats
+        self._true = true  # read as float(row[k]): times stay plain floats
         for spec, row in self._est.items():
             if not np.isfinite(row).any():
                 asks = f", asks for {spec.gpus} GPUs" if spec.gpus is not None else ""
@@ -119,11 +128,8 @@ class Simulation(Rounds):
                 f"predictor {type(predictor).__name__}: runtimes() returned shape {table.shape}, expected "
                 f"{(len(specs), len(configs))}"
             )
-        out = {}
-        for spec, row in zip(specs, table):
-            row = row.copy()
-            row.setflags(write=False)
-            out[spec] = row
+        table.setflags(write=False)
+        out = dict(zip(specs, table))  # read-only row views of one table: no copy per spec
         return out if raw or not masked else self._masked(out)
 
     def _masked(self, rows: dict[Any, np.ndarray]) -> dict[Any, np.ndarray]:
@@ -192,6 +198,8 @@ class Simulation(Rounds):
         self._nodes = Nodes()
         self._segments = Segments()
         self._decisions = Decisions()
+        self._spot = (spot_streams(self.seed, len(self.cluster.slots))
+                      if any(v.spot and v.revocation_rate > 0 for v in self.cluster.vm_types) else [])
         self._reset_rounds()
 
     # ------------------------------------------------------------------ events
@@ -222,6 +230,11 @@ class Simulation(Rounds):
         st.event = None
         self._world.drop_running(st.job.id)
         self._completed += 1
+        if self._spot and self._completed == len(self._states):
+            for node in self._world.nodes:  # the run ends here: no VM left idle is revoked after it
+                if node.interval is not None and node.interval.revocation is not None:
+                    self._clock.cancel(node.interval.revocation)
+                    node.interval.revocation = None
         if not self._round_mode:
             self._trigger(_COMPLETION, call.time)
 
@@ -232,6 +245,18 @@ class Simulation(Rounds):
             self._booting -= 1
             if (self._world.waiting or node.jobs) and not self._round_mode:
                 self._trigger(_READY, call.time)
+
+    def _on_revoke(self, call: Call) -> None:
+        """The provider takes a spot VM back: its jobs lose the work since their last checkpoint and wait again."""
+        node, iv = call.value
+        now = call.time
+        iv.revocation = None
+        world = self._world
+        for st in list(node.jobs.values()):
+            self._detach(st, now, revoked=True)
+            world.add_waiting(JobView(st.job, st.est, st.done))
+        self._stop_vm(node, now, revoked=True)
+        self._trigger(_REVOCATION, now)
 
     def _on_periodic(self, call: Call) -> None:
         if self._completed == len(self._states):
@@ -331,7 +356,7 @@ class Simulation(Rounds):
         if not single:
             g = sum(gn for _, gn in parts)
         k = world.config_index[(vm.name, g)]
-        true = st.true[k]
+        true = float(st.true[k])
         if not math.isfinite(true):
             raise CapsimError(
                 f"job {st.job.id} ({st.job.spec.name or st.job.spec.app_key}) was put on {vm.name}x{g}: the "
@@ -386,14 +411,23 @@ class Simulation(Rounds):
             node.used -= g
             world.job_left(n, not node.jobs)
 
-    def _detach(self, st: JobState, now: float) -> None:
-        """Lift a running job off its nodes (preempted or moved), keeping the work it has done."""
+    def _detach(self, st: JobState, now: float, revoked: bool = False) -> None:
+        """Lift a running job off its nodes (preempted or moved), keeping the work it has done; when its spot VM is
+        ``revoked``, only the work up to its run's last checkpoint."""
         if st.event is not None:
             elapsed = now - st.since
             if elapsed > 0:
-                st.done = min(1.0, st.done + max(0.0, elapsed - st.overhead) / st.true[st.cfg])
+                worked = max(0.0, elapsed - st.overhead)
+                if revoked:
+                    c = self.cluster.checkpoint_interval
+                    kept = math.floor(worked / c) * c if math.isfinite(c) else 0.0
+                    st.lost += (worked - kept) * st.gpus
+                    worked = kept
+                st.done = min(1.0, st.done + worked / float(st.true[st.cfg]))
             self._clock.cancel(st.event)
             st.event = None
+        if revoked:
+            st.revoked += 1
         self._end_segment(st, now)
         self._world.drop_running(st.job.id)
 
@@ -405,14 +439,21 @@ class Simulation(Rounds):
         if iv.booting:
             self._booting += 1
             self._clock.at(iv.ready, self._on_ready, (node, iv))
+        if vm.spot and vm.revocation_rate > 0:
+            life = float(self._spot[node.index].exponential(3600.0 / vm.revocation_rate))
+            iv.revocation = self._clock.at(now + life, self._on_revoke, (node, iv))
 
-    def _stop_vm(self, node: NodeState, now: float) -> None:
-        """Stop the node's VM, bill its interval and split the cost among its jobs by GPU-seconds."""
+    def _stop_vm(self, node: NodeState, now: float, revoked: bool = False) -> None:
+        """Stop the node's VM (``revoked``: the provider took it back), bill its interval and split the cost among its
+        jobs by GPU-seconds."""
         iv = node.interval
         assert iv is not None, "only a node with a VM is stopped"
         if iv.booting:
             iv.booting = False
             self._booting -= 1
+        if iv.revocation is not None:
+            self._clock.cancel(iv.revocation)
+            iv.revocation = None
         vm = iv.vm
         billed = self.cluster.billed_seconds(now - iv.start, vm)
         cost = billed * vm.price_per_hour / 3600.0
@@ -421,7 +462,7 @@ class Simulation(Rounds):
             jobs = self._world.jobs
             for jid, gs in iv.gpu_secs.items():
                 jobs[jid].cost_share += cost * (gs / busy)
-        self._nodes.add(node.index, iv, now, billed, cost, busy)
+        self._nodes.add(node.index, iv, now, billed, cost, busy, revoked)
         node.vm = None
         node.interval = None
         node.ready_at = 0.0

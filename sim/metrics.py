@@ -152,6 +152,24 @@ def _gavel_utilisation(t: RunTables) -> float:
     return float(_busy_gpu_seconds(t) / (gpus * span)) if gpus > 0 and span > 0 else 0.0
 
 
+def _revocations(t: RunTables) -> float:
+    n = t.nodes
+    return float(n["revoked"].sum()) if "revoked" in n.columns else 0.0
+
+
+def _lost_gpu_hours(t: RunTables) -> float:
+    j = t.jobs
+    return _ordered_sum(j["lost_gpu_seconds"].to_numpy()) / 3600.0 if "lost_gpu_seconds" in j.columns else 0.0
+
+
+def _spot_cost_share(t: RunTables) -> float:
+    n = t.nodes
+    total = _vm_cost(t)
+    if "spot" not in n.columns or total <= 0:
+        return 0.0
+    return float(n["cost"][n["spot"].to_numpy(dtype=bool)].sum()) / total
+
+
 def _walls(t: RunTables) -> np.ndarray:
     return t.decisions["wall_time"].to_numpy(dtype=float)
 
@@ -214,6 +232,13 @@ _LIST = [
                        "the runner; NaN on fixed clusters and past experiments.runner.BOUND_MAX_JOBS jobs"),
     Metric("bound_ratio", "cost / lower bound", "", 2, None,
            description="total cost / lower bound: how far the run is at most from the best possible schedule"),
+    Metric("revocations", "spot revocations", "VMs", 0, _revocations, better=None,
+           description="spot VMs the provider took back during the run"),
+    Metric("lost_gpu_hours", "lost GPU-hours", "GPU-h", 2, _lost_gpu_hours,
+           description="GPU-hours of work thrown away by revocations (each revoked run's work since its last "
+                       "checkpoint)"),
+    Metric("spot_cost_share", "spot share of VM cost", "", 3, _spot_cost_share, upper=1.0, better=None,
+           description="cost of spot VMs / VM cost (0 without VM cost)"),
 ]
 
 METRICS: Mapping[str, Metric] = {m.name: m for m in _LIST}

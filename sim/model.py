@@ -92,8 +92,11 @@ class VMType:
     """A rentable VM: ``gpus`` GPUs of one model for ``price_per_hour`` dollars, ready ``boot_time`` s after start.
 
     ``billing`` is its provider's rule (exact per-second by default); ``spot_price_per_hour`` the provider's spot
-    list price, if it has one (data only: whether a VM is rented spot is not modelled yet); ``region`` where the
-    prices hold (empty for the paper's catalogue).
+    list price, if it has one; ``region`` where the prices hold (empty for the paper's catalogue).
+
+    ``spot`` marks a VM rented on the spot market (``sim.catalogue.spot_variant``: its ``price_per_hour`` is then the
+    spot price): the provider revokes it at random, ``revocation_rate`` times per hour on average (a Poisson process
+    from its start), and the jobs on it lose the work since their last checkpoint (``Cluster.checkpoint_interval``).
     """
 
     name: str
@@ -105,6 +108,8 @@ class VMType:
     billing: Billing = Billing()
     spot_price_per_hour: float | None = None
     region: str = ""
+    spot: bool = False
+    revocation_rate: float = 0.0
 
     def __hash__(self) -> int:
         return hash(self.name)
@@ -263,7 +268,9 @@ class Snapshot:
     engine stops those VMs after this decision unless the plan places a job there or keeps them (``keep_idle``);
     a fixed server (``NodeView.fixed``) is never stopped. ``round_length`` is R in round mode (decisions only at
     round boundaries, see ``sim.rounds``), inf otherwise. ``gang`` says whether the cluster lets a job spread over
-    several nodes of one VM type (``Assignment.gang``, for policies with ``may_gang``).
+    several nodes of one VM type (``Assignment.gang``, for policies with ``may_gang``). ``checkpoint_interval`` is
+    the seconds of a run's work between two checkpoints (inf: none): a job on a spot VM (``VMType.spot``) that is
+    revoked keeps only the work up to its last checkpoint.
     """
 
     time: float
@@ -279,6 +286,7 @@ class Snapshot:
     idle_nodes: tuple[int, ...] = ()
     round_length: float = math.inf
     gang: bool = False
+    checkpoint_interval: float = math.inf
 
     def vm_type(self, name: str) -> VMType:
         for v in self.vm_types:

@@ -1,7 +1,7 @@
 """The records of a run, declared once per table: a ``Table`` subclass whose annotated fields are the columns.
 
 A field ``name: list[T]`` is one column, in declaration order; ``T`` gives its dtype (``int`` → ``int64``, ``float``
-→ ``float64``, ``str`` and ``str | None`` → ``object``, ``float | None`` → ``float64`` with NaN, ``int | None`` →
+→ ``float64``, ``bool`` → ``bool``, ``str`` and ``str | None`` → ``object``, ``float | None`` → ``float64`` with NaN, ``int | None`` →
 nullable ``Int64``), so names, order and Parquet dtypes live in one place. Each table's ``add`` (or ``Jobs.of``)
 reads one row off the run's state and appends it column by column, by name (``self.time.append(now)``): cheaper
 than a row object per event, and no positional tuple to keep in step with the columns. ``frame()`` checks that
@@ -24,7 +24,7 @@ __all__ = ["Table", "Jobs", "Nodes", "Segments", "Decisions", "JOB_COLUMNS", "NO
            "DECISION_COLUMNS"]
 
 _DTYPES: dict[Any, str] = {int: "int64", float: "float64", str: "object", str | None: "object",
-                           float | None: "float64", int | None: "Int64"}
+                           float | None: "float64", int | None: "Int64", bool: "bool"}
 
 
 class Table:
@@ -88,6 +88,10 @@ class Jobs(Table):
     final_round_iterations: list[int | None]
     """Round mode only: iterations of the job's last round. Gavel fails, and after five tries drops, a job whose last
     round has fewer iterations than it has GPUs (``sim.metrics``' ``gavel_dropped``); capsim runs it."""
+    revocations: list[int]
+    """Runs of the job ended by the revocation of a spot VM it ran on."""
+    lost_gpu_seconds: list[float]
+    """GPU-seconds of work those revocations threw away (the work since each run's last checkpoint)."""
 
     @classmethod
     def of(cls, states: Sequence[JobState], configs: Sequence[Config]) -> Jobs:
@@ -117,8 +121,10 @@ class Jobs(Table):
         t.tardiness_cost = [j.weight * late for j, late in zip(jobs, t.lateness)]
         t.cost_share = [st.cost_share for st in states]
         t.est_runtime = [float(st.est[st.cfg]) for st in states]
-        t.true_runtime = [st.true[st.cfg] for st in states]
+        t.true_runtime = [float(st.true[st.cfg]) for st in states]
         t.final_round_iterations = [st.final for st in states]
+        t.revocations = [st.revoked for st in states]
+        t.lost_gpu_seconds = [st.lost for st in states]
         return t
 
 
@@ -137,9 +143,15 @@ class Nodes(Table):
     busy_gpu_seconds: list[float]
     jobs: list[int]
     """Jobs that ran on it (0: its cost is idle cost)."""
+    spot: list[bool]
+    """Rented on the spot market (``VMType.spot``)."""
+    revoked: list[bool]
+    """Stopped by the provider's revocation (a spot VM), not by a plan or the end of the run."""
 
-    def add(self, node: int, iv: Interval, now: float, billed: float, cost: float, busy: float) -> None:
-        """VM interval ``iv`` of node ``node``, stopped at ``now`` after ``busy`` GPU-seconds of work."""
+    def add(self, node: int, iv: Interval, now: float, billed: float, cost: float, busy: float,
+            revoked: bool = False) -> None:
+        """VM interval ``iv`` of node ``node``, stopped at ``now`` (by a revocation if ``revoked``) after ``busy``
+        GPU-seconds of work."""
         vm = iv.vm
         self.node.append(node)
         self.vm_type.append(vm.name)
@@ -152,6 +164,8 @@ class Nodes(Table):
         self.cost.append(cost)
         self.busy_gpu_seconds.append(busy)
         self.jobs.append(len(iv.gpu_secs))
+        self.spot.append(vm.spot)
+        self.revoked.append(revoked)
 
 
 class Segments(Table):

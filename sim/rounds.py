@@ -105,7 +105,7 @@ class Rounds:
                 continue  # already given its micro-task for this round
             start = st.since if st.since > now else now
             iterations = st.job.spec.iterations
-            true = st.true[st.cfg]
+            true = float(st.true[st.cfg])
             left = iterations - st.steps
             room = length - (start - now) - st.overhead
             steps = int(room * iterations / true) if room > 0 else 0

@@ -27,20 +27,21 @@ __all__ = ["JobState", "Interval", "NodeState", "World"]
 class JobState:
     """One job as the engine tracks it: progress, where and how it runs now, and what it has cost so far.
 
-    ``est`` and ``true`` are the estimated and true runtimes of the whole job on each configuration (shared by the
-    jobs of one spec; ``true`` as Python floats so that times stay plain floats). ``done`` is the fraction of work
+    ``est`` and ``true`` are the estimated and true runtimes of the whole job on each configuration (read-only rows
+    shared by the jobs of one spec; the engine reads ``true`` as ``float(true[k])`` so that times stay plain floats). ``done`` is the fraction of work
     completed when the current run began; ``since`` is when that run began (after
     any boot), ``overhead`` the restart overhead it pays first; ``event`` its pending completion. ``parts`` lists the
     ``(node, GPUs)`` of the current run (one entry, or several for a gang; ``node`` is the first, ``gpus`` the total).
 
     Round mode (``sim.rounds``) counts work in whole iterations: ``steps`` done so far, ``pending`` those of the
     current round's micro-task (credited at the round's end) and ``final`` those of the job's last micro-task.
+    ``revoked`` counts the runs ended by a spot revocation and ``lost`` the GPU-seconds of work they threw away.
     """
 
     __slots__ = ("job", "est", "true", "done", "node", "cfg", "gpus", "since", "overhead", "event", "runs", "ran",
-                 "first_start", "end", "cost_share", "parts", "steps", "pending", "final")
+                 "first_start", "end", "cost_share", "parts", "steps", "pending", "final", "revoked", "lost")
 
-    def __init__(self, job: Job, est: np.ndarray, true: list[float]):
+    def __init__(self, job: Job, est: np.ndarray, true: np.ndarray):
         self.job = job
         self.est = est
         self.true = true
@@ -60,6 +61,8 @@ class JobState:
         self.steps = 0
         self.pending = 0
         self.final: int | None = None
+        self.revoked = 0
+        self.lost = 0.0
 
     def gpus_on(self, node: int) -> int:
         """GPUs the current run uses on ``node``."""
@@ -72,9 +75,10 @@ class JobState:
 
 
 class Interval:
-    """One VM on one node from start to stop, with the GPU-seconds each job ran on it (its billing shares)."""
+    """One VM on one node from start to stop, with the GPU-seconds each job ran on it (its billing shares) and, for a
+    spot VM, its pending revocation."""
 
-    __slots__ = ("vm", "start", "ready", "gpu_secs", "booting")
+    __slots__ = ("vm", "start", "ready", "gpu_secs", "booting", "revocation")
 
     def __init__(self, vm: VMType, start: float):
         self.vm = vm
@@ -82,6 +86,7 @@ class Interval:
         self.ready = start + vm.boot_time
         self.gpu_secs: dict[int, float] = {}
         self.booting = vm.boot_time > 0
+        self.revocation: Call | None = None
 
 
 class NodeState:
@@ -125,6 +130,7 @@ class World:
         self._vm_types_t = cluster.vm_types
         self._overhead, self._quantum = cluster.restart_overhead, cluster.billing_quantum
         self._round_length, self._gang = cluster.round_length, cluster.gang
+        self._checkpoint = cluster.checkpoint_interval
 
     # The engine reports every change through these, so the snapshot knows what to rebuild.
 
@@ -191,4 +197,5 @@ class World:
         if self._idle_t is None:
             self._idle_t = tuple(sorted(self.idle))
         return Snapshot(now, trigger, self.configs, self._vm_types_t, self._nodes_t, self._waiting_t, self._running_t,
-                        self._empty_t, self._overhead, self._quantum, self._idle_t, self._round_length, self._gang)
+                        self._empty_t, self._overhead, self._quantum, self._idle_t, self._round_length, self._gang,
+                        self._checkpoint)

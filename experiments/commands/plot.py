@@ -14,8 +14,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--all", action="store_true", help="every finished run in DIR, not only the latest command's")
     p.add_argument("--run", metavar="RUN_ID", help="run shown in the timeline (default: at the first grid point, the "
                    "first seed of the policy with the lowest mean total cost)")
-    p.add_argument("--only", metavar="NAMES", help="comma-separated figures to draw (default: all): "
-                   "cost_breakdown, tardiness_late, pareto, cdf, cost_vs, decision_time, timeline")
+    p.add_argument("--only", metavar="NAMES", help="comma-separated figures to draw (default: all but those on "
+                   "request): cost_breakdown, tardiness_late, pareto, cdf, cost_vs, decision_time, timeline; on "
+                   "request: cost_deadlines (total cost against deadlines met)")
     p.add_argument("--metrics", metavar="NAMES", help="also draw, per metric of sim/metrics.py, its mean per policy "
                    "and grid point (metric_<name>.png)")
     p.add_argument("--width", choices=["column", "page"], default="column",
@@ -35,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
 
     from experiments.commands.report import choose_metrics
     from experiments.loading import did_you_mean
-    from experiments.plots import FIGURES, plot_all
+    from experiments.plots import FIGURES, ON_REQUEST, plot_all
     from experiments.store import open_results
     from sim.model import CapsimError
 
@@ -50,9 +51,9 @@ def run(args: argparse.Namespace) -> int:
     if args.only:
         only = [x.strip() for x in args.only.split(",") if x.strip()]
         for name in only:
-            if name not in FIGURES:
-                raise CapsimError(f"--only: unknown figure {name!r}{did_you_mean(name, FIGURES)}; "
-                                  f"known: {', '.join(FIGURES)}")
+            if name not in FIGURES + ON_REQUEST:
+                raise CapsimError(f"--only: unknown figure {name!r}{did_you_mean(name, FIGURES + ON_REQUEST)}; "
+                                  f"known: {', '.join(FIGURES + ON_REQUEST)}")
     metrics = choose_metrics(args.metrics, summary, args.dir, args.recompute) if args.metrics else []
     out = Path(args.out) if args.out else Path(args.dir) / "figures"
     written = plot_all(res.tables, res.fields, res.policies, out, args.run, only, metrics, width=args.width,

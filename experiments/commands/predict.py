@@ -15,7 +15,8 @@ from sim.model import CapsimError
 if TYPE_CHECKING:
     import pandas as pd
 
-HELP = "evaluate the runtime predictors (published protocols, MAPE per cell) or show one job's predictions"
+HELP = ("evaluate the runtime predictors (published protocols, MAPE per cell), show one job's predictions, or the "
+        "cross-GPU scaling's leave-one-GPU-out error")
 
 SHOW_DEFAULT = ("measured", "regression", "analytical", "wave", "hybrid")
 PUBLISHED = ("batch", "gpus", "compute", "depth", "interpolation")
@@ -44,6 +45,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     sh.add_argument("--iterations", type=int, required=True, help="training iterations")
     sh.add_argument("--depth", type=int, help="network depth (variable-depth ResNet runs)")
     sh.add_argument("--predictors", metavar="KINDS", help=f"comma-separated kinds (default: {','.join(SHOW_DEFAULT)})")
+    sub.add_parser("crossgpu", help="the cross-GPU scaling of the 'cloud' predictor: its fit, its leave-one-GPU-out "
+                                    "error per model and the candidate features (docs/predictors.md)")
 
 
 def split_specs(text: str | None) -> list[str]:
@@ -233,4 +236,9 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.predict_command == "crossgpu":
+        from predictors.crossgpu import main
+
+        main()
+        return 0
     return _show(args) if args.predict_command == "show" else _evaluate(args)

@@ -15,6 +15,7 @@ an axes the caller owns (``draw``, ``experiments.api``). Each policy keeps one c
 | decision_time | wall time of a decision against the problem size |
 | timeline | one run: each slot's VMs, one row per GPU, and the jobs on them |
 | metric | any declared metric per policy and grid point (``--metrics``) |
+| cost_deadlines | total cost against the share of deadlines met, one panel per grid point (on request: ``--only``) |
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from experiments.plots.layout import FigureSpec, draw_on, render, save
 from experiments.plots.style import DPI, WIDTHS, policy_styles
 from experiments.plots.summary_figs import (
     cost_breakdown,
+    cost_deadlines,
     cost_vs,
     metric_figure,
     pareto,
@@ -41,11 +43,13 @@ from experiments.plots.summary_figs import (
 from experiments.plots.timeline import default_run, gpu_blocks, timeline
 from sim.model import CapsimError
 
-__all__ = ["FIGURES", "WIDTHS", "PlotData", "specs", "figures", "render", "draw", "plot_all", "policy_styles",
+__all__ = ["FIGURES", "ON_REQUEST", "WIDTHS", "PlotData", "specs", "figures", "render", "draw", "plot_all", "policy_styles",
            "pareto_front", "gpu_blocks", "default_run"]
 
 FIGURES = ("cost_breakdown", "tardiness_late", "pareto", "cdf", "cost_vs", "decision_time", "timeline")
 """The figures ``capsim plot`` draws by default (``metric`` is drawn per metric asked for)."""
+ON_REQUEST = ("cost_deadlines",)
+"""Figures drawn only when named (``capsim plot --only``): those meant for one kind of experiment."""
 
 _BUILD: dict[str, Callable[..., list[FigureSpec]]] = {
     "cost_breakdown": lambda d, w, **_: [cost_breakdown(d, w)],
@@ -55,6 +59,7 @@ _BUILD: dict[str, Callable[..., list[FigureSpec]]] = {
     "cost_vs": lambda d, w, **_: [cost_vs(d, f, w) for f in swept_numbers(d)],
     "decision_time": lambda d, w, **_: [decision_time(d, w)] if not d.table("decisions").empty else [],
     "timeline": lambda d, w, run_id=None, **_: [timeline(d, w, run_id)],
+    "cost_deadlines": lambda d, w, **_: [cost_deadlines(d, w)],
     "metric": lambda d, w, metrics=(), **_: [metric_figure(d, m, w) for m in metrics],
 }
 
@@ -96,7 +101,7 @@ def plot_all(tables: Mapping[str, pd.DataFrame], fields: Sequence[str], policies
     plus one ``metric_<name>`` figure per metric in ``metrics``; returns the files written."""
     data = PlotData(tables, fields, policies, method)
     written: list[Path] = []
-    names = [n for n in FIGURES if n in set(only or FIGURES)] + (["metric"] if metrics else [])
+    names = [n for n in FIGURES + ON_REQUEST if n in set(only or FIGURES)] + (["metric"] if metrics else [])
     for name in names:
         for spec in specs(name, data, width, run_id=run_id, metrics=metrics):
             written += save(render(spec, width), out, spec.name, width, dpi)

@@ -24,7 +24,7 @@ from experiments.plots.style import set_scale
 from experiments.tables import metric_label
 
 __all__ = ["cost_breakdown", "tardiness_late", "metric_figure", "pareto", "pareto_front", "cost_vs",
-           "policy_handles", "swept_numbers"]
+           "cost_deadlines", "policy_handles", "swept_numbers"]
 
 MARKER_SIZE = 4.0
 
@@ -172,6 +172,47 @@ def pareto(data: PlotData, width: str) -> FigureSpec:
     return FigureSpec("pareto", panels, columns={"column": 2, "page": 3},
                       row_height={"column": 1.5, "page": 1.8}, legend=legend,
                       legend_title="large: mean over runs; small: one run")
+
+
+def cost_deadlines(data: PlotData, width: str, cost: str = "total_cost", met: str = "deadline_met") -> FigureSpec:
+    """Total cost against the share of deadlines met, one panel per grid point: every run small, the mean per policy
+    large with its intervals both ways; the policies no other beats on both (cheaper and more deadlines met) joined by
+    a dashed line."""
+    agg = data.agg([cost, met])
+    summary = data.summary
+    all_y = list(summary[cost]) + list(agg[f"{cost}_mean"])
+    panels = []
+    for pt in data.points():
+
+        def draw(ax: Any, pt: dict = pt) -> None:
+            runs, means = data.select(summary, pt), data.select(agg, pt)
+            for pol in data.policies:
+                st = data.styles[pol]
+                r = runs[runs["policy"] == pol]
+                ax.scatter(r[met], r[cost], s=5, marker=st.marker, color=st.colour, alpha=0.35, linewidths=0,
+                           zorder=2)
+                m = means[means["policy"] == pol]
+                if len(m):
+                    x, y = m[f"{met}_mean"].to_numpy(float), m[f"{cost}_mean"].to_numpy(float)
+                    ax.errorbar(x, y, xerr=_errors(x, m[f"{met}_lo"].to_numpy(float), m[f"{met}_hi"].to_numpy(float)),
+                                yerr=_errors(y, m[f"{cost}_lo"].to_numpy(float), m[f"{cost}_hi"].to_numpy(float)),
+                                fmt=st.marker, color=st.colour, ecolor=st.colour, markersize=MARKER_SIZE + 1,
+                                markeredgecolor="black", markeredgewidth=0.4, elinewidth=0.7, capsize=0, zorder=4)
+            ys = list(runs[cost]) + list(means[f"{cost}_mean"])
+            set_scale(ax, ys, "y", wide=30, decide=all_y)
+            pts = np.column_stack([-means[f"{met}_mean"].to_numpy(float), means[f"{cost}_mean"].to_numpy(float)])
+            pts = pts[np.isfinite(pts).all(axis=1)]
+            if len(pts) > 1:
+                front = pts[pareto_front(pts)]
+                ax.plot(-front[:, 0], front[:, 1], color="black", linestyle="--", linewidth=0.7, zorder=3)
+            _grid_lines(ax, "both")
+
+        panels.append(Panel(draw, label_of(met), label_of(cost), data.point_title(pt), key=dict(pt)))
+    legend = policy_handles(data) + [(Line2D([], [], color="black", linestyle="--", linewidth=0.7),
+                                      "no policy cheaper with more deadlines met")]
+    return FigureSpec("cost_deadlines", panels, columns={"column": 2, "page": 3},
+                      row_height={"column": 1.5, "page": 1.8}, legend=legend,
+                      legend_title=f"large: mean and {data.interval_name} over runs; small: one run")
 
 
 def _shift(ax: Any, artists: Any, points: float) -> None:

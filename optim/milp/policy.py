@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from optim.base import Policy, build, register
+from optim.common import spot_snapshot
 from optim.milp.formulation import build_model
 from optim.milp.model import Model
 from optim.milp.solution import set_warm_start, to_plan
@@ -97,6 +98,7 @@ class MILP(Policy):
         return Plan(plan.vms, plan.start, plan.move, plan.preempt, plan.keep_idle, info)
 
     def decide(self, snapshot: Snapshot) -> Plan:
+        snapshot = spot_snapshot(snapshot)  # spot configurations at their expected runtime (revocations' lost work)
         if not snapshot.waiting and not (self.preempt and snapshot.running):
             return Plan(info=DecisionInfo(status="nothing_to_decide"))
         if not self.preempt and not any(nv.vm is None or nv.used_gpus < nv.vm.gpus for nv in snapshot.nodes):

@@ -18,7 +18,17 @@ import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from experiments.cli import main
-from experiments.plots import FIGURES, WIDTHS, PlotData, gpu_blocks, pareto_front, policy_styles, render, specs
+from experiments.plots import (
+    FIGURES,
+    ON_REQUEST,
+    WIDTHS,
+    PlotData,
+    gpu_blocks,
+    pareto_front,
+    policy_styles,
+    render,
+    specs,
+)
 from experiments.plots.style import FONT_SIZE, KINDS, set_scale
 from experiments.store import open_results
 
@@ -147,7 +157,7 @@ def check_printable(fig, width: str) -> None:
         assert not _overlap(a, b, slack=1.0), f"texts overlap: {ta!r} and {tb!r}"
 
 
-NAMES = [n for n in FIGURES] + ["metric"]
+NAMES = [n for n in FIGURES] + list(ON_REQUEST) + ["metric"]
 
 
 @pytest.mark.parametrize("width", ["column", "page"])
@@ -210,6 +220,9 @@ def test_axis_labels_come_from_the_declarations(data: PlotData) -> None:
     assert [p.title for p in by_field["cost_vs_mean_interarrival"].panels] == ["node slots = 1", "node slots = 2"]
     (pareto,) = specs("pareto", data)
     assert len(pareto.panels) == 4 and pareto.panels[0].title == "mean inter-arrival = 30 s, node slots = 1"
+    (trade,) = specs("cost_deadlines", data)
+    assert len(trade.panels) == 4 and (trade.panels[0].xlabel, trade.panels[0].ylabel) == ("deadlines met",
+                                                                                           "total cost ($)")
 
 
 def test_error_bars_stay_in_the_metric_domain(data: PlotData) -> None:

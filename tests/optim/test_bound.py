@@ -130,9 +130,9 @@ def test_the_runner_reports_the_bound_and_passes_the_run_seed(monkeypatch):
     real = sim.engine.Simulation
 
     class Spy(real):  # type: ignore[misc, valid-type]
-        def __init__(self, cluster, jobs, policy, *args):
+        def __init__(self, cluster, jobs, policy, *args, **kwargs):
             seen.append(policy.get_params())
-            super().__init__(cluster, jobs, policy, *args)
+            super().__init__(cluster, jobs, policy, *args, **kwargs)
 
     monkeypatch.setattr(sim.engine, "Simulation", Spy)
     sc = Scenario.model_validate({"cluster": {"nodes": 2}, "workload": {"jobs": 6}, "seeds": [7]})

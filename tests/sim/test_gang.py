@@ -94,10 +94,14 @@ def test_a_job_that_asks_for_gpus_sees_only_that_count():
     assert r.jobs.end_time.iloc[0] == 100.0
 
 
+class SingleNodeFIFO(FIFO):
+    may_gang = False
+
+
 def test_a_policy_without_may_gang_never_sees_gang_configurations():
     with pytest.raises(CapsimError, match="asks for 4 GPUs.*no feasible configuration.*for a policy without may_gang"):
-        Simulation(servers(), [Job(0, GANG, 0.0, 1e9, 0.0)], FIFO(), RUNTIMES)
-    r = run(servers(), [Job(0, ONE, 0.0, 1e9, 0.0), Job(1, ONE, 0.0, 1e9, 0.0)], FIFO())
+        Simulation(servers(), [Job(0, GANG, 0.0, 1e9, 0.0)], SingleNodeFIFO(), RUNTIMES)
+    r = run(servers(), [Job(0, ONE, 0.0, 1e9, 0.0), Job(1, ONE, 0.0, 1e9, 0.0)], SingleNodeFIFO())
     assert sorted(r.jobs.node) == [0, 1] and (r.jobs.end_time == 50.0).all()
 
 

@@ -33,7 +33,7 @@ def test_streams_are_independent_of_the_mix():
     assert [j.submit_time for j in a] == [j.submit_time for j in b]
     assert [j.weight for j in a] == [j.weight for j in b]
     assert {j.spec.name for j in b} == {"J1", "J4"}
-    assert set(streams(0)) == {"arrivals", "mix", "deadlines", "weights", "noise"}
+    assert set(streams(0)) == {"arrivals", "mix", "deadlines", "weights", "noise", "spot"}
 
 
 def test_deadlines_weights_and_arrivals_in_range():
