@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from experiments.scenario_vms import CloudSelection
 from sim.model import Billing, JobSpec, VMType
 
 if TYPE_CHECKING:
@@ -36,7 +37,6 @@ class ScenarioBuild:
         def trace_path(self) -> Path | None: ...
 
     def vm_types(self) -> tuple[VMType, ...]:
-        from experiments.scenario_spec import CloudSelection
         from sim import catalogue
 
         if self.cluster.servers is not None:

@@ -19,8 +19,8 @@ from sim.contracts import Predictor
 from sim.model import CapsimError, Config, Job, JobSpec
 from sim.traces.base import REQUIRED as _TRACE_REQUIRED
 
-__all__ = ["WorkloadSpec", "STREAMS", "streams", "spot_streams", "poisson_jobs", "TraceRows", "validate_trace", "trace_jobs",
-           "fastest_runtimes"]
+__all__ = ["WorkloadSpec", "STREAMS", "streams", "spot_streams", "poisson_jobs", "TraceRows", "validate_trace",
+           "trace_jobs", "fastest_runtimes"]
 
 STREAMS = ("arrivals", "mix", "deadlines", "weights", "noise", "spot")
 """The random concerns, each child ``i`` of ``SeedSequence(seed).spawn`` in this order. A child depends only on its
