@@ -78,8 +78,8 @@ def main() -> None:
     print(f"{args.jobs} jobs (Gavel's generator, lam {args.lam:g} s, multi-GPU, seed {args.seed}) on {args.servers} "
           f"one-GPU servers, {args.policy}, 360-s rounds")
     print(f"  trace, predictor and jobs: {setup:.2f} s CPU")
-    print(f"  simulation: {cpu:.2f} s CPU ({wall:.2f} s wall), {1000 * cpu / args.jobs:.3f} ms per job, {rounds} rounds, "
-          f"{sim.events} events")
+    print(f"  simulation: {cpu:.2f} s CPU ({wall:.2f} s wall), {1000 * cpu / args.jobs:.3f} ms per job, "
+          f"{rounds} rounds, {sim.events} events")
     print(f"  average JCT {s['gavel_mean_jct'] / 3600:.2f} h, makespan {s['gavel_makespan'] / 3600:.1f} h, "
           f"utilisation {s['gavel_utilisation']:.3f}, jobs Gavel would drop {int(s['gavel_dropped'])}")
     print(f"  vs Gavel's ~{GAVEL_CPU_S:g} s CPU: {GAVEL_CPU_S / cpu:.0f}x faster (target >= 20x)")

@@ -17,8 +17,9 @@ Instance families (the measured predictor's J1–J6 runtimes on the paper's cata
 with today's MILP on the same instances, and prints the speed-up. REF defaults to where this branch left main; once
 the branch is merged, name the commit before the faster MILP explicitly (``--before 4742e86``).
 
-Usage: .venv/bin/python benchmarks/heuristics.py [--families decisions,poisson,paper,high,low] [--sizes 20x200,50x500,100x1000]
-           [--seeds 1] [--paper-seeds 5] [--policies greedy,random_greedy,...] [--before REF | --no-before]
+Usage: .venv/bin/python benchmarks/heuristics.py [--families decisions,poisson,paper,high,low]
+           [--sizes 20x200,50x500,100x1000] [--seeds 1] [--paper-seeds 5] [--policies greedy,random_greedy,...]
+           [--before REF | --no-before]
 """
 
 from __future__ import annotations
@@ -155,7 +156,7 @@ def decisions(policies: list[str], truth, seeds: int) -> None:
         corpus[n] = rec.kept
     for kind in [p for p in policies if p != "milp"]:
         line, spent = f"{kind:<16}", 0.0
-        for n, kept in corpus.items():
+        for kept in corpus.values():
             params = {"seed": 0} if "seed" in optim.registry()[kind].param_names() else {}
             policy = optim.build(kind, **params)
             excess, total, worse = 0.0, 0.0, 0

@@ -55,7 +55,8 @@ def main() -> None:
     specs = tables(args.jobs, args.seed)
     cells = args.jobs * len(configs)
     print(f"{args.jobs} jobs x {len(configs)} configs = {cells} predictions per table")
-    print(f"{'predictor':<17}{'fit s':>7}  {'table':<10}{'first s':>9}{'again s':>9}{'pred/s (first)':>16}{'finite':>8}")
+    print(f"{'predictor':<17}{'fit s':>7}  {'table':<10}{'first s':>9}{'again s':>9}{'pred/s (first)':>16}"
+          f"{'finite':>8}")
     for name in args.predictors.split(","):
         p = build(**KINDS[name])
         t0 = time.perf_counter()

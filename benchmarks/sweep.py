@@ -2,11 +2,11 @@
 
     .venv/bin/python benchmarks/sweep.py [--seeds 4] [--jobs 200] [--nodes 10] [--policies fifo,edf,milp] [--no-dask]
 
-Each mode runs the same sweep (FIFO, EDF and the MILP on the measured predictor, one grid axis, several seeds) into a fresh
-directory, through the same code as ``capsim sweep`` (validation, expansion, execution, atomic Parquet writes), and
-the wall time includes starting the workers. Imports and predictor fits are warmed up once in this process first;
-forked workers inherit them, Dask's workers pay for them (that is part of Dask's overhead). Dask runs on a local cluster of as many single-threaded workers as the
-process pool; its overhead per run is (Dask wall − pool wall) / runs.
+Each mode runs the same sweep (FIFO, EDF and the MILP on the measured predictor, one grid axis, several seeds) into a
+fresh directory, through the same code as ``capsim sweep`` (validation, expansion, execution, atomic Parquet writes),
+and the wall time includes starting the workers. Imports and predictor fits are warmed up once in this process first;
+forked workers inherit them, Dask's workers pay for them (that is part of Dask's overhead). Dask runs on a local
+cluster of as many single-threaded workers as the process pool; its overhead per run is (Dask wall − pool wall) / runs.
 """
 
 from __future__ import annotations
@@ -93,7 +93,8 @@ def main() -> None:
         print(f"speed-up 2 vs 1 workers: {w1 / w2:.2f}x end to end, {s2 / s1:.2f}x steady state")
         if not args.no_dask:
             wd, _, sd = timed(f, d / "dask", dask="local:2")
-            print(f"Dask local:2          : {n} runs in {wd:6.2f} s = {n / wd:6.2f} runs/s; steady state {sd:6.2f} runs/s")
+            print(f"Dask local:2          : {n} runs in {wd:6.2f} s = {n / wd:6.2f} runs/s; "
+                  f"steady state {sd:6.2f} runs/s")
             print(f"Dask overhead vs process pool: {(wd - w2) / n * 1000:+.1f} ms per run end to end "
                   f"(cluster start-up included, {wd / w2:.2f}x the pool's wall time); "
                   f"{(1 / sd - 1 / s2) * 1000:+.1f} ms per run in steady state")

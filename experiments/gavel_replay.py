@@ -115,7 +115,8 @@ def effects_table(cases: tuple[tuple[str, str], ...] = CASES) -> pd.DataFrame:
         for name, (cluster, params) in VARIANTS.items():
             r = replay(trace, policy, policy_params=params, **cluster)
             rows.append({"trace": trace, "policy": policy, "model": name,
-                         "avg_jct_h": r.summary["gavel_mean_jct"] / 3600, "makespan_h": r.summary["gavel_makespan"] / 3600})
+                         "avg_jct_h": r.summary["gavel_mean_jct"] / 3600,
+                         "makespan_h": r.summary["gavel_makespan"] / 3600})
     return pd.DataFrame(rows)
 
 

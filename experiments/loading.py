@@ -61,7 +61,8 @@ def path_str(path: Sequence[str | int]) -> str:
 
 
 MAX_BYTES = 2_000_000
-"""The largest YAML file read (2 MB: scenarios and sweeps are a few KB; a runtime table of thousands of entries fits)."""
+"""The largest YAML file read (2 MB: scenarios and sweeps are a few KB; a runtime table of thousands of entries
+fits)."""
 MAX_NODES = 100_000
 """The most values a YAML document may hold once its aliases are expanded: a "billion laughs" file of a few lines
 names billions, and is refused before anything is built from it."""
@@ -187,7 +188,7 @@ def read_yaml(path: str | Path, what: str = "file") -> Source:
         raise CapsimError(f"{p}: nested too deeply to read; expected a scenario or sweep") from None
     finally:
         loader.dispose()
-    if data is None:
+    if data is None or node is None:  # no node, no data
         raise CapsimError(f"{p}: {what} is empty; expected a mapping of fields (see README.md, A scenario file)")
     lines: dict[Path_, int] = {}
     _line_map(node, lines)

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from experiments.scenario_vms import CloudSelection
 from sim.model import Billing, JobSpec, VMType
 
 if TYPE_CHECKING:
@@ -53,7 +54,7 @@ class ScenarioBuild:
         for v in self.cluster.vm_types:
             if isinstance(v, str):
                 out.append(catalogue.vm_type(v))
-            elif not hasattr(v, "name"):  # a cloud selection
+            elif isinstance(v, CloudSelection):
                 out.extend(catalogue.select_vm_types(v.provider, v.region, v.gpu, v.gpus, v.boot_time))
             else:
                 billing = Billing() if v.billing is None else Billing(v.billing.increment, v.billing.minimum)

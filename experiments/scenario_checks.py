@@ -149,8 +149,9 @@ def _check_feasible(sc: Scenario, problems: list[Problem]) -> None:
         except Exception as e:  # noqa: BLE001 (a predictor failing on this workload fails every run: say so now)
             _FEASIBLE[key] = (f"the truth predictor {truth_spec.kind!r} fails on this workload: {type(e).__name__}: "
                               f"{str(e).splitlines()[0] if str(e) else ''}")
-    if _FEASIBLE[key] is not None:
-        problems.append(Problem(("workload", "trace" if rows is not None else "mix"), _FEASIBLE[key]))
+    why = _FEASIBLE[key]
+    if why is not None:
+        problems.append(Problem(("workload", "trace" if rows is not None else "mix"), why))
 
 
 def _check_fixed_cluster(sc: Scenario, problems: list[Problem]) -> None:
@@ -216,7 +217,8 @@ def semantic_problems(sc: Scenario, runnable: bool = True) -> list[Problem]:
             else:
                 names = [v if isinstance(v, str) else v.name]
             if isinstance(v, str) and v not in known_vms:
-                problems.append(Problem(("cluster", "vm_types", i), f"unknown VM type {v!r}{did_you_mean(v, known_vms)} "
+                problems.append(Problem(("cluster", "vm_types", i),
+                                        f"unknown VM type {v!r}{did_you_mean(v, known_vms)} "
                                         f"(the catalogue has {', '.join(catalogue_vms)}; the cloud catalogue "
                                         f"{len(known_vms) - len(catalogue_vms)} more, see docs/clouds.md; "
                                         f"or define it inline)"))
@@ -277,7 +279,8 @@ def semantic_problems(sc: Scenario, runnable: bool = True) -> list[Problem]:
         for i, p in enumerate(sc.policies):
             if p.kind not in known_pol:
                 problems.append(Problem(("policies", i, "kind"), f"unknown policy {p.kind!r}"
-                                        f"{did_you_mean(p.kind, known_pol)} (known policies: {', '.join(sorted(known_pol))})"))
+                                        f"{did_you_mean(p.kind, known_pol)} "
+                                        f"(known policies: {', '.join(sorted(known_pol))})"))
                 continue
             if p.label in seen:
                 problems.append(Problem(("policies", i, "name"), f"policy name {p.label!r} is used twice "

@@ -169,6 +169,7 @@ class ResultStore:
         rec["scenario"] = o.task.scenario_id
         files = rec.setdefault("files", {})
         if o.ok:
+            assert o.summary is not None  # a run that succeeded has its summary row
             for name in TABLES:
                 files[name] = self._put(o.tables[name], name, rid)
             files["summary"] = self._put(pd.DataFrame([{**o.summary, "config": o.task.config_json()}]), "summary", rid)
@@ -271,8 +272,8 @@ class ResultStore:
         fields = list(manifest.get("grid_fields", []))
         out: dict[str, pd.DataFrame] = {}
         for name in ("summary", *TABLES, "failures"):
-            tables = parts.get(name, [])
-            df = pa.concat_tables(tables, promote_options="permissive").to_pandas() if tables else pd.DataFrame()
+            chunks = parts.get(name, [])
+            df = pa.concat_tables(chunks, promote_options="permissive").to_pandas() if chunks else pd.DataFrame()
             if not df.empty:
                 keys = [c for c in fields if c in df.columns]
                 df = df.assign(_p=df["policy"].map(lambda p: order.get(p, len(order))))

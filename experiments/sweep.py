@@ -161,7 +161,8 @@ class Sweep:
 
 
 def _read_chain(path: Path, stack: tuple[str, ...], problems: list[Problem]) -> tuple[dict, Path]:
-    """The sweep data of ``path`` with its ``extends`` chain merged in, and the directory its scenario is relative to."""
+    """The sweep data of ``path`` with its ``extends`` chain merged in, and the directory its scenario is relative
+    to."""
     src = read_yaml(path, "sweep file")
     data = src.data
     if not isinstance(data, dict):
@@ -204,7 +205,7 @@ def load_sweep(path: str | Path) -> Sweep:
     except ValidationError as e:
         raise_problems(src, pydantic_problems(e, SweepFile))
         raise
-    base = dict(sf.scenario or {})
+    base = dict(sf.scenario) if isinstance(sf.scenario, dict) else {}  # _read_chain resolved a path
     top_level = [k for k in ("policies", "seeds") if getattr(sf, k) is not None]
     for k in top_level:
         base[k] = getattr(sf, k)
@@ -269,18 +270,18 @@ def load_sweep(path: str | Path) -> Sweep:
 
     points: list[Point] = []
     for combo in itertools.product(*axes) if axes else [()]:
-        values = tuple(kv for part in combo for kv in part)
+        pairs = tuple(kv for part in combo for kv in part)
         data_pt = copy.deepcopy(base)
-        for k, v in values:
+        for k, v in pairs:
             _set_path(data_pt, k, v)
         sc, probs = validate_scenario(data_pt, str(p), base_dir)
         if probs:
-            where = ", ".join(f"{k}={v!r}" for k, v in values)
+            where = ", ".join(f"{k}={v!r}" for k, v in pairs)
             problems += [Problem(("grid",), f"the grid point {where} is invalid: {path_str(pr.path)}: {pr.message}")
                          for pr in probs]
         else:
             assert sc is not None
-            points.append(Point(values, sc))
+            points.append(Point(pairs, sc))
     raise_problems(src, problems[:20], f"sweep {p}")
     return Sweep(name, str(p), fields, points, base_sc.policy_specs(), base_sc.seeds)
 

@@ -63,5 +63,5 @@ def policy_means(summary: pd.DataFrame, order: Sequence[str] | None = None) -> s
     means = g[columns].mean()
     counts = g.size()
     names = [p for p in (order or means.index) if p in means.index]
-    rows = [[p, int(counts[p])] + [fmt(float(means.loc[p, m]), metric_digits(m)) for m in columns] for p in names]
+    rows = [[p, int(counts[p])] + [fmt(float(means[m].loc[p]), metric_digits(m)) for m in columns] for p in names]
     return format_table(["policy", "seeds"] + [metric_label(m) for m in columns], rows)

@@ -90,7 +90,6 @@ def lower_bound(
     price = np.array([c.vm.price_per_second for c in configs])
     submit = np.array([j.submit_time for j in jobs])
     deadline = np.array([j.deadline for j in jobs])
-    weight = np.array([j.weight for j in jobs])
     usable = np.isfinite(runtimes) & np.array([bool(c) for c in cover])[None, :]
     if not usable.any(axis=1).all():
         bad = jobs[int(np.flatnonzero(~usable.any(axis=1))[0])]
@@ -130,21 +129,21 @@ def lower_bound(
         first = int(np.searchsorted(grid, submit[j], side="right")) - 1
         first = min(max(first, 0), len(length))
         w_prev: int | None = None
-        for l in range(first, len(length) + 1):
-            tail = l == len(length)
+        for iv in range(first, len(length) + 1):
+            tail = iv == len(length)
             xs = [col(float(price[k] * share[k] * t[k])) for k in keep]
             work_idx += xs
             if not tail:
-                span = float(grid[l + 1] - max(grid[l], submit[j]))
+                span = float(grid[iv + 1] - max(grid[iv], submit[j]))
                 row(-np.inf, max(span, 0.0), xs, [float(t[k]) for k in keep])
                 for k, x in zip(keep, xs):
                     for key in (None, configs[k].vm.name):
-                        ids, vals = capacity.setdefault((key, l), ([], []))
+                        ids, vals = capacity.setdefault((key, iv), ([], []))
                         ids.append(x)
                         vals.append(float(t[k] * share[k]))
-            # tardiness from the work left at the start of interval l
-            tau = float(grid[l]) if l < len(grid) else end
-            if l > first and tau >= submit[j] + t_min[j] and tau + t_min[j] > deadline[j] and w_prev is not None:
+            # tardiness from the work left at the start of interval iv
+            tau = float(grid[iv]) if iv < len(grid) else end
+            if iv > first and tau >= submit[j] + t_min[j] and tau + t_min[j] > deadline[j] and w_prev is not None:
                 row(tau + t_min[j] - deadline[j], np.inf, [u, w_prev], [1.0, tau - submit[j]])
             if not tail:
                 w = col(0.0, 1.0)
@@ -154,12 +153,13 @@ def lower_bound(
                     row(0.0, 0.0, [w, w_prev, *xs], [1.0, -1.0] + [-1.0] * len(xs))
                 w_prev = w
         row(1.0, 1.0, work_idx, [1.0] * len(work_idx))
-        row(submit[j] - deadline[j], np.inf, [u] + work_idx, [1.0] + [-float(t[k]) for k in keep] * (len(work_idx) // len(keep)))
-    for (key, l), (ids, vals) in capacity.items():
+        row(submit[j] - deadline[j], np.inf, [u] + work_idx,
+            [1.0] + [-float(t[k]) for k in keep] * (len(work_idx) // len(keep)))
+    for (key, iv), (ids, vals) in capacity.items():
         n_slots = len(slots) if key is None else per_type_slots[key]
         if key is not None and n_slots == len(slots):
             continue
-        row(-np.inf, n_slots * float(length[l]), ids, vals)
+        row(-np.inf, n_slots * float(length[iv]), ids, vals)
 
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)

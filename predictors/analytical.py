@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -153,7 +154,8 @@ class AnalyticalPredictor(TrainablePredictor):
     def _fit_efficiencies(self) -> dict[tuple[str, str], tuple[float, float]]:
         gpus = gpu_models()
         ratios: dict[tuple[str, str], list[tuple[float, float]]] = {}
-        for (app, fw, depth), dd in self.training_runs().groupby(["application", "framework", "depth"]):
+        for key, dd in self.training_runs().groupby(["application", "framework", "depth"]):
+            app, fw, depth = cast(tuple[str, str, int], key)  # pandas-stubs types a group key as Hashable
             net = graph_name(str(app))
             if net is None or (app != "resnet" and depth != NO_DEPTH):
                 continue
@@ -161,7 +163,8 @@ class AnalyticalPredictor(TrainablePredictor):
                               for b, n, c in zip(dd["batch_size"], dd["gpus"], dd["cpu_threads"])])
             dd = dd[floor < 0.8 * dd["runtime_s"] / dd["iterations"]]
             dep = None if depth == NO_DEPTH else int(depth)
-            for (gname, n, b), d in select_cpu(dd, "best").groupby(["gpu", "gpus", "batch_size"]):
+            for cell, d in select_cpu(dd, "best").groupby(["gpu", "gpus", "batch_size"]):
+                gname, n, b = cast(tuple[str, int, int], cell)  # pandas-stubs types a group key as Hashable
                 ideal = self.ideal_time(net, dep, b / n, gpus[gname])
                 per_it = (d["runtime_s"] / d["iterations"]).to_numpy(float) - self.comm_time(net, dep, int(n))
                 ratios.setdefault((self._group(str(app), str(fw)), gname), []).extend(

@@ -5,12 +5,13 @@ A model's speed on a GPU is taken to follow a power law of two datasheet figures
     speed(model, gpu) = c_model × tensor_tflops(gpu)^a × bandwidth_gbs(gpu)^b
 
 ``tensor_tflops`` is the dense FP16 tensor-core peak where the GPU has tensor cores (training runs its matrix work
-there, in TF32 or mixed precision), else the FP32 peak (P100, K80). A measured rate on a reference GPU ``r`` scales
-to any GPU ``d`` with specs by ``(tensor_d/tensor_r)^a × (bw_d/bw_r)^b``; the model's constant cancels. The exponents ``a`` and ``b`` are fitted by least squares in log
-space, with one intercept per model, on the **peak single-GPU samples per second** (the best of batch size × rate
-over the batch sizes measured on one GPU) of every model measured on two or more GPUs of the shipped tables
-(``CALIBRATION``). Measurements of one network on one dataset count as one model across tables (``SAME_MODEL``:
-ElasticFlow's ``resnet50``, Pollux's ``imagenet`` and Gavel's ResNet-50 are ResNet-50 on ImageNet).
+there, in TF32 or mixed precision), else the FP32 peak (P100, K80). A measured rate on a reference GPU ``r`` scales to
+any GPU ``d`` with specs by ``(tensor_d/tensor_r)^a × (bw_d/bw_r)^b``; the model's constant cancels. The exponents ``a``
+and ``b`` are fitted by least squares in log space, with one intercept per model, on the **peak single-GPU samples per
+second** (the best of batch size × rate over the batch sizes measured on one GPU) of every model measured on two or more
+GPUs of the shipped tables (``CALIBRATION``). Measurements of one network on one dataset count as one model across
+tables (``SAME_MODEL``: ElasticFlow's ``resnet50``, Pollux's ``imagenet`` and Gavel's ResNet-50 are ResNet-50 on
+ImageNet).
 
 ``leave_one_gpu_out`` states the error: each measured GPU in turn is held out, the exponents refitted on the others,
 and each model measured on it predicted from the remaining measured GPU nearest in speed (what the ``cloud``
@@ -30,8 +31,8 @@ import numpy as np
 from sim.catalogue import gpu_models
 from sim.model import CapsimError, GPUModel
 
-__all__ = ["SAME_MODEL", "CALIBRATION", "FEATURES", "DEFAULT_FEATURES", "Scaling", "model_of", "peak_speeds", "fit_scaling",
-           "leave_one_gpu_out", "default_scaling", "format_table"]
+__all__ = ["SAME_MODEL", "CALIBRATION", "FEATURES", "DEFAULT_FEATURES", "Scaling", "model_of", "peak_speeds",
+           "fit_scaling", "leave_one_gpu_out", "default_scaling", "format_table"]
 
 SAME_MODEL: Mapping[str, str] = {
     "resnet50": "ResNet-50", "imagenet": "ResNet-50", "ResNet-50": "ResNet-50",
@@ -86,7 +87,7 @@ def peak_speeds(rates: Mapping[tuple[str, str, int], float]) -> dict[tuple[str, 
 
 @dataclass(frozen=True)
 class Scaling:
-    """A fitted power law: ``speed ∝ Π spec^exponent`` over ``features`` (datasheet columns of ``sim/data/gpus.csv``)."""
+    """A fitted power law ``speed ∝ Π spec^exponent`` over ``features`` (datasheet columns of ``sim/data/gpus.csv``)."""
 
     features: tuple[str, ...]
     exponents: tuple[float, ...]

@@ -8,10 +8,10 @@ answered, and ``coverage`` (in ``coverage.csv`` and the tables) says which fract
 
 A run's noise floor is how far it lies from the mean of its repeats (same application, framework, depth, GPU, GPU
 count, batch, iterations, CPU threads and machine: the publication's disk-speed feature, which tells apart the hosts a
-GPU type was measured on; the M60 AlexNet/PyTorch runs come from two hosts whose input pipelines differ 1.7×), scaled by √(k/(k−1)) for k repeats so that it estimates the spread of a run
-around its true mean rather than around a sample mean that includes it; a cell's floor is the mean over its runs that
-have repeats. No predictor can beat it on average, so a figure below it is luck, and a target below it cannot be
-met honestly.
+GPU type was measured on; the M60 AlexNet/PyTorch runs come from two hosts whose input pipelines differ 1.7×),
+scaled by √(k/(k−1)) for k repeats so that it estimates the spread of a run around its true mean rather than around a
+sample mean that includes it; a cell's floor is the mean over its runs that have repeats. No predictor can beat it on
+average, so a figure below it is luck, and a target below it cannot be met honestly.
 """
 
 from __future__ import annotations
@@ -202,9 +202,9 @@ def protocol_summary(ev: Evaluation) -> pd.DataFrame:
         if protocol == "interpolation":
             ok = (g["mape"] <= TARGETS["interpolation"]) | (g["mape"] <= g["noise_floor"])
             met = f"{int(ok.sum())}/{len(g)}"
-        published = PUBLISHED_MEANS.get(protocol, np.nan)
+        published = PUBLISHED_MEANS.get(str(protocol), np.nan)
         rows.append({"protocol": protocol, "predictor": name, "mean_mape": g["mape"].mean(), "cells": len(g),
                      "coverage": g["coverage"].mean(), "noise_floor": g["noise_floor"].mean(),
                      "published": published, "floor_above_published": int((g["noise_floor"] > published).sum()),
-                     "target": TARGETS.get(protocol, np.nan), "apps_at_target": met})
+                     "target": TARGETS.get(str(protocol), np.nan), "apps_at_target": met})
     return pd.DataFrame(rows)

@@ -15,7 +15,8 @@ that did run and asks no memory question.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -167,7 +168,8 @@ class HybridPredictor(TrainablePredictor):
         r = outside.predict_runs(q)
         anchors = q.copy()
         has = np.zeros(len(q), dtype=bool)
-        for j, row in enumerate(q.itertuples(index=False)):
+        # pandas-stubs types every field of a row as any scalar; these columns hold str and int
+        for j, row in enumerate(cast(Iterable[Any], q.itertuples(index=False))):
             spec = JobSpec(row.application, row.framework, int(row.iterations), int(row.batch_size),
                            depth=None if row.depth < 0 else int(row.depth))
             a = self.anchor_of(spec, str(row.gpu), int(row.gpus), int(row.cpu_threads))

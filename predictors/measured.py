@@ -21,6 +21,7 @@ Answer rules for a (batch size B, GPU count n) on a GPU model:
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -49,8 +50,8 @@ def select_cpu(df: pd.DataFrame, cpu_threads: str | int) -> pd.DataFrame:
     """Rows of each (gpu, gpus, batch_size) group at the chosen CPU-thread setting (see the module docstring)."""
     keys = ["gpu", "gpus", "batch_size"]
     per_it = (df["runtime_s"] / df["iterations"]).rename("tpi")
-    stats = pd.concat([df[keys + ["cpu_threads"]], per_it], axis=1).groupby(keys + ["cpu_threads"])["tpi"].mean()
-    stats = stats.reset_index()
+    stats = (pd.concat([df[keys + ["cpu_threads"]], per_it], axis=1).groupby(keys + ["cpu_threads"])["tpi"].mean()
+             .reset_index())
     if cpu_threads == "best":
         chosen = stats.loc[stats.groupby(keys)["tpi"].idxmin(), keys + ["cpu_threads"]]
     else:
@@ -81,11 +82,12 @@ def _joint_overhead(df: pd.DataFrame) -> float | None:
 def _fit_key(df: pd.DataFrame, cpu_threads: str | int) -> dict[str, dict[int, dict[int, GroupFit]]]:
     """gpu → gpus → batch_size → GroupFit for one (application, framework, depth)."""
     sel = select_cpu(df, cpu_threads)
-    shared = {g: _joint_overhead(d) for g, d in sel.groupby("gpu")}
+    shared = {str(g): _joint_overhead(d) for g, d in sel.groupby("gpu")}
     known = [max(v, 0.0) for v in shared.values() if v is not None]
     fallback = float(np.median(known)) if known else 0.0
     out: dict[str, dict[int, dict[int, GroupFit]]] = {}
-    for (g, n, b), d in sel.groupby(["gpu", "gpus", "batch_size"]):
+    for key, d in sel.groupby(["gpu", "gpus", "batch_size"]):
+        g, n, b = cast(tuple[str, int, int], key)  # pandas-stubs types a group key as Hashable
         it = d["iterations"].to_numpy(float)
         t = d["runtime_s"].to_numpy(float)
         cap = OVERHEAD_CAP * float(t.min())

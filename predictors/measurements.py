@@ -35,7 +35,7 @@ def runs() -> pd.DataFrame:
 def applications() -> dict[str, tuple[str, ...]]:
     """Measured application → frameworks measured (``unknown`` where the source does not say)."""
     df = runs()
-    return {a: tuple(sorted(set(g["framework"]))) for a, g in df.groupby("application")}
+    return {str(a): tuple(sorted(set(g["framework"]))) for a, g in df.groupby("application")}
 
 
 def data_key(spec: JobSpec) -> tuple[str, str, int]:

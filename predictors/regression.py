@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -221,13 +221,15 @@ def _ranges(d: pd.DataFrame) -> dict[str, Any]:
     """What was measured: GPU types, their counts, batch ranges per (GPU type, count) and per type, depths, CPUs."""
     t = d["runtime_s"] / d["iterations"]
     rel = t / t.groupby([d["gpu"], d["gpus"], d["batch_size"], d["depth"]]).transform("min")
-    best = {g: int(r.groupby(d.loc[r.index, "cpu_threads"]).mean().idxmin()) for g, r in rel.groupby(d["gpu"])}
+    # pandas-stubs types an index label (``idxmin``) as Hashable: here it is a CPU-thread count
+    best = {g: int(cast(int, r.groupby(d.loc[r.index, "cpu_threads"]).mean().idxmin()))
+            for g, r in rel.groupby(d["gpu"])}
     return {
         "counts": {g: sorted(set(x["gpus"])) for g, x in d.groupby("gpu")},
         "batch": {k: (x["batch_size"].min(), x["batch_size"].max()) for k, x in d.groupby(["gpu", "gpus"])},
         "batch_gpu": {g: (x["batch_size"].min(), x["batch_size"].max()) for g, x in d.groupby("gpu")},
         "depth": (d["depth"].min(), d["depth"].max()),
-        "cpu_best": best, "cpu_best_all": int(rel.groupby(d["cpu_threads"]).mean().idxmin()),
+        "cpu_best": best, "cpu_best_all": int(cast(int, rel.groupby(d["cpu_threads"]).mean().idxmin())),
         "cpu_max": int(d["cpu_threads"].max()),
     }
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -46,8 +47,8 @@ from scipy.optimize import nnls
 from sim.catalogue import gpu_models
 from sim.model import GPUModel
 
-__all__ = ["TERMS", "TERM_SETS", "LEVELS", "HOST", "COMM_SHAPES", "with_comm", "StructuredModel", "fit_structured", "speed", "row_speeds",
-           "row_machines", "input_scaling"]
+__all__ = ["TERMS", "TERM_SETS", "LEVELS", "HOST", "COMM_SHAPES", "with_comm", "StructuredModel", "fit_structured",
+           "speed", "row_speeds", "row_machines", "input_scaling"]
 
 TERMS: dict[str, Callable[[dict[str, np.ndarray]], np.ndarray]] = {
     "fixed": lambda v: np.ones_like(v["B"]),
@@ -250,7 +251,6 @@ class StructuredModel:
             xp = _pooled_design(x[~known], self.terms, row_speeds(rows)[~known], self.alpha)
             out[~known] = _combine(xp, pooled)
         if self.cells:
-            c = self.cells
             keys = zip(gpus, mach, rows["gpus"].to_numpy(int), rows["cpu_threads"].to_numpy(int),
                        rows["batch_size"].to_numpy(int), rows["depth"].to_numpy(int))
             out *= np.array([_level(self.cells, k) for k in keys])
@@ -266,8 +266,8 @@ class StructuredModel:
                               "b": rows["batch_size"].to_numpy(int), "d": rows["depth"].to_numpy(int),
                               "r": ratio})
         cells: dict[tuple, float] = {}
-        for keys in CELL_KEYS:
-            cells.update({k: float(v) for k, v in frame.groupby(list(keys))["r"].median().items()})
+        for keys in CELL_KEYS:  # several keys each: every index label is a tuple (pandas-stubs: Hashable)
+            cells.update({cast(tuple, k): float(v) for k, v in frame.groupby(list(keys))["r"].median().items()})
         return StructuredModel(self.terms, self.combine, self.per_gpu, self.pooled, self.alpha, cells, self.source,
                                self.hosts)
 

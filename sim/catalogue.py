@@ -159,8 +159,8 @@ def select_vm_types(provider: str | None = None, region: str | None = None, gpu:
         have = list(dict.fromkeys(v.gpu.name for v in types))
         bad = [m for m in models if m not in have]
         if bad:
-            raise CapsimError(f"no VM type {' '.join(where) or 'in the cloud catalogue'} has GPU {', '.join(map(repr, bad))}; "
-                              f"the GPUs are {', '.join(have)}")
+            raise CapsimError(f"no VM type {' '.join(where) or 'in the cloud catalogue'} has GPU "
+                              f"{', '.join(map(repr, bad))}; the GPUs are {', '.join(have)}")
         types = [v for v in types if v.gpu.name in models]
         where.append(f"with {'/'.join(models)}")
     counts = _one_or_many(gpus)

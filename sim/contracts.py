@@ -80,7 +80,7 @@ class Component:
         return f"<{type(self).__name__} {self.describe()}>"
 
 
-def _signature(cls: type) -> dict[str, inspect.Parameter]:
+def _signature(cls: type[Component]) -> dict[str, inspect.Parameter]:
     if cls.__init__ is object.__init__:
         return {}
     params = inspect.signature(cls.__init__).parameters
@@ -187,7 +187,8 @@ class Predictor(Component):
         return t
 
     def runtimes(self, specs: Sequence[JobSpec], configs: Sequence[Config]) -> np.ndarray:
-        """Runtimes of every spec on every configuration, shape ``(len(specs), len(configs))``, inf where unsupported."""
+        """Runtimes of every spec on every configuration, shape ``(len(specs), len(configs))``, inf where
+        unsupported."""
         out = np.empty((len(specs), len(configs)), dtype=float)
         for i, s in enumerate(specs):
             for k, c in enumerate(configs):

@@ -163,7 +163,7 @@ class Simulation(Rounds):
             self._reset()
             t0 = self._clock.now
             for n in sorted(self._fixed):
-                (name,) = self.cluster.slots[n].allowed or ()
+                (name,) = self.cluster.slots[n].allowed or frozenset()
                 self._start_vm(self._world.nodes[n], self._world.vm_types[name], t0)
             if self._states:
                 self._clock.at(t0, self._on_arrival, self._states[0])
@@ -472,8 +472,9 @@ class Simulation(Rounds):
 
     def _result(self) -> RunResult:
         jobs = Jobs.of(self._states, self.cluster.configs)
-        tables = RunTables(jobs.frame(), self._nodes.frame(), self._decisions.frame(), self._segments.frame())
-        return RunResult(tables.jobs, tables.nodes, tables.decisions, summarise(tables), tables.segments)
+        segments = self._segments.frame()
+        tables = RunTables(jobs.frame(), self._nodes.frame(), self._decisions.frame(), segments)
+        return RunResult(tables.jobs, tables.nodes, tables.decisions, summarise(tables), segments)
 
 
 def _parts(a: Any) -> tuple[tuple[int, int], ...]:

@@ -74,7 +74,7 @@ class Billing:
     def __post_init__(self) -> None:
         for field_name in ("increment", "minimum"):
             v = getattr(self, field_name)
-            if not (isinstance(v, Real) and not isinstance(v, bool) and math.isfinite(v) and v >= 0):
+            if not (isinstance(v, Real) and not isinstance(v, bool) and math.isfinite(v) and float(v) >= 0):
                 raise CapsimError(f"billing: {field_name} must be a finite number of seconds >= 0, got {v!r}")
             object.__setattr__(self, field_name, float(v))
 

@@ -1,10 +1,10 @@
 """The records of a run, declared once per table: a ``Table`` subclass whose annotated fields are the columns.
 
-A field ``name: list[T]`` is one column, in declaration order; ``T`` gives its dtype (``int`` → ``int64``, ``float``
-→ ``float64``, ``bool`` → ``bool``, ``str`` and ``str | None`` → ``object``, ``float | None`` → ``float64`` with NaN, ``int | None`` →
-nullable ``Int64``), so names, order and Parquet dtypes live in one place. Each table's ``add`` (or ``Jobs.of``)
-reads one row off the run's state and appends it column by column, by name (``self.time.append(now)``): cheaper
-than a row object per event, and no positional tuple to keep in step with the columns. ``frame()`` checks that
+A field ``name: list[T]`` is one column, in declaration order; ``T`` gives its dtype (``int`` → ``int64``, ``float`` →
+``float64``, ``bool`` → ``bool``, ``str`` and ``str | None`` → ``object``, ``float | None`` → ``float64`` with NaN,
+``int | None`` → nullable ``Int64``), so names, order and Parquet dtypes live in one place. Each table's ``add`` (or
+``Jobs.of``) reads one row off the run's state and appends it column by column, by name (``self.time.append(now)``):
+cheaper than a row object per event, and no positional tuple to keep in step with the columns. ``frame()`` checks that
 every column has the same length and returns the DataFrame.
 """
 

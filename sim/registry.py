@@ -4,13 +4,22 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from sim.model import CapsimError
 
 __all__ = ["Registry"]
 
 T = TypeVar("T")
+
+
+class _Named(Protocol):
+    """What ``register`` sets on a class: its registry name."""
+
+    name: ClassVar[str]
+
+
+K = TypeVar("K", bound="type[_Named]")
 
 
 class Registry(Generic[T]):
@@ -21,11 +30,12 @@ class Registry(Generic[T]):
 
     def __init__(self, what: str, package: str):
         self.what, self.package = what, package
-        self._kinds: dict[str, Callable[..., T]] = {}
+        # a registered class builds a T by convention: ``register`` keeps each class's own type, so this is unchecked
+        self._kinds: dict[str, Callable[..., Any]] = {}
         self._aliases: dict[str, str] = {}
 
-    def register(self, name: str) -> Callable[[type], type]:
-        def deco(cls: type) -> type:
+    def register(self, name: str) -> Callable[[K], K]:
+        def deco(cls: K) -> K:
             cls.name = name
             self._kinds[name] = cls
             return cls

@@ -120,6 +120,8 @@ def check_plan(plan: Plan, world: World, policy: Policy) -> None:
     # 7. Each placement: an existing node with a VM after the plan, a GPU count that VM has, a feasible estimate.
     # ``load``: node -> [GPUs used, jobs hosted, VM] after the plan, starting from the jobs that stay.
     load: dict[int, list] = {}
+    vm: VMType | None
+    g: int | None
     for a in (plan.move + plan.start if plan.move else plan.start):
         if a.gang:
             vm, g, parts = _gang(a, world, changes, policy)
@@ -139,7 +141,8 @@ def check_plan(plan: Plan, world: World, policy: Policy) -> None:
         if not math.isfinite(world.jobs[a.job_id].est[world.config_index[(vm.name, g)]]):
             raise PlanRejected(f"job {a.job_id} is put on {vm.name}x{g}, a configuration the estimator marks "
                                f"infeasible")
-        for n, gn in parts or ((n, g),):
+        shares = parts or ((n, g),)
+        for n, gn in shares:
             slot = load.get(n)
             if slot is None:
                 node = nodes[n]

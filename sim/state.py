@@ -28,8 +28,8 @@ class JobState:
     """One job as the engine tracks it: progress, where and how it runs now, and what it has cost so far.
 
     ``est`` and ``true`` are the estimated and true runtimes of the whole job on each configuration (read-only rows
-    shared by the jobs of one spec; the engine reads ``true`` as ``float(true[k])`` so that times stay plain floats). ``done`` is the fraction of work
-    completed when the current run began; ``since`` is when that run began (after
+    shared by the jobs of one spec; the engine reads ``true`` as ``float(true[k])`` so that times stay plain floats).
+    ``done`` is the fraction of work completed when the current run began; ``since`` is when that run began (after
     any boot), ``overhead`` the restart overhead it pays first; ``event`` its pending completion. ``parts`` lists the
     ``(node, GPUs)`` of the current run (one entry, or several for a gang; ``node`` is the first, ``gpus`` the total).
 

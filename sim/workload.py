@@ -19,8 +19,8 @@ from sim.contracts import Predictor
 from sim.model import CapsimError, Config, Job, JobSpec
 from sim.traces.base import REQUIRED as _TRACE_REQUIRED
 
-__all__ = ["WorkloadSpec", "STREAMS", "streams", "spot_streams", "poisson_jobs", "TraceRows", "validate_trace", "trace_jobs",
-           "fastest_runtimes"]
+__all__ = ["WorkloadSpec", "STREAMS", "streams", "spot_streams", "poisson_jobs", "TraceRows", "validate_trace",
+           "trace_jobs", "fastest_runtimes"]
 
 STREAMS = ("arrivals", "mix", "deadlines", "weights", "noise", "spot")
 """The random concerns, each child ``i`` of ``SeedSequence(seed).spawn`` in this order. A child depends only on its
@@ -52,8 +52,10 @@ class WorkloadSpec:
         if not (isinstance(self.n_jobs, (int, np.integer)) and self.n_jobs >= 0):
             raise CapsimError(f"workload: n_jobs must be an integer >= 0, got {self.n_jobs!r}")
         if not (self.mean_interarrival > 0 and math.isfinite(self.mean_interarrival)):
-            raise CapsimError(f"workload: mean_interarrival must be a finite number > 0 s, got {self.mean_interarrival}")
-        if not self.mix or any(not (w >= 0 and math.isfinite(w)) for _, w in self.mix) or sum(w for _, w in self.mix) <= 0:
+            raise CapsimError(f"workload: mean_interarrival must be a finite number > 0 s, "
+                              f"got {self.mean_interarrival}")
+        if (not self.mix or any(not (w >= 0 and math.isfinite(w)) for _, w in self.mix)
+                or sum(w for _, w in self.mix) <= 0):
             raise CapsimError("workload: mix needs at least one job spec and finite weights >= 0 with a positive sum")
         a, b = self.deadline_factor
         if not (0 <= a <= b and math.isfinite(b)):

@@ -103,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
         run_tasks(tasks, collect, workers=max(1, min(args.workers, os.cpu_count() or 1, len(tasks))))
     ok = [o for o in outcomes if o.ok]
     failed = [o for o in outcomes if not o.ok]
-    summary = summary_frame([o.summary for o in ok], LABELS)
+    summary = summary_frame([o.summary for o in ok if o.summary is not None], LABELS)
     print()
     print(policy_means(summary, order))
     print(f"\n{len(ok)} runs in {time.perf_counter() - t0:.1f} s; results in {out}/")

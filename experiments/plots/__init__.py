@@ -43,8 +43,8 @@ from experiments.plots.summary_figs import (
 from experiments.plots.timeline import default_run, gpu_blocks, timeline
 from sim.model import CapsimError
 
-__all__ = ["FIGURES", "ON_REQUEST", "WIDTHS", "PlotData", "specs", "figures", "render", "draw", "plot_all", "policy_styles",
-           "pareto_front", "gpu_blocks", "default_run"]
+__all__ = ["FIGURES", "ON_REQUEST", "WIDTHS", "PlotData", "specs", "figures", "render", "draw", "plot_all",
+           "policy_styles", "pareto_front", "gpu_blocks", "default_run"]
 
 FIGURES = ("cost_breakdown", "tardiness_late", "pareto", "cdf", "cost_vs", "decision_time", "timeline")
 """The figures ``capsim plot`` draws by default (``metric`` is drawn per metric asked for)."""

@@ -9,7 +9,7 @@ ticks, grouped under the earlier fields' values.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -153,7 +153,7 @@ class GridAxis:
         """Whether policies sit side by side at each tick (not when the ticks are the policies)."""
         return bool(self.fields)
 
-    def position(self, row: Mapping[str, Any]) -> float:
+    def position(self, row: Mapping[Hashable, Any]) -> float:
         keys = self.fields or ["policy"]
         for x, pt in zip(self.x, self.points):
             if all(row[k] == pt[k] for k in keys):

@@ -12,10 +12,11 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from matplotlib import rc_context
 from matplotlib.figure import Figure
+from matplotlib.layout_engine import ConstrainedLayoutEngine
 
 from experiments.plots.style import DPI, FONT_SIZE, WIDTHS, rc, text_width
 from experiments.results import atomic_write
@@ -105,8 +106,8 @@ def render(spec: FigureSpec, width: str = "column") -> Figure:
         leg_rows = math.ceil(len(labels) / leg_cols) if labels else 0
         legend_h = (leg_rows + bool(spec.legend_title)) * FONT_SIZE[width] * 1.45 / 72 + (0.08 if labels else 0)
         height = spec.fixed_height[width] if spec.fixed_height else spec.row_height[width] * nrows + legend_h + 0.1
-        fig = Figure(figsize=(WIDTHS[width], height), layout="constrained")
-        fig.get_layout_engine().set(w_pad=0.04, h_pad=0.03, hspace=0.04, wspace=0.03)
+        engine = ConstrainedLayoutEngine(w_pad=0.04, h_pad=0.03, hspace=0.04, wspace=0.03)
+        fig = Figure(figsize=(WIDTHS[width], height), layout=engine)
         axes = fig.subplots(nrows, ncols, squeeze=False, sharex="col" if spec.sharex else False)
         grid = [[r * ncols + c if r * ncols + c < n else None for c in range(ncols)] for r in range(nrows)]
         skip_x, skip_y = _shared_labels(spec, grid)
@@ -126,7 +127,8 @@ def render(spec: FigureSpec, width: str = "column") -> Figure:
         for j in range(n, nrows * ncols):
             axes[j // ncols][j % ncols].set_visible(False)
         if labels:
-            loc = "outside lower center" if spec.legend_below else "outside upper center"
+            loc: Literal["outside lower center", "outside upper center"] = (
+                "outside lower center" if spec.legend_below else "outside upper center")
             fig.legend([h for h, _ in spec.legend], labels, loc=loc, ncol=leg_cols,
                        title=spec.legend_title or None, title_fontsize=FONT_SIZE[width])
     return fig

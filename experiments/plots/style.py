@@ -11,9 +11,12 @@ import hashlib
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from matplotlib.typing import LineStyleType, RcKeyType
 
 __all__ = ["WIDTHS", "FONT_SIZE", "DPI", "rc", "Style", "policy_styles", "set_scale", "time_unit", "short_number",
            "text_width"]
@@ -28,7 +31,7 @@ DPI = 200
 """PNG resolution (dots per inch at the printed size)."""
 
 
-def rc(width: str) -> dict[str, Any]:
+def rc(width: str) -> dict[RcKeyType, Any]:
     """Matplotlib settings for a figure printed ``width`` wide: TrueType (Type 42) fonts embedded in PDF, one font
     size, thin lines, no top and right spines."""
     fs = FONT_SIZE[width]
@@ -76,7 +79,7 @@ class Style:
 
     colour: str
     marker: str
-    dashes: str = "-"
+    dashes: LineStyleType = "-"
 
 
 # Fixed looks of the registered policy kinds and those planned (colour-blind-safe Okabe-Ito colours first).
@@ -97,7 +100,7 @@ KINDS: dict[str, Style] = {
 _SPARE_COLOURS = ["#7F3C8D", "#11A579", "#3969AC", "#F2B701", "#E73F74", "#80BA5A", "#E68310", "#008695",
                   "#CF1C90", "#A5AA99", "#4B4B8F", "#B5651D"]
 _SPARE_MARKERS = ["h", "d", "8", "H", "o", "s", "^", "D"]
-_SPARE_DASHES = ["-", "--", "-.", ":"]
+_SPARE_DASHES: list[LineStyleType] = ["-", "--", "-.", ":"]
 
 
 def stable_index(text: str, n: int) -> int:

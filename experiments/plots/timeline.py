@@ -52,14 +52,17 @@ def gpu_blocks(segments: pd.DataFrame, vms: pd.DataFrame) -> list[tuple[int, int
     """For the stretches of one slot (``job_id``, ``gpus``, ``start_time``, ``end_time``) and its VM intervals
     (``start_time``, ``stop_time``, ``gpus``): GPU rows as (stretch row position, first GPU, count), first fit at each
     start, a contiguous block where one is free."""
-    order = sorted(range(len(segments)), key=lambda i: (segments["start_time"].iat[i], -segments["gpus"].iat[i],
-                                                        segments["job_id"].iat[i]))
-    vm_list = [(float(r.start_time), float(r.stop_time), int(r.gpus)) for r in vms.itertuples()]
+    start, stop = segments["start_time"].to_numpy(dtype=float), segments["end_time"].to_numpy(dtype=float)
+    gpus, job = segments["gpus"].to_numpy(dtype=np.int64), segments["job_id"].to_numpy()
+    order = sorted(range(len(segments)), key=lambda i: (start[i], -gpus[i], job[i]))
+    vm_list: list[tuple[float, float, int]] = list(zip(vms["start_time"].to_numpy(dtype=float).tolist(),
+                                                       vms["stop_time"].to_numpy(dtype=float).tolist(),
+                                                       vms["gpus"].to_numpy(dtype=np.int64).tolist()))
     free: dict[int, np.ndarray] = {}
     out: list[tuple[int, int, int]] = []
     for i in order:
-        t0, t1 = float(segments["start_time"].iat[i]), float(segments["end_time"].iat[i])
-        k = int(segments["gpus"].iat[i])
+        t0, t1 = float(start[i]), float(stop[i])
+        k = int(gpus[i])
         mid = (t0 + t1) / 2  # a stretch starting the instant one VM stops and the next starts is the next one's
         host = next((v for v, (a, b, _) in enumerate(vm_list) if a - EPS <= mid < b + EPS), None)
         key = -1 if host is None else host
@@ -118,14 +121,20 @@ def timeline(data: PlotData, width: str, run_id: str | None = None) -> FigureSpe
     colours = _vm_colours(list(dict.fromkeys(nodes["vm_type"])))
     fs = FONT_SIZE[width]
     plot_h = float(np.clip(rows_total * (0.045 if width == "column" else 0.05), 1.0, 5.5))
+    # the VM intervals as plain Python values, typed once: (node, VM type, GPUs, start, ready, stop)
+    ints = {c: nodes[c].to_numpy(dtype=np.int64).tolist() for c in ("node", "gpus")}
+    floats = {c: nodes[c].to_numpy(dtype=float).tolist() for c in ("start_time", "ready_time", "stop_time")}
+    vm_rows: list[tuple[int, str, int, float, float, float]] = list(zip(
+        ints["node"], nodes["vm_type"].astype(str).tolist(), ints["gpus"], floats["start_time"], floats["ready_time"],
+        floats["stop_time"]))
 
     def draw(ax: Any) -> None:
-        for r in nodes.itertuples():
-            y0 = top[r.node]
-            ax.add_patch(Rectangle((r.start_time / unit, y0), (r.stop_time - r.start_time) / unit, r.gpus,
-                                   facecolor=colours[r.vm_type], edgecolor="0.45", linewidth=0.4, zorder=1))
-            if r.ready_time > r.start_time + EPS:
-                ax.add_patch(Rectangle((r.start_time / unit, y0), (r.ready_time - r.start_time) / unit, r.gpus,
+        for node, vm_type, gpus, t0, ready, t1 in vm_rows:
+            y0 = top[node]
+            ax.add_patch(Rectangle((t0 / unit, y0), (t1 - t0) / unit, gpus,
+                                   facecolor=colours[vm_type], edgecolor="0.45", linewidth=0.4, zorder=1))
+            if ready > t0 + EPS:
+                ax.add_patch(Rectangle((t0 / unit, y0), (ready - t0) / unit, gpus,
                                        facecolor="white", edgecolor="0.45", hatch="////", linewidth=0.4, zorder=2))
         axes_w_pt = WIDTHS[width] * 0.8 * 72
         axes_h_pt = plot_h * 72

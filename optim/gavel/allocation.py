@@ -41,9 +41,9 @@ def fifo_sticky(rate: np.ndarray, sf: np.ndarray, gpus: np.ndarray, kept: np.nda
     the first job that fits nowhere ends the pass."""
     x = np.zeros(rate.shape)
     free = gpus.astype(float).copy()
-    for j in np.flatnonzero(kept >= 0):
-        x[j, kept[j]] = 1.0
-        free[kept[j]] -= sf[j, kept[j]]
+    for k in np.flatnonzero(kept >= 0):
+        x[k, kept[k]] = 1.0
+        free[kept[k]] -= sf[k, kept[k]]
     queue = [j for j in range(rate.shape[0]) if kept[j] < 0 and (rate[j] > 0).any()]
     for w in handed:
         if queue and rate[queue[0], w] > 0 and sf[queue[0], w] <= free[w]:

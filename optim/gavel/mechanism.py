@@ -34,7 +34,7 @@ from typing import ClassVar
 import numpy as np
 
 from optim.base import Policy
-from optim.common import config_table
+from optim.common import config_table, where
 from optim.gavel.jobs import JobTable
 from sim.model import Assignment, CapsimError, JobView, Plan, Snapshot
 
@@ -124,7 +124,9 @@ class TimeSliced(Policy):
         self._nodes: list[list[int]] = [[] for _ in self._types]
         self._node_gpus: dict[int, int] = {}
         for n, name in enumerate(signature):
-            w = self._index.get(name, -1) if name is not None else -1
+            if name is None:
+                continue
+            w = self._index.get(name, -1)
             if w >= 0:
                 gpus[w] += vm[name].gpus
                 self._nodes[w].append(n)
@@ -145,7 +147,7 @@ class TimeSliced(Policy):
             r = t.row.get(jv.job.id)
             if r is not None and t.type[r] >= 0:
                 ran = jv.at(s.time).done - t.done[r]
-                w = self._index.get(configs[jv.config].vm.name, -1)
+                w = self._index.get(configs[where(jv)[1]].vm.name, -1)
                 if ran > 0 and w >= 0:
                     t.received[r, w] += ran * float(jv.estimates[jv.config])
         new = sorted((jv for jv in (*s.waiting, *s.running) if jv.job.id not in t.row), key=lambda v: v.job.id)
@@ -236,9 +238,10 @@ class TimeSliced(Policy):
         for jv in s.running:
             jid = jv.job.id
             w = mapped.get(jid, -1)
-            cfg = configs[jv.config]
+            node, c = where(jv)
+            cfg = configs[c]
             if w >= 0 and w == index.get(cfg.vm.name, -1):
-                for n, g in jv.parts or ((jv.node, cfg.gpus),):
+                for n, g in jv.parts or ((node, cfg.gpus),):
                     free[n] -= g
                 r = row[jid]
                 t.type[r], t.done[r] = w, jv.at(now).done
@@ -250,7 +253,8 @@ class TimeSliced(Policy):
         allocated = t.allocated
         todo += [(jv.job.id, jv) for jv in s.waiting if jv.job.id in mapped and allocated[row[jv.job.id]]]
         todo.sort(key=lambda x: (-int(t.sf[row[x[0]], mapped[x[0]]]), x[0]))
-        start, move = [], []
+        start: list[Assignment] = []
+        move: list[Assignment] = []
         open_nodes: dict[int, list[int]] = {}  # per type, its nodes with a free GPU, in index order
         for jid, jv in todo:
             r = row[jid]

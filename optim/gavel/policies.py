@@ -42,6 +42,7 @@ class GavelFifo(TimeSliced):
     can over-subscribe a type (GAVEL.md §5); this one never does."""
 
     fifo: ClassVar[bool] = True
+    _sticky: dict[int, int]
 
     def allocate(self, table: JobTable, rows: np.ndarray, gpus: np.ndarray) -> np.ndarray:
         ids = table.ids[rows].tolist()
@@ -54,4 +55,4 @@ class GavelFifo(TimeSliced):
 
     def _restart(self) -> None:
         super()._restart()
-        self._sticky: dict[int, int] = {}
+        self._sticky = {}

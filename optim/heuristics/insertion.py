@@ -200,7 +200,8 @@ def _make_room(s: Schedule, waiting: list[int]) -> Iterator[tuple[float | None, 
                 for k3 in _slot_configs(t, n):
                     d3 = t.delta_move(q, n, k3)
                     if d3 is not None:
-                        yield d + d3, _then(partial(Schedule.move, j=a, n=n, k=k2), partial(Schedule.move, j=q, n=n, k=k3))
+                        yield d + d3, _then(partial(Schedule.move, j=a, n=n, k=k2),
+                                            partial(Schedule.move, j=q, n=n, k=k3))
 
 
 def _regroup(s: Schedule) -> Iterator[tuple[float | None, Move]]:
@@ -231,7 +232,8 @@ def _regroup(s: Schedule) -> Iterator[tuple[float | None, Move]]:
                 t.move(b, n, kb2)
                 d4 = t.delta_move(a, n, k1)
                 if d4 is not None:
-                    yield d3 + d4, _then(partial(Schedule.move, j=b, n=n, k=kb2), partial(Schedule.move, j=a, n=n, k=k1))
+                    yield d3 + d4, _then(partial(Schedule.move, j=b, n=n, k=kb2),
+                                         partial(Schedule.move, j=a, n=n, k=k1))
 
 
 def descend(s: Schedule, limit: int, rounds: int) -> Schedule:

@@ -18,7 +18,7 @@ from optim.milp.solvers import HIGHS_DEFAULTS, SOLVERS, SolveOutcome, make_solve
 from optim.milp.waiting import WAIT_ESTIMATES, next_decision_delay, waiting_penalties, waiting_penalty
 
 __all__ = [
-    "MILP", "Model", "Placement", "LinearProgram", "build_model", "write_lp", "write_problem", "reduce_snapshot", "pareto_configs", "solve",
-    "make_solver", "SolveOutcome", "SOLVERS", "HIGHS_DEFAULTS", "chosen", "to_plan", "set_warm_start",
-    "WAIT_ESTIMATES", "next_decision_delay", "waiting_penalty", "waiting_penalties",
+    "MILP", "Model", "Placement", "LinearProgram", "build_model", "write_lp", "write_problem", "reduce_snapshot",
+    "pareto_configs", "solve", "make_solver", "SolveOutcome", "SOLVERS", "HIGHS_DEFAULTS", "chosen", "to_plan",
+    "set_warm_start", "WAIT_ESTIMATES", "next_decision_delay", "waiting_penalty", "waiting_penalties",
 ]

@@ -114,7 +114,7 @@ def write_lp(model: Model) -> LinearProgram:
         cols.append((f"z_{j}", penalties[j], 0.0, 1.0, False))
 
     constant = 0.0
-    for n, (vm, horizon) in pinned.items():
+    for n in pinned:
         for r in on_node[n]:
             end = now + max(0.0, nodes[n].ready_at - now) + r.remaining(where(r)[1])
             constant += r.job.weight * max(0.0, end - r.job.deadline)

@@ -103,7 +103,8 @@ def _candidates(
             by_vm: dict[str, list[tuple[int, int, float]]] = {}
             for k in np.flatnonzero(np.isfinite(est) & accepted_any):
                 by_vm.setdefault(vm_of[k], []).append((int(k), configs[k].gpus, float(est[k])))
-            keep = by_spec[id(est)] = sorted(k for rows in by_vm.values() for k in {r[0] for r in rows} - _dominated(rows))
+            keep = by_spec[id(est)] = sorted(
+                k for rows in by_vm.values() for k in {r[0] for r in rows} - _dominated(rows))
         exact[jv.id] = keep
         if dominance == "pareto":
             keep = pareto_configs((1.0 - jv.done) * est, snapshot, keep, covers)

@@ -52,7 +52,7 @@ def set_warm_start(model: Model, plan: Plan) -> int:
     is written, in its variables' initial values; returns how many jobs it placed."""
     snap, lp = model.snapshot, model.lp
     start = np.zeros(len(lp.names), dtype=float)
-    for j, c in lp.z.items():
+    for c in lp.z.values():
         start[c] = 1.0
     for (n, _), c in lp.h.items():
         start[c] = model.pinned[n][1] if n in model.pinned else 0.0

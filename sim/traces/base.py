@@ -37,11 +37,11 @@ class TraceReader(Component):
     - ``read(path) -> pandas.DataFrame`` (required): one row per job, in the file's order, with the ``REQUIRED``
       columns and any of the optional ones in ``COLUMNS`` (a missing or empty deadline or weight is drawn from the
       run's seed). Cells may be left as the file gives them: ``sim.workload.validate_trace`` checks every cell (and
-      that there is at least one row) and names the row (counted from 1 in the order returned: a CSV's data rows after its header, a headerless file's
-      lines) and the column. Further columns a format carries (requested GPUs, a priority, ...) may be kept; they are
-      ignored until the model uses them. It raises a ``CapsimError`` naming the file for what only the format can
-      see: an unreadable or empty file, a malformed line, a column named twice, a value it cannot map to the table. It may depend on nothing but its
-      parameters and the file.
+      that there is at least one row) and names the row (counted from 1 in the order returned: a CSV's data rows
+      after its header, a headerless file's lines) and the column. Further columns a format carries (requested GPUs,
+      a priority, ...) may be kept; they are ignored until the model uses them. It raises a ``CapsimError`` naming the
+      file for what only the format can see: an unreadable or empty file, a malformed line, a column named twice, a
+      value it cannot map to the table. It may depend on nothing but its parameters and the file.
 
     Per-format options are constructor parameters (the ``Component`` contract: stored under their own names, with
     defaults), given in YAML next to the path: ``trace: {path: jobs.txt, format: gavel, framework: pytorch}``;

@@ -231,7 +231,7 @@ def test_a_damaged_manifest_is_a_clear_error(swept, capsys) -> None:
     assert f"{out / MANIFEST}: damaged manifest" in err and "Traceback" not in err
 
 
-# ----- one writer per folder, temporary files of their writer -----------------------------------------------------------
+# ----- one writer per folder, temporary files of their writer ---------------------------------------------------------
 
 
 def test_a_held_folder_is_refused_and_a_stale_lock_taken_over(swept, capsys) -> None:
@@ -278,7 +278,7 @@ def test_files_follow_the_umask(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(results, "_MODE", None)
 
 
-# ----- no traceback reaches a user ---------------------------------------------------------------------------------------
+# ----- no traceback reaches a user ------------------------------------------------------------------------------------
 
 
 def test_an_unexpected_error_is_one_line_and_a_log(monkeypatch, capsys, tmp_path: Path) -> None:

@@ -320,7 +320,8 @@ def test_the_gallery_shows_every_figure_and_only_files_that_exist() -> None:
     assert "python -m experiments.gallery" in text
     linked = re.findall(r"!\[[^]]*\]\((img/[^)]+)\)", text)
     assert linked and all((docs / link).is_file() for link in linked)
-    ours = {f"img/{p.name}" for p in (docs / "img").glob("*.png") if any(p.name.startswith(f"{s.name}_") for s in SOURCES)}
+    ours = {f"img/{p.name}" for p in (docs / "img").glob("*.png")
+            if any(p.name.startswith(f"{s.name}_") for s in SOURCES)}
     assert ours == set(linked), "stale or unlinked gallery images"
     for src in SOURCES:
         shown = {link[len(f"img/{src.name}_"):-4] for link in linked if link.startswith(f"img/{src.name}_")}

@@ -27,6 +27,17 @@ def test_readme_opens_with_the_two_commands() -> None:
     assert blocks[1] in ci
 
 
+def test_readme_names_the_checks_ci_runs() -> None:
+    ci = (README.parent / ".ci" / "run").read_text(encoding="utf-8")
+    m = re.search(r"^CHECKS=\((.*)\)$", ci, re.M)
+    assert m, ".ci/run lost its CHECKS line"
+    checks = re.findall(r'"([^"]+)"', m.group(1))
+    assert checks == [".venv/bin/ruff check .", ".venv/bin/mypy"]
+    text = README.read_text(encoding="utf-8")
+    for check in checks:
+        assert f"`{check}`" in text.split("## Development", 1)[1], check
+
+
 def test_readme_scenario_example_is_valid(tmp_path: Path) -> None:
     pytest.importorskip("predictors.measured")
     p = tmp_path / "my.yaml"

@@ -65,7 +65,8 @@ def test_same_scenario_and_seed_give_identical_files(tiny: Path, tmp_path: Path)
         if name.startswith(("jobs/", "nodes/", "segments/")):
             assert (a / name).read_bytes() == (b / name).read_bytes(), name
     for name in ("decisions", "summary"):
-        pd.testing.assert_frame_equal(_without_wall(pd.read_parquet(a / name)), _without_wall(pd.read_parquet(b / name)))
+        pd.testing.assert_frame_equal(_without_wall(pd.read_parquet(a / name)),
+                                      _without_wall(pd.read_parquet(b / name)))
     pd.testing.assert_frame_equal(_without_wall(pd.read_csv(a / "summary.csv")),
                                   _without_wall(pd.read_csv(b / "summary.csv")))
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pydantic
 import pytest
 
 from experiments.scenario import Scenario, load_scenario, parse_seeds
@@ -232,5 +233,5 @@ def test_scenario_must_be_a_mapping(tmp_path: Path) -> None:
 
 
 def test_model_forbids_unknown_top_level_keys() -> None:
-    with pytest.raises(Exception):
+    with pytest.raises(pydantic.ValidationError, match="nmae"):
         Scenario.model_validate({"nmae": "x"})

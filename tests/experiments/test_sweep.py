@@ -167,7 +167,7 @@ def test_every_mistake_reported_at_once(tmp_path: Path) -> None:
         assert part in msg
 
 
-# ----- running: resume, failures, Dask ---------------------------------------------------------------------------------
+# ----- running: resume, failures, Dask --------------------------------------------------------------------------------
 
 
 def files_of(d: Path) -> dict[str, float]:

@@ -90,7 +90,7 @@ def test_solvers_agree(seed):
         objectives[solver] = out.objective
     ref = objectives["highs"]
     for solver, obj in objectives.items():
-        assert obj == pytest.approx(ref, rel=1e-6, abs=1e-9), objectives
+        assert obj == pytest.approx(ref, rel=1e-6, abs=1e-9), (solver, objectives)
 
 
 def test_running_jobs_count_the_time_already_run():

@@ -3,9 +3,9 @@
 ``worlds()`` draws a cluster, either rented (2–4 catalogue VM types, 1–4 slots, some restricted to one type,
 optional boot time, billing quantum, restart overhead and periodic decisions) or fixed servers (1–3 VM types with
 1–3 always-present servers each, gangs across servers allowed or not), each sometimes in round mode; 3–15 jobs of the
-J1–J6 mix with tight or loose deadlines, on fixed servers some asking for a GPU count; an estimator table and, sometimes, a truth that
-differs from it. ``check`` asserts what any run must satisfy
-whatever the policy; ``recorded_run`` also returns every snapshot the policy saw and the plan it answered.
+J1–J6 mix with tight or loose deadlines, on fixed servers some asking for a GPU count; an estimator table and,
+sometimes, a truth that differs from it. ``check`` asserts what any run must satisfy whatever the policy;
+``recorded_run`` also returns every snapshot the policy saw and the plan it answered.
 """
 
 from __future__ import annotations

@@ -162,7 +162,8 @@ def test_all_reduce_shapes_and_the_regression_picks_the_one_that_predicts_more_g
     with pytest.raises(ValueError):
         with_comm(("allreduce",), "star")
     for shape, comm in (("linear", lambda n: 0.03 * (n - 1)), ("ring", lambda n: 0.2 * (n - 1) / n)):
-        d = runs_from(lambda g, n, b, c, it: 0.02 + 0.003 * b / n + comm(n) + 30.0 / it, counts=(1, 2, 3, 4, 6))
+        d = runs_from(lambda g, n, b, c, it, comm=comm: 0.02 + 0.003 * b / n + comm(n) + 30.0 / it,
+                      counts=(1, 2, 3, 4, 6))
         fit = RegressionPredictor(families=("structured",)).fit(d).model(("toy", "pytorch", False))
         assert fit.comm == shape
 

@@ -58,5 +58,6 @@ def test_any_file_in_gavels_layout(tmp_path):
     f.write_text(json.dumps({"v100": {"ResNet": {"null": 2.0}}}))
     with pytest.raises(CapsimError, match="t.json: worker type 'v100': expected keys like"):
         ThroughputPredictor(path=str(f)).runtime(R50, V100, 1)
-    with pytest.raises(CapsimError, match="unknown table 'elastic'.*shipped tables are elasticflow, elasticflow_a100, elasticflow_t4, gavel"):
+    shipped = "elasticflow, elasticflow_a100, elasticflow_t4, gavel"
+    with pytest.raises(CapsimError, match=f"unknown table 'elastic'.*shipped tables are {shipped}"):
         ThroughputPredictor(table="elastic")

@@ -176,7 +176,8 @@ def test_determinism_two_runs_equal_frames():
         out.append(Simulation(cl, jobs, FirstFit("NC6"), pred).run())
     pd.testing.assert_frame_equal(out[0].jobs, out[1].jobs)
     pd.testing.assert_frame_equal(out[0].nodes, out[1].nodes)
-    pd.testing.assert_frame_equal(out[0].decisions.drop(columns="wall_time"), out[1].decisions.drop(columns="wall_time"))
+    pd.testing.assert_frame_equal(out[0].decisions.drop(columns="wall_time"),
+                                  out[1].decisions.drop(columns="wall_time"))
     assert {k: v for k, v in out[0].summary.items() if "wall" not in k} == \
         {k: v for k, v in out[1].summary.items() if "wall" not in k}
 

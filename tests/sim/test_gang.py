@@ -129,7 +129,8 @@ def test_bad_gangs_are_rejected(case):
 
 
 def test_a_gang_over_two_vm_types_is_rejected():
-    cluster = Cluster((V100, BIG), (NodeSlot(frozenset({"v100"}), fixed=True), NodeSlot(frozenset({"big"}), fixed=True)),
+    cluster = Cluster((V100, BIG),
+                      (NodeSlot(frozenset({"v100"}), fixed=True), NodeSlot(frozenset({"big"}), fixed=True)),
                       gang=True)
     policy = Scripted(lambda s: Plan(start=(Assignment(0, 0, 1, ((1, 3),)),)) if s.waiting else Plan())
     policy.may_gang = True  # type: ignore[misc]

@@ -16,7 +16,8 @@ from sim.model import CapsimError, JobSpec, VMType
 from sim.traces import COLUMNS, DEFAULT_FORMAT, REQUIRED, TRACE_FORMATS, TraceReader, read_trace
 from sim.workload import trace_jobs
 
-CONFIGS = configurations(tuple(vm_types().values())[:3], {v.name: 64 for v in tuple(vm_types().values())[:3]})  # gangs too
+CONFIGS = configurations(tuple(vm_types().values())[:3],
+                         {v.name: 64 for v in tuple(vm_types().values())[:3]})  # gangs too
 
 
 class _PerIteration(Predictor):
