@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from experiments import interrupts
+
 # sub-command name -> module in experiments.commands exposing ``HELP``, ``add_arguments(parser)``, ``run(args) -> int``
 COMMANDS = {
     "run": "run",
@@ -72,12 +74,6 @@ EXIT_FAILED_RUNS, EXIT_USER_ERROR, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_TERMINA
 fix), a defect in capsim (the traceback is written to a log file), Ctrl-C, SIGTERM."""
 
 
-class Terminated(BaseException):
-    """SIGTERM arrived: unwind like Ctrl-C, so the lock is released, workers stopped and finished runs kept."""
-
-
-def _on_sigterm(signum: int, frame: Any) -> None:
-    raise Terminated()
 
 
 def _crash_report(e: BaseException, argv: Sequence[str]) -> str:
@@ -111,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import signal
 
-        previous = signal.signal(signal.SIGTERM, _on_sigterm)
+        previous = signal.signal(signal.SIGTERM, interrupts.on_sigterm)
     except ValueError:  # not the main thread: leave SIGTERM alone
         pass
     try:
@@ -134,13 +130,14 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("capsim: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except Terminated:
+    except interrupts.Terminated:
         print("capsim: terminated", file=sys.stderr)
         return EXIT_TERMINATED
     except Exception as e:  # noqa: BLE001 (the one place an unexpected error becomes one line, not a traceback)
         print(_crash_report(e, argv), file=sys.stderr)
         return EXIT_INTERNAL
     finally:
+        interrupts.reset()
         if previous is not None:
             import signal
 

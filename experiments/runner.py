@@ -19,6 +19,7 @@ from typing import Any
 
 import pandas as pd
 
+from experiments import interrupts
 from experiments.scenario import PolicySpec, Scenario
 
 __all__ = ["Task", "Outcome", "execute", "run_tasks", "Progress", "TABLES"]
@@ -254,6 +255,7 @@ def run_tasks(
         _run_dask(tasks, on_outcome, dask, dask_tmp)
     elif workers <= 1:
         for t in tasks:
+            interrupts.check()
             on_outcome(execute(t))
     else:
         import multiprocessing as mp
@@ -273,7 +275,8 @@ def run_tasks(
                 if len(pending) >= 2 * workers:
                     break
             while pending:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                interrupts.check()
+                done, pending = wait(pending, timeout=interrupts.POLL, return_when=FIRST_COMPLETED)
                 for f in done:
                     on_outcome(f.result())
                     nxt = next(queue, None)
@@ -317,6 +320,7 @@ def _run_dask(tasks: list[Task], on_outcome: Callable[[Outcome], None], address:
         client.run(_init_worker)  # a local cluster's workers are this process's children: they die with it
         futures = client.map(_execute_single_thread, tasks, pure=False)
         for fut in as_completed(futures):
+            interrupts.check()
             on_outcome(fut.result())
             fut.release()
     finally:

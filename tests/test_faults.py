@@ -114,6 +114,28 @@ def test_workers_die_with_their_parent(sig: signal.Signals, tmp_path: Path) -> N
     assert ResultStore(out).load_checked(all_runs=True)[1] == {}, "what finished before the signal is intact"
 
 
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_sigterm_whose_exception_python_swallowed_still_stops_the_sweep(workers: str, tmp_path: Path,
+                                                                          monkeypatch, capsys) -> None:
+    """Python may run the SIGTERM handler where its exception cannot escape (an at-fork hook: "Exception ignored"),
+    which once let a terminated sweep run on to its end; the request is remembered and the run loops stop on it."""
+    from experiments import interrupts
+
+    monkeypatch.setenv("CAPSIM_SLEEPY", "0")
+    f, out = sweep_file(tmp_path, seeds="0-1"), tmp_path / "out"
+    try:
+        interrupts.on_sigterm(signal.SIGTERM, None)
+    except interrupts.Terminated:
+        pass  # what Python does with an exception raised in an at-fork hook
+    assert main(["sweep", str(f), "--out", str(out), "--workers", workers, "--quiet"]) == 143
+    assert "capsim: terminated" in capsys.readouterr().err
+    assert not (out / LOCK).exists(), "a terminated sweep releases its lock"
+    assert ResultStore(out).load_checked(all_runs=True)[1] == {}
+    assert main(["sweep", str(f), "--out", str(out), "--workers", workers, "--quiet"]) == 0, \
+        "the request ends with its command: the next one runs"
+    assert len(load_results(out)["summary"]) == 8
+
+
 @pytest.mark.slow
 def test_local_dask_workers_die_with_their_parent(tmp_path: Path) -> None:
     pytest.importorskip("distributed")
