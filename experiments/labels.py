@@ -14,7 +14,7 @@ from typing import Any
 
 from sim.metrics import label_with_unit
 
-__all__ = ["FieldLabel", "FIELDS", "field_label", "field_value", "field_equals"]
+__all__ = ["FieldLabel", "FIELDS", "MISSING", "field_label", "field_value", "field_equals", "is_missing", "same_value"]
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,12 @@ FIELDS: dict[str, FieldLabel] = {
     "cluster.restart_overhead": FieldLabel("restart overhead", "s"),
     "cluster.decision_interval": FieldLabel("decision interval", "s"),
     "cluster.vm_types": FieldLabel("VM types"),
+    "cluster.vm_types.provider": FieldLabel("provider"),
+    "cluster.vm_types.region": FieldLabel("region"),
+    "cluster.spot": FieldLabel("spot VMs"),
+    "cluster.spot.revocation_rate": FieldLabel("spot revocation rate", "per hour"),
+    "cluster.checkpoint_interval": FieldLabel("checkpoint interval", "s"),
+    "cluster.max_gang_gpus": FieldLabel("largest gang", "GPUs"),
     "workload.jobs": FieldLabel("jobs"),
     "workload.mean_interarrival": FieldLabel("mean inter-arrival", "s"),
     "workload.deadline_factor": FieldLabel("deadline factor"),
@@ -52,7 +58,23 @@ def field_label(path: str) -> str:
     return path if f is None else label_with_unit(f.label, f.unit)
 
 
+MISSING = "none"
+"""How a grid value left empty (YAML ``null``: the field's default, e.g. no spot VMs) reads."""
+
+
+def is_missing(v: Any) -> bool:
+    """Whether ``v`` is a grid value left empty (``None``, or the NaN a table stores for it)."""
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Grid-value equality in which two empty values are the same grid point (NaN is not equal to itself)."""
+    return (is_missing(a) and is_missing(b)) or (not is_missing(a) and not is_missing(b) and bool(a == b))
+
+
 def _number(v: Any) -> str:
+    if is_missing(v):
+        return MISSING
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return str(v)
     if isinstance(v, float) and math.isfinite(v) and v == int(v) and abs(v) < 1e15:
@@ -71,12 +93,14 @@ def field_value(path: str, value: Any, unit: bool = True) -> str:
             pass
     if isinstance(value, list) and len(value) == 2 and all(isinstance(x, (int, float)) for x in value):
         text = f"{_number(value[0])}–{_number(value[1])}"
-    elif isinstance(value, (list, dict)):
+    elif isinstance(value, dict):
+        text = ", ".join(f"{str(k).replace('_', ' ')} {field_value(f'{path}.{k}', x)}" for k, x in value.items())
+    elif isinstance(value, list):
         text = json.dumps(value, separators=(", ", ": "))
     else:
         text = _number(value)
     f = FIELDS.get(path)
-    return f"{text} {f.unit}" if unit and f is not None and f.unit and text else text
+    return f"{text} {f.unit}" if unit and f is not None and f.unit and text and text != MISSING else text
 
 
 def field_equals(path: str, value: Any) -> str:

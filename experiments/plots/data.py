@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from experiments.intervals import SHORT
-from experiments.labels import field_equals, field_label, field_value
+from experiments.labels import MISSING, field_equals, field_label, field_value, is_missing, same_value
 from experiments.plots.style import WIDTHS, Style, policy_styles, text_width
 from experiments.report import aggregate
 from experiments.tables import metric_label
@@ -111,7 +111,8 @@ class PlotData:
         """The rows of ``frame`` at a grid point."""
         mask = np.ones(len(frame), dtype=bool)
         for k, v in point.items():
-            mask &= (frame[k] == v).to_numpy()
+            col = frame[k]
+            mask &= (col.isna() if is_missing(v) else (col == v)).to_numpy()
         return frame[mask]
 
 
@@ -131,7 +132,7 @@ class GridAxis:
         self.groups: list[tuple[Any, ...]] = []
         pos = 0.0
         for pt in self.points:
-            g = tuple(pt[f] for f in self.outer)
+            g = tuple(MISSING if is_missing(pt[f]) else pt[f] for f in self.outer)  # NaN == NaN for grouping
             if self.groups and g != self.groups[-1]:
                 pos += 0.6
             self.groups.append(g)
@@ -156,7 +157,7 @@ class GridAxis:
     def position(self, row: Mapping[Hashable, Any]) -> float:
         keys = self.fields or ["policy"]
         for x, pt in zip(self.x, self.points):
-            if all(row[k] == pt[k] for k in keys):
+            if all(same_value(row[k], pt[k]) for k in keys):
                 return x
         raise KeyError(dict(row))
 

@@ -88,8 +88,24 @@ def _shared_labels(spec: FigureSpec, grid: list[list[int | None]]) -> tuple[set[
 
 
 def _fit_title(title: str, room: float, width: str) -> str:
-    """A panel title on one line if it fits ``room`` inches, else one line per comma-separated part."""
-    return title if text_width(title, width) <= room else title.replace(", ", ",\n")
+    """A panel title on one line if it fits ``room`` inches, else one line per comma-separated part, and a part
+    still too wide wrapped between words."""
+    if text_width(title, width) <= room:
+        return title
+    lines: list[str] = []
+    parts = title.split(", ")
+    for k, part in enumerate(parts):
+        part += "," if k < len(parts) - 1 else ""
+        line = ""
+        for word in part.split(" "):
+            trial = f"{line} {word}" if line else word
+            if line and text_width(trial, width) > room:
+                lines.append(line)
+                line = word
+            else:
+                line = trial
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def render(spec: FigureSpec, width: str = "column") -> Figure:
@@ -121,7 +137,7 @@ def render(spec: FigureSpec, width: str = "column") -> Figure:
             ax.set_xlabel("" if i in skip_x else panel.xlabel)
             ax.set_ylabel("" if i in skip_y else panel.ylabel)
             if panel.title:
-                ax.set_title(_fit_title(panel.title, WIDTHS[width] / ncols - 0.3, width))
+                ax.set_title(_fit_title(panel.title, WIDTHS[width] / ncols - 0.55, width))  # the axes less tick labels
             if i in skip_x and not one_x:
                 ax.tick_params(labelbottom=False)
         for j in range(n, nrows * ncols):

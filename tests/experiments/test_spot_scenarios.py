@@ -93,3 +93,33 @@ def test_a_spot_run_records_revocations_and_the_spot_share(tmp_path: Path) -> No
     # each revocation loses less than one checkpoint interval of the one GPU's work
     assert (s["lost_gpu_hours"] * 3600 < s["revocations"] * 600).all()
     assert s.set_index("seed")["revocations"].nunique() == 2, "two seeds, two markets"
+
+
+def test_a_sweep_over_spot_reports_and_plots_the_on_demand_point_too(tmp_path: Path, capsys) -> None:
+    """A grid value left empty (YAML null: no spot VMs) is a grid point like the others: its own report row named
+    'none' and its own, non-empty panel in every faceted figure (NaN never equals NaN, so a plain == lost it)."""
+    from experiments.plots import PlotData, render, specs
+    from experiments.store import open_results
+
+    base = small_scenario(cluster={"nodes": 2, "vm_types": L4, "checkpoint_interval": 600}, predictor=ANYWHERE)
+    sweep = {"scenario": {k: v for k, v in base.items() if k not in ("policies", "seeds")},
+             "policies": [{"kind": "fifo"}, {"kind": "edf", "spot": True}], "seeds": [0, 1],
+             "grid": {"cluster.spot": [None, {"revocation_rate": 2.0}]}}
+    out = tmp_path / "out"
+    assert main(["sweep", str(write_yaml(tmp_path / "s.yaml", sweep)), "--out", str(out), "--workers", "1",
+                 "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["report", str(out), "--format", "markdown", "--metrics", "total_cost"]) == 0
+    rows = [r for r in capsys.readouterr().out.splitlines() if r.startswith("| ") and "policy" not in r]
+    assert sorted(r.split(" | ")[0] for r in rows) == ["| none"] * 2 + ["| revocation rate 2 per hour"] * 2
+    res = open_results(out)
+    data = PlotData(res.tables, res.fields, res.policies)
+    assert [sorted(data.select(data.summary, pt)["policy"]) for pt in data.points()] == [["edf"] * 2 + ["fifo"] * 2] * 2
+    for name in ("cost_deadlines", "pareto"):
+        for spec in specs(name, data, "column"):
+            titles = [p.title for p in spec.panels]
+            assert sorted(titles) == ["spot VMs = none", "spot VMs = revocation rate 2 per hour"]
+            fig = render(spec, "column")
+            for ax in fig.axes:
+                if ax.get_visible():
+                    assert len(ax.lines) + len(ax.collections) > 0, f"{name}: empty panel {ax.get_title()!r}"
