@@ -268,24 +268,28 @@ def run_tasks(
         pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker,
                                    initargs=(parent,))
         try:
-            pending: set[Future] = set()
-            queue = iter(tasks)
-            for t in queue:
-                pending.add(pool.submit(_execute_single_thread, t))
-                if len(pending) >= 2 * workers:
-                    break
-            while pending:
-                interrupts.check()
-                done, pending = wait(pending, timeout=interrupts.POLL, return_when=FIRST_COMPLETED)
-                for f in done:
-                    on_outcome(f.result())
-                    nxt = next(queue, None)
-                    if nxt is not None:
-                        pending.add(pool.submit(_execute_single_thread, nxt))
+            with interrupts.deferred():  # SIGTERM is raised here, between runs, not inside the pool's own code
+                pending: set[Future] = set()
+                queue = iter(tasks)
+                for t in queue:
+                    pending.add(pool.submit(_execute_single_thread, t))
+                    if len(pending) >= 2 * workers:
+                        break
+                while pending:
+                    interrupts.check()
+                    done, pending = wait(pending, timeout=interrupts.POLL, return_when=FIRST_COMPLETED)
+                    for f in done:
+                        on_outcome(f.result())
+                        interrupts.check()
+                        nxt = next(queue, None)
+                        if nxt is not None:
+                            pending.add(pool.submit(_execute_single_thread, nxt))
         except BaseException:
-            pool.shutdown(wait=False, cancel_futures=True)
             _stop_children()
-            pool.shutdown(wait=True)  # the pool's thread ends now, not half-way through the interpreter's exit
+            # One shutdown that waits: the pool's thread sees its workers gone, closes its pipes and ends now. A
+            # first shutdown without waiting would forget the thread, which then closed its wake-up pipe while the
+            # interpreter's exit was writing to it (a traceback after "capsim: terminated", about 1 run in 10).
+            pool.shutdown(wait=True, cancel_futures=True)
             raise
         pool.shutdown(wait=True)
 
