@@ -34,8 +34,14 @@ class _Room:
         nodes = s.nodes
         self.table, self.pack, self.nodes = table, pack, nodes
         self.free: dict[frozenset[str] | None, list[int]] = {}
-        for n in sorted(s.empty_nodes + s.idle_nodes, reverse=True):
-            self.free.setdefault(nodes[n].allowed, []).append(n)
+        cand = sorted(s.empty_nodes + s.idle_nodes, reverse=True)
+        classes = [nodes[n].allowed for n in cand]
+        if classes.count(None) == len(classes):  # every free slot takes any type (the published case): one stack
+            if cand:
+                self.free[None] = cand
+        else:
+            for n, allowed in zip(cand, classes):
+                self.free.setdefault(allowed, []).append(n)
         self.hosting: dict[str, list[int]] = {}
         for n in reversed(s.idle_nodes):
             self.hosting.setdefault(hosted(nodes[n]).name, []).append(n)
@@ -46,8 +52,7 @@ class _Room:
             for nv in nodes:
                 if nv.vm is not None and nv.used_gpus and nv.free_gpus > 0 and nv.index not in idle:
                     self.spare[nv.index] = nv.free_gpus
-        self.vm_gpus = np.array([table.configs[np.flatnonzero(table.vm_index == i)[0]].vm.gpus
-                                 for i in range(len(table.vm_names))])
+        self.vm_gpus = table.vm_gpus
 
     def tidy(self) -> None:
         for stack in (*self.free.values(), *self.hosting.values()):
@@ -58,20 +63,32 @@ class _Room:
     def empty(self) -> bool:
         return not self.free and not self.spare
 
-    def _free_nodes(self, vm: str) -> list[int]:
-        """Free nodes that can host ``vm``: its idle VMs first, then the others by index."""
+    def _free_nodes(self, vm: str, need: int | None = None) -> list[int]:
+        """Free nodes that can host ``vm``: its idle VMs first, then the others by index (only the first ``need``
+        of them when given)."""
         idle = [n for n in reversed(self.hosting.get(vm, ())) if n not in self.taken]
+        if need is not None and len(idle) >= need:
+            return idle[:need]
+        if len(self.free) == 1 and None in self.free:  # one stack, lowest index last: walk it from the end
+            out, seen = idle, set(idle)
+            for n in reversed(self.free[None]):
+                if need is not None and len(out) >= need:
+                    break
+                if n not in self.taken and n not in seen:
+                    out.append(n)
+            return out
         rest = sorted(n for k, stack in self.free.items() if k is None or vm in k for n in stack
                       if n not in self.taken and n not in idle)
-        return idle + rest
+        out = idle + rest
+        return out if need is None else out[:need]
 
     def reachable(self) -> np.ndarray | None:
         """Configurations some placement can still take (None: every one, the published case with a free node that
         accepts any type and no gangs or packing)."""
         t = self.table
-        single = t.vms <= 1
-        if None in self.free and not self.pack and single.all():
+        if not self.pack and t.all_single and None in self.free:
             return None
+        single = t.single
         nfree = np.array([len(self._free_nodes(v)) for v in t.vm_names])
         ok = np.where(single, nfree[t.vm_index] >= 1, nfree[t.vm_index] >= t.vms)
         if self.pack and self.spare:
@@ -96,7 +113,7 @@ class _Room:
                 return ((n, g),)
         parts: list[tuple[int, int]] = []
         left = g
-        for n in self._free_nodes(vm):
+        for n in self._free_nodes(vm, -(-g // conf.vm.gpus)):
             if left <= 0:
                 break
             take = min(left, conf.vm.gpus)
@@ -149,13 +166,13 @@ class ListScheduler(Policy):
         raise NotImplementedError
 
     def decide(self, snapshot: Snapshot) -> Plan:
-        if not snapshot.waiting:
-            return Plan()
+        if not snapshot.waiting or not (snapshot.empty_nodes or snapshot.idle_nodes or self.pack):
+            return Plan()  # nowhere to start a job (packing may still find free GPUs on running VMs)
         table = config_table(snapshot.configs)
         room = _Room(snapshot, table, self.pack)
         if room.empty():
             return Plan()
-        usable = ~table.spot if table.spot.any() and not self.spot else None
+        usable = ~table.spot if table.any_spot and not self.spot else None
         vms: dict[int, str] = {}
         start: list[Assignment] = []
         for jv in sorted(snapshot.waiting, key=type(self).order):

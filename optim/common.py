@@ -24,8 +24,9 @@ class ConfigTable:
     ``price`` ($/s of the whole VM, or of all the VMs a gang configuration rents), ``boot`` (s), ``gpus``, ``vms``
     (VMs rented: 1, or more for a gang over several VMs) and ``vm_of`` (the VM type's name) per configuration;
     ``index`` maps ``(VM name, GPUs)`` to the configuration's index; ``vm_names`` lists the VM types in order of first
-    appearance and ``vm_index`` gives each configuration's position in it. ``spot`` marks configurations on spot VMs
-    and ``rate`` is their revocation rate per second (0 on demand).
+    appearance, ``vm_index`` gives each configuration's position in it and ``vm_gpus`` each type's GPUs per VM.
+    ``spot`` marks configurations on spot VMs and ``rate`` is their revocation rate per second (0 on demand);
+    ``single`` those on one VM (``all_single``: every one), ``any_spot`` whether any is on spot.
     """
 
     def __init__(self, configs: tuple[Config, ...]):
@@ -41,6 +42,13 @@ class ConfigTable:
         self.vm_names = tuple(dict.fromkeys(self.vm_of))
         vm_pos = {name: i for i, name in enumerate(self.vm_names)}
         self.vm_index = np.array([vm_pos[name] for name in self.vm_of], dtype=int)
+        self.single = self.vms <= 1
+        self.all_single = bool(self.single.all())
+        """No gang configuration (each runs on one VM)."""
+        self.any_spot = bool(self.spot.any())
+        per_vm = {c.vm.name: c.vm.gpus for c in configs}
+        self.vm_gpus = np.array([per_vm[name] for name in self.vm_names], dtype=int)
+        """GPUs of one VM of each type, in ``vm_names`` order."""
         self._class_masks: dict[frozenset[str] | None, np.ndarray] = {}
 
     def accepted_by(self, allowed: frozenset[str] | None) -> np.ndarray:
@@ -77,8 +85,23 @@ def d_star(job: JobView, now: float, table: ConfigTable, mask: np.ndarray | None
     (the job rents the whole VM). Ties: faster, then catalogue order (for the fastest: cheaper, then order).
     Returns None when no allowed configuration is supported.
     """
-    ranking = d_star_ranking(job, now, table, mask)
-    return ranking[0] if ranking else None
+    remaining = (1.0 - job.done) * job.estimates
+    ok = np.isfinite(remaining)
+    if mask is not None:
+        ok &= mask
+    if not ok.any():
+        return None
+    finish = now + table.boot + remaining
+    with np.errstate(invalid="ignore"):  # a free VM (price 0) times an unsupported (inf) runtime: not chosen anyway
+        cost = table.price * remaining
+    meets = ok & (finish <= job.job.deadline)
+    if meets.any():  # the head of d_star_ranking, without ranking the rest
+        idx = np.flatnonzero(meets)
+        primary, secondary = cost[idx], finish[idx]
+    else:
+        idx = np.flatnonzero(ok)
+        primary, secondary = finish[idx], cost[idx]
+    return int(idx[np.lexsort((idx, secondary, primary))[0]])
 
 
 def d_star_ranking(job: JobView, now: float, table: ConfigTable, mask: np.ndarray | None = None) -> list[int]:

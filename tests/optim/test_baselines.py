@@ -7,7 +7,7 @@ import math
 import pytest
 
 import optim
-from optim.common import config_table, d_star
+from optim.common import config_table, d_star, d_star_ranking
 from sim.catalogue import configurations, gpu
 from sim.model import Assignment, NodeView, VMType
 from tests.optim.helpers import BIG, CONFIGS, SMALL, job, snapshot
@@ -34,6 +34,22 @@ def dstar_label(jv, now=0.0, configs=CONFIGS, mask=None) -> str | None:
 )
 def test_d_star_cheapest_meeting_else_fastest(deadline, expected):
     assert dstar_label(job(1, RT, deadline=deadline)) == expected
+
+
+def test_d_star_is_the_head_of_the_ranking():
+    """d_star answers without ranking the rest (the baselines call it once per placement); it must stay the head of
+    d_star_ranking, ties and masks included."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    table = config_table(CONFIGS)
+    for _ in range(500):
+        rt = tuple(float(x) for x in rng.choice([50.0, 60.0, 100.0, 120.0, INF], size=3))
+        jv = job(1, rt, deadline=float(rng.choice([40.0, 80.0, 100.0, 130.0, 1e9])), done=float(rng.choice([0, 0.5])))
+        mask = None if rng.random() < 0.5 else rng.random(3) < 0.7
+        now = float(rng.choice([0.0, 20.0]))
+        ranking = d_star_ranking(jv, now, table, mask)
+        assert d_star(jv, now, table, mask) == (ranking[0] if ranking else None)
 
 
 def test_d_star_uses_remaining_work_and_now():
