@@ -9,7 +9,7 @@ draws one panel, chosen by its key, onto a given axes, for notebooks and composi
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -88,14 +88,18 @@ def _shared_labels(spec: FigureSpec, grid: list[list[int | None]]) -> tuple[set[
 
 
 def _fit_title(title: str, room: float, width: str) -> str:
-    """A panel title on one line if it fits ``room`` inches, else one line per comma-separated part, and a part
-    still too wide wrapped between words."""
+    """A panel title in lines of at most ``room`` inches: its comma-separated parts packed onto as few lines as fit,
+    a part wider than ``room`` on its own wrapped between words."""
     if text_width(title, width) <= room:
         return title
-    lines: list[str] = []
     parts = title.split(", ")
-    for k, part in enumerate(parts):
-        part += "," if k < len(parts) - 1 else ""
+    parts = [p + ("," if k < len(parts) - 1 else "") for k, p in enumerate(parts)]
+    lines: list[str] = []
+    for part in parts:
+        joined = f"{lines[-1]} {part}" if lines else part
+        if lines and text_width(joined, width) <= room:
+            lines[-1] = joined
+            continue
         line = ""
         for word in part.split(" "):
             trial = f"{line} {word}" if line else word
@@ -137,7 +141,7 @@ def render(spec: FigureSpec, width: str = "column") -> Figure:
             ax.set_xlabel("" if i in skip_x else panel.xlabel)
             ax.set_ylabel("" if i in skip_y else panel.ylabel)
             if panel.title:
-                ax.set_title(_fit_title(panel.title, WIDTHS[width] / ncols - 0.55, width))  # the axes less tick labels
+                ax.set_title(_fit_title(panel.title, WIDTHS[width] / ncols - 0.3, width))
             if i in skip_x and not one_x:
                 ax.tick_params(labelbottom=False)
         for j in range(n, nrows * ncols):
@@ -147,7 +151,26 @@ def render(spec: FigureSpec, width: str = "column") -> Figure:
                 "outside lower center" if spec.legend_below else "outside upper center")
             fig.legend([h for h, _ in spec.legend], labels, loc=loc, ncol=leg_cols,
                        title=spec.legend_title or None, title_fontsize=FONT_SIZE[width])
+        _keep_titles_inside(fig, [(axes[i // ncols][i % ncols], p.title) for i, p in enumerate(spec.panels)
+                                  if p.title], width)
     return fig
+
+
+def _keep_titles_inside(fig: Figure, titled: Sequence[tuple[Any, str]], width: str) -> None:
+    """Wrap again, narrower, any panel title that the laid-out figure shows past its left or right edge (a title is
+    centred over its axes, so on an outer column it may only be as wide as the axes and the margin allow)."""
+    if not titled:
+        return
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw_without_rendering()
+    for ax, title in titled:
+        box = ax.title.get_window_extent(renderer)
+        over = max(0.0, fig.bbox.x0 - box.x0, box.x1 - fig.bbox.x1)
+        if over > 0:
+            room = max(0.5, (box.width - 2 * over) / fig.dpi - 0.05)
+            ax.set_title(_fit_title(title, room, width))
 
 
 def same_value(a: Any, b: Any) -> bool:

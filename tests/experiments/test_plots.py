@@ -211,6 +211,19 @@ def test_timeline_of_a_chosen_run_and_bad_options(sweep_dir: Path, tmp_path: Pat
     assert "--dpi" in capsys.readouterr().err
 
 
+def test_titles_pack_their_parts_onto_as_few_lines_as_fit() -> None:
+    from experiments.plots.layout import _fit_title
+    from experiments.plots.style import text_width
+
+    title = "insertion, seed 0, mean inter-arrival = 30 s, node slots = 5"
+    room = text_width("insertion, seed 0, mean inter-arrival = 30 s,", "column") + 0.01
+    assert _fit_title(title, room, "column") == "insertion, seed 0, mean inter-arrival = 30 s,\nnode slots = 5"
+    assert _fit_title(title, 10.0, "column") == title
+    narrow = _fit_title("spot VMs = revocation rate 0.1 per hour", 1.0, "column")
+    assert all(text_width(line, "column") <= 1.0 for line in narrow.split("\n")) and narrow.count("\n") >= 1
+    assert narrow.replace("\n", " ") == "spot VMs = revocation rate 0.1 per hour"
+
+
 def test_axis_labels_come_from_the_declarations(data: PlotData) -> None:
     (breakdown,) = specs("cost_breakdown", data)
     assert [p.ylabel for p in breakdown.panels] == ["total cost ($)", "VM cost ($)", "tardiness cost ($)"]

@@ -115,11 +115,11 @@ def test_a_sweep_over_spot_reports_and_plots_the_on_demand_point_too(tmp_path: P
     res = open_results(out)
     data = PlotData(res.tables, res.fields, res.policies)
     assert [sorted(data.select(data.summary, pt)["policy"]) for pt in data.points()] == [["edf"] * 2 + ["fifo"] * 2] * 2
+    from tests.experiments.test_plots import check_printable
+
     for name in ("cost_deadlines", "pareto"):
-        for spec in specs(name, data, "column"):
-            titles = [p.title for p in spec.panels]
-            assert sorted(titles) == ["spot VMs = none", "spot VMs = revocation rate 2 per hour"]
-            fig = render(spec, "column")
-            for ax in fig.axes:
-                if ax.get_visible():
-                    assert len(ax.lines) + len(ax.collections) > 0, f"{name}: empty panel {ax.get_title()!r}"
+        for width in ("column", "page"):
+            for spec in specs(name, data, width):
+                titles = [p.title for p in spec.panels]
+                assert sorted(titles) == ["spot VMs = none", "spot VMs = revocation rate 2 per hour"]
+                check_printable(render(spec, width), width)  # no empty panel, every title inside the figure
