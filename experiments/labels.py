@@ -68,8 +68,14 @@ def is_missing(v: Any) -> bool:
 
 
 def same_value(a: Any, b: Any) -> bool:
-    """Grid-value equality in which two empty values are the same grid point (NaN is not equal to itself)."""
-    return (is_missing(a) and is_missing(b)) or (not is_missing(a) and not is_missing(b) and bool(a == b))
+    """Whether two grid values are the same grid point: two empty values are (NaN is not equal to itself), numbers
+    compare as numbers and anything else as text (``5`` matches ``"5"``, as a value typed in a notebook may be)."""
+    if is_missing(a) or is_missing(b):
+        return is_missing(a) and is_missing(b)
+    try:
+        return float(a) == float(b)
+    except (TypeError, ValueError):
+        return str(a) == str(b)
 
 
 def _number(v: Any) -> str:

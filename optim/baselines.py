@@ -52,7 +52,6 @@ class _Room:
             for nv in nodes:
                 if nv.vm is not None and nv.used_gpus and nv.free_gpus > 0 and nv.index not in idle:
                     self.spare[nv.index] = nv.free_gpus
-        self.vm_gpus = table.vm_gpus
 
     def tidy(self) -> None:
         for stack in (*self.free.values(), *self.hosting.values()):
@@ -93,7 +92,7 @@ class _Room:
         ok = np.where(single, nfree[t.vm_index] >= 1, nfree[t.vm_index] >= t.vms)
         if self.pack and self.spare:
             most = np.zeros(len(t.vm_names), dtype=int)
-            total = nfree * self.vm_gpus
+            total = nfree * t.vm_gpus
             for n, g in self.spare.items():
                 i = t.vm_names.index(hosted(self.nodes[n]).name)
                 most[i] = max(most[i], g)

@@ -139,7 +139,7 @@ def expected_on_spot(remaining: np.ndarray, table: ConfigTable, restart: float, 
     costing a restart (``restart`` overhead + the VM's boot) before the work resumes. With work cut in segments of
     c = min(checkpoint, remaining), the classic result for Poisson failures gives remaining / c × (1/λ + restart)
     × (e^(λc) − 1); it tends to ``remaining`` as λ → 0. On demand configurations keep ``remaining``."""
-    if not table.spot.any():
+    if not table.any_spot:
         return remaining
     out = np.array(remaining, dtype=float)
     k = table.spot & (table.rate > 0) & np.isfinite(out) & (out > 0)
@@ -154,7 +154,7 @@ def spot_view(jv: JobView, table: ConfigTable, restart: float, checkpoint: float
     """``jv`` with its spot estimates raised so that its remaining time on each spot configuration is the expected
     one (``expected_on_spot``): a policy that compares prices × remaining times then weighs a spot VM's discount
     against the expected cost of the work it loses. The same view when the table has no spot configuration."""
-    if not table.spot.any():
+    if not table.any_spot:
         return jv
     left = 1.0 - jv.done
     if left <= 0:
@@ -166,7 +166,7 @@ def spot_snapshot(snapshot: Snapshot) -> Snapshot:
     """``snapshot`` with every job's view as ``spot_view`` makes it (jobs of one spec at one progress share their
     raised estimates, as they share their estimates); the same snapshot when no configuration is on a spot VM."""
     table = config_table(snapshot.configs)
-    if not table.spot.any():
+    if not table.any_spot:
         return snapshot
     shared: dict[tuple[int, float], np.ndarray] = {}
 

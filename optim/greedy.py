@@ -77,7 +77,7 @@ def construct(
     empty = [nv.index for nv in snapshot.nodes if nv.index not in vm_of]
     opened: dict[int, list[tuple[JobView, int]]] = {}
     gangs: dict[int, tuple[tuple[int, int], ...]] = {}
-    spot = bool(table.spot.any())
+    spot = table.any_spot
 
     queue = list(queue if queue is not None else pressure_order(snapshot))
     if rng is not None:

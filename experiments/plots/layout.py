@@ -18,6 +18,7 @@ from matplotlib import rc_context
 from matplotlib.figure import Figure
 from matplotlib.layout_engine import ConstrainedLayoutEngine
 
+from experiments.labels import same_value
 from experiments.plots.style import DPI, FONT_SIZE, WIDTHS, rc, text_width
 from experiments.results import atomic_write
 from sim.model import CapsimError
@@ -171,14 +172,6 @@ def _keep_titles_inside(fig: Figure, titled: Sequence[tuple[Any, str]], width: s
         if over > 0:
             room = max(0.5, (box.width - 2 * over) / fig.dpi - 0.05)
             ax.set_title(_fit_title(title, room, width))
-
-
-def same_value(a: Any, b: Any) -> bool:
-    """Grid values compare as numbers when both are numbers, as text otherwise (``5`` matches ``"5"``)."""
-    try:
-        return float(a) == float(b)
-    except (TypeError, ValueError):
-        return str(a) == str(b)
 
 
 def draw_on(spec: FigureSpec, ax: Any, select: Mapping[str, Any] | None = None, legend: bool = True) -> Any:

@@ -211,6 +211,14 @@ def test_timeline_of_a_chosen_run_and_bad_options(sweep_dir: Path, tmp_path: Pat
     assert "--dpi" in capsys.readouterr().err
 
 
+def test_grid_values_match_as_one_grid_point() -> None:
+    from experiments.labels import same_value
+
+    assert same_value(None, float("nan")) and same_value(float("nan"), float("nan"))
+    assert same_value(5, "5") and same_value(30.0, 30) and same_value('{"a": 1}', '{"a": 1}')
+    assert not same_value(None, 0) and not same_value(float("nan"), "none") and not same_value(5, 6)
+
+
 def test_titles_pack_their_parts_onto_as_few_lines_as_fit() -> None:
     from experiments.plots.layout import _fit_title
     from experiments.plots.style import text_width
