@@ -22,6 +22,7 @@ COMMANDS = {
     "report": "report",
     "plot": "plot",
     "predict": "predict",
+    "spot": "spot",
 }
 
 
