@@ -9,8 +9,9 @@ import pytest
 import yaml
 
 from experiments.cli import main
-from experiments.spot.runs import agreement, agreement_summary, read_reference, run_scenario
-from experiments.spot.scenario import load_spot_scenario
+from experiments.results.spot import agreement, agreement_summary, read_reference
+from experiments.running.spot import run_scenario
+from experiments.scenario.spot import load_spot_scenario
 from sim.model import CapsimError
 
 SPOT = Path(__file__).resolve().parents[2] / "experiments" / "spot"

@@ -27,7 +27,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _out_dir(out: str | None, name: str) -> Path:
-    from experiments.folders import RESULTS_ROOT, name_problem
+    from experiments.scenario.names import RESULTS_ROOT, name_problem
     from sim.model import CapsimError
 
     if out is None and name_problem(name):
@@ -41,9 +41,10 @@ def _out_dir(out: str | None, name: str) -> Path:
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from experiments.folders import FolderLock
-    from experiments.spot.runs import agreement, agreement_summary, read_reference, run_scenario
-    from experiments.spot.scenario import load_spot_scenario
+    from experiments.results.folders import FolderLock
+    from experiments.results.spot import agreement, agreement_summary, read_reference
+    from experiments.running.spot import run_scenario
+    from experiments.scenario.spot import load_spot_scenario
 
     sc = load_spot_scenario(args.scenario)
     reference = Path(args.reference) if args.reference else sc.reference
@@ -64,11 +65,11 @@ def run(args: argparse.Namespace) -> int:
             print(f"\nagreement with {reference} ({len(agree)} runs):")
             print(summary.to_string(index=False, float_format=lambda v: f"{v:.2e}"))
             if args.markdown:
-                from experiments.spot.runs import agreement_markdown
+                from experiments.results.spot import agreement_markdown
 
                 print("\n" + agreement_markdown(agree))
         if args.figure:
-            from experiments.spot.figure import savings_vs_slack
+            from experiments.plots.spot import savings_vs_slack
 
             for p in savings_vs_slack(runs, Path(args.figure), args.width):
                 print(p)

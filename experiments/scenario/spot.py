@@ -24,11 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
-from experiments.folders import name_problem
-from experiments.loading import Problem, did_you_mean, pydantic_problems, raise_problems, read_yaml
-from experiments.scenario_vms import NonNeg, PositiveFloat
+from experiments.scenario.fields import NonNeg, PositiveFloat, StrictModel
+from experiments.scenario.loading import Problem, did_you_mean, pydantic_problems, raise_problems, read_yaml
+from experiments.scenario.names import name_problem
 from sim.availability import ENCODINGS, FORMATS, AvailabilitySeries, read_availability
 from sim.model import CapsimError
 from sim.spot_ticks import BILLING
@@ -41,11 +41,7 @@ DEFAULT_STRATEGIES = ("on_demand", "only_spot", "spot_greedy", {"kind": "spot_gr
 """What a scenario without ``strategies`` runs: every strategy, and the simulator's greedy as well as the paper's."""
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class SpotTrace(_Strict):
+class SpotTrace(StrictModel):
     """An availability trace: a file (or a directory of SkyPilot files) read as ``sim.availability`` says;
     ``market`` picks one series when the file holds several."""
 
@@ -56,7 +52,7 @@ class SpotTrace(_Strict):
     market: str | None = None
 
 
-class SpotScenario(_Strict):
+class SpotScenario(StrictModel):
     """One single-job spot experiment (the fields in hours are the reference's units; inside, seconds)."""
 
     name: str = "spot"
