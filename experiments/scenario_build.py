@@ -58,8 +58,9 @@ class ScenarioBuild:
                 out.extend(catalogue.select_vm_types(v.provider, v.region, v.gpu, v.gpus, v.boot_time))
             else:
                 billing = Billing() if v.billing is None else Billing(v.billing.increment, v.billing.minimum)
-                out.append(VMType(v.name, catalogue.gpu(v.gpu), v.gpus, v.price_per_hour, v.boot_time, v.provider,
-                                  billing, v.spot_price_per_hour, v.region))
+                out.append(VMType(v.name, catalogue.gpu(v.gpu), v.gpus, v.price_per_hour, boot_time=v.boot_time,
+                                  provider=v.provider, billing=billing, spot_price_per_hour=v.spot_price_per_hour,
+                                  region=v.region))
         return tuple(out)
 
     def _servers(self) -> list[tuple[VMType, int]]:
@@ -82,24 +83,23 @@ class ScenarioBuild:
         return out
 
     def build_cluster(self) -> Any:
+        """The cluster: its VM types and slots, and its rules. Every ``ClusterRules`` field the spec has under the
+        same name passes as it is (None: the rule's default); rounds, decision interval and gangs are derived."""
+        from dataclasses import fields
+
         from sim.engine import Cluster
+        from sim.model import ClusterRules
 
         c = self.cluster
+        names = (f.name for f in fields(ClusterRules))
+        given = {n: getattr(c, n) for n in names if getattr(c, n, None) is not None}
         rounds = c.round_spec
-        interval = float("inf") if c.decision_interval is None else c.decision_interval
         if rounds is not None and not rounds.effects:
-            interval = rounds.length  # the event-driven variant: a decision every round length, no round effects
-        return Cluster(
-            self.vm_types(),
-            tuple(self.slots()),
-            billing_quantum=c.billing_quantum,
-            restart_overhead=c.restart_overhead,
-            decision_interval=interval,
-            gang=c.gang if c.gang is not None else c.servers is not None,
-            round_length=rounds.length if rounds is not None and rounds.effects else float("inf"),
-            checkpoint_interval=c.checkpoint_interval if c.checkpoint_interval is not None else float("inf"),
-            max_gang_gpus=c.max_gang_gpus,
-        )
+            given["decision_interval"] = rounds.length  # the event-driven variant: a decision every round length
+        elif rounds is not None:
+            given["round_length"] = rounds.length
+        given["gang"] = c.gang if c.gang is not None else c.servers is not None
+        return Cluster(self.vm_types(), tuple(self.slots()), rules=ClusterRules(**given))
 
     def job_mix(self) -> tuple[tuple[JobSpec, float], ...]:
         from sim import catalogue
@@ -115,7 +115,7 @@ class ScenarioBuild:
             if j.application is None or j.framework is None or j.iterations is None or j.batch_size is None:
                 out.append((known[j.name], j.weight))  # the model holds a full spec or only a catalogue name
             else:
-                spec = JobSpec(j.application, j.framework, j.iterations, j.batch_size, j.name, j.depth)
+                spec = JobSpec(j.application, j.framework, j.iterations, j.batch_size, name=j.name, depth=j.depth)
                 out.append((spec, j.weight))
         return tuple(out)
 

@@ -38,7 +38,7 @@ from experiments.scenario_vms import (
     _Strict,
     resolved_vm,
 )
-from sim.cluster import MAX_BILLING_QUANTUM
+from sim.model import MAX_BILLING_QUANTUM
 from sim.traces.base import DEFAULT_FORMAT
 
 __all__ = ["Scenario", "ClusterSpec", "CloudSelection", "WorkloadSpec", "TraceSpec", "PolicySpec", "PredictorSpec",
