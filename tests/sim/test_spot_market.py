@@ -33,7 +33,8 @@ def test_zones_are_shared_and_a_series_named_after_a_type_or_gpu_governs_it_alon
     m = markets(zone("a", 1, 1), zone("V100", 0, 1))
     assert [s.name for s in m.zones["big-spot"]] == ["V100"] and [s.name for s in m.zones["small-spot"]] == ["a"]
     m = markets(zone("V100", 1, 1), zone("big", 0, 1), zone("small-spot", 1, 0))
-    assert [s.name for s in m.zones["big-spot"]] == ["big"] and [s.name for s in m.zones["small-spot"]] == ["small-spot"]
+    assert [s.name for s in m.zones["big-spot"]] == ["big"]
+    assert [s.name for s in m.zones["small-spot"]] == ["small-spot"]
     assert set(m.names()) == {"small-spot", "big-spot"}
 
 
