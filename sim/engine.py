@@ -13,7 +13,7 @@ Money: a VM bills from its start to its stop (by its type's billing rule, or the
 interval's cost is split among the jobs that ran on it by GPU-seconds, and an interval that ran no job is idle cost.
 
 Spot VMs (``VMType.spot``): each one started draws its lifetime from an exponential distribution of mean 1 /
-``revocation_rate`` hours, from its node's own stream of the run's seed (``sim.workload.spot_streams``). When it ends
+``revocation_rate`` hours, from its node's own stream of the run's seed (``sim.streams.spot_streams``). When it ends
 the VM is revoked: billing stops, every job on it (a gang on all its nodes) is lifted keeping only the work up to its
 last checkpoint (``ClusterRules.checkpoint_interval`` seconds of work apart within a run), returns to the queue and pays
 the restart overhead when it runs again; the policy decides at once (trigger ``revocation``).
@@ -41,7 +41,7 @@ from sim.records import DECISION_COLUMNS, JOB_COLUMNS, NODE_COLUMNS, SEGMENT_COL
 from sim.rounds import Rounds
 from sim.rules import PlanRejected, check_plan
 from sim.state import Interval, JobState, NodeState, World
-from sim.workload import spot_streams
+from sim.streams import spot_streams
 
 __all__ = ["Simulation", "RunResult", "Cluster", "NodeSlot", "JOB_COLUMNS", "NODE_COLUMNS", "DECISION_COLUMNS",
            "SEGMENT_COLUMNS"]
