@@ -18,14 +18,20 @@ from optim.milp.solvers import SOLVERS, report_licence_once, solve
 from optim.milp.waiting import WAIT_ESTIMATES
 from sim.model import CapsimError, DecisionInfo, Plan, Snapshot
 
-__all__ = ["MILP"]
+__all__ = ["MILP", "NODE_LIMIT"]
+
+NODE_LIMIT = 500
+"""Default branch-and-bound nodes per decision (docs/milp.md, "Limits and reproducibility", measures the choice)."""
 
 
 @register("milp")
 class MILP(Policy):
     """Joint capacity planning and scheduling by one MILP per decision (docs/milp.md); falls back on failure.
 
-    Options: ``solver`` (highs, cbc, gurobi), ``time_limit`` (s), ``gap`` (relative), ``threads``, ``warm_start``
+    Options: ``solver`` (highs, cbc, gurobi), ``node_limit`` (branch-and-bound nodes per decision: a deterministic
+    limit, so a run repeats exactly on any machine under any load), ``time_limit`` (wall-clock s per decision, off by
+    default: where it stops a decision the run depends on the machine's load and its summary says
+    ``deterministic`` 0), ``gap`` (relative), ``threads`` (a fixed count: results depend on it), ``warm_start``
     (from the fallback's plan), ``fallback`` (a policy name, default edf), ``preempt`` (running jobs may be moved,
     resized or sent back), ``urgency`` (REFERENCE §4's extra waiting charge factor, default 0), ``wait_estimate``
     (Δ in the waiting penalty: ``mean`` or ``earliest`` running completion, see ``next_decision_delay``), ``dominance``
@@ -41,7 +47,8 @@ class MILP(Policy):
     def __init__(
         self,
         solver: str = "highs",
-        time_limit: float | None = 10.0,
+        node_limit: int | None = NODE_LIMIT,
+        time_limit: float | None = None,
         gap: float | None = 0.01,
         threads: int = 1,
         warm_start: bool = True,
@@ -61,9 +68,17 @@ class MILP(Policy):
             raise CapsimError("milp policy: fallback must be another policy (e.g. edf), not milp itself")
         if time_limit is not None and time_limit <= 0:
             raise CapsimError(f"milp policy: time_limit must be positive seconds, got {time_limit}")
+        if node_limit is not None and (isinstance(node_limit, bool) or int(node_limit) != node_limit
+                                       or node_limit < 1):
+            raise CapsimError(f"milp policy: node_limit must be a whole number of nodes ≥ 1 (or null for none), "
+                              f"got {node_limit!r}")
+        if isinstance(threads, bool) or int(threads) != threads or threads < 1:
+            raise CapsimError(f"milp policy: threads must be a whole number ≥ 1, got {threads!r} (0, the solver's "
+                              "automatic choice, depends on the machine's cores, and so would the results)")
         if gap is not None and not 0 <= gap < 1:
             raise CapsimError(f"milp policy: gap is a relative gap in [0, 1), got {gap}")
         self.solver = solver
+        self.node_limit = node_limit
         self.time_limit = time_limit
         self.gap = gap
         self.threads = int(threads)
@@ -119,7 +134,7 @@ class MILP(Policy):
             warm = set_warm_start(model, self.fallback_policy.decide(snapshot)) > 0 or self.preempt
         out = solve(
             model, self.solver, self.time_limit, self.gap, self.threads, warm, self.solver_path, self.msg,
-            self.solver_options,
+            self.solver_options, self.node_limit,
         )
         if not out.usable:
             if out.status == "licence":
