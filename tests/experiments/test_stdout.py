@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+ROOT = Path(__file__).resolve().parents[2]
 TINY = """\
 name: tiny
 cluster: {nodes: 2}
@@ -45,7 +46,8 @@ NOISE = re.compile(
 TABLE_ROW = r"[\w.\-]+( {2,}[\w.\-()$%, ]+)+"
 RUN = [r"\w+: \d+ polic.*", r"policy +seeds +total cost.*", r"[- ]+", TABLE_ROW, r"\d+ runs in [\d.]+ s; results in .*"]
 SWEEP_DONE = [r"sweep \w+: \d+ runs finished in .*", r"next: capsim report .* and +capsim plot .*"]
-REPORT_NOTES = [r"\*?cells: mean \[.*", r"\*?runs: .*", r"\*?warning: only \d+ runs behind some cells.*"]
+REPORT_NOTES = [r"\*?cells: mean \[.*", r"\*?runs: .*", r"\*?warning: only \d+ runs behind some cells.*",
+                r"\*?warning: a wall-clock time limit stopped decisions .*"]
 REPORT = {
     "table": [r"mean inter-arrival.*policy.*", r"[- ]+", r"(30|60) +\w+ +\d+ .*", *REPORT_NOTES],
     "markdown": [r"\|.*\|", *REPORT_NOTES],
@@ -58,6 +60,8 @@ SHOW = [r"resnet50/pytorch batch 64, 100 iterations on 1 x V100", r"  \w+ +.*"]
 CROSSGPU = [r"speed ∝ .*", r"\|.*\|", r"[A-Z].*"]
 EVALUATE = [r"Mean MAPE % .*", r"predictor .*", r"protocol.*", r" *\w+ .*", r"wrote .*|.*results.*"]
 VERSION = [r"capsim \S+"]
+SPOT = [r" *strategy +.*", r" *\w+(\(variant='\w+'\))? +[\w.+\-]+( +[\w.+\-]+)+", r"agreement with .* \(\d+ runs\):",
+        r"results in .*"]
 
 
 def _stray(out: str, allowed: list[str]) -> list[str]:
@@ -132,6 +136,7 @@ def test_every_other_command_prints_only_its_results(swept: tuple[Path, subproce
         "predict crossgpu": (["predict", "crossgpu"], CROSSGPU),
         "predict evaluate": (["predict", "evaluate", "--out", "pe", "--protocols", "gpus", "--predictors",
                               "analytical", "--workers", "1"], EVALUATE),
+        "spot": (["spot", str(ROOT / "experiments" / "spot" / "cantbelate.yaml"), "--out", "sp"], SPOT),
         "--version": (["--version"], VERSION),
     }
     proc = subprocess.run([sys.executable, "-c", _DRIVER, json.dumps([argv for argv, _ in commands.values()])],
