@@ -32,7 +32,7 @@ CAPTIONS = {
     "pareto": "VM cost against tardiness cost, one panel per grid point, since each is a different problem: every "
               "run small, the mean per policy large; the dashed staircase bounds what the Pareto-optimal means "
               "dominate.",
-    "cdf_jct_lateness": "Distributions of job completion time and of lateness (end − deadline; right of the dotted "
+    "cdf": "Distributions of job completion time and of lateness (end − deadline; right of the dotted "
                         "line is late), every job of every run pooled; markers at the deciles.",
     "cost_vs_mean_interarrival": "Total cost against the mean inter-arrival time, a line per policy with its "
                                  "intervals (dodged, so none hides another), a panel per value of the other grid "

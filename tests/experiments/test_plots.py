@@ -346,7 +346,7 @@ def test_the_gallery_shows_every_figure_and_only_files_that_exist() -> None:
     assert ours == set(linked), "stale or unlinked gallery images"
     for src in SOURCES:
         shown = {link[len(f"img/{src.name}_"):-4] for link in linked if link.startswith(f"img/{src.name}_")}
-        expected = {"cost_breakdown", "tardiness_late", "pareto", "cdf_jct_lateness", "decision_time", "timeline"}
+        expected = {"cost_breakdown", "tardiness_late", "pareto", "cdf", "decision_time", "timeline"}
         assert expected <= shown and any(s.startswith("cost_vs_") for s in shown), src.name
         assert all(stem in CAPTIONS for stem in shown)
     for link in linked:
