@@ -138,14 +138,13 @@ def decision_time(data: PlotData, width: str) -> FigureSpec:
 
         return draw
 
-    ylabel = "decision wall time (ms)"
-    panels = [Panel(per_policy, ylabel + ": median, quartiles, p95", "", key={"x": "policy"}),
-              Panel(panel_draw("jobs_in", False, False), "jobs in the system (waiting + running)",
-                    "median " + ylabel.replace("decision ", ""), key={"x": "jobs"})]
+    label = "decision time (ms)"
+    panels = [Panel(per_policy, label, "policy", key={"x": "policy"}),
+              Panel(panel_draw("jobs_in", False, False), "jobs waiting + running", "median " + label,
+                    key={"x": "jobs"})]
     if has_vars:
-        panels.append(Panel(panel_draw("variables", True, True), "model variables (policies that build a model)",
-                            ylabel, key={"x": "variables"}))
+        panels.append(Panel(panel_draw("variables", True, True), "model variables", label, key={"x": "variables"}))
     rows = {"column": max(1.5, 0.5 + 0.12 * len(pols)), "page": 2.1}
     return FigureSpec("decision_time", panels, columns={"column": 1, "page": len(panels)}, row_height=rows,
                       legend=policy_handles(data, lines=True),
-                      legend_title="decisions with jobs waiting; bars: interquartile range")
+                      legend_title="decisions with jobs waiting: median, quartiles (thick), p95")

@@ -187,7 +187,8 @@ def set_scale(ax: Any, values: Iterable[float], axis: str = "y", wide: float = 3
         if (v <= 0).any() or (d <= 0).any() or (b <= 0).any():
             thresh = 10.0 ** math.floor(math.log10(pos.min()))
             (ax.set_yscale if axis == "y" else ax.set_xscale)("symlog", linthresh=thresh, linscale=0.4)
-            target.set_major_locator(SymmetricalLogLocator(linthresh=thresh, base=10, subs=subs))
+            # decades only: 1, 2, 5 x 10^k crowd where the linear part meets the logarithmic one
+            target.set_major_locator(SymmetricalLogLocator(linthresh=thresh, base=10, subs=(1.0,)))
             set_lim(0, hi * 1.5)
             scale = "symlog"
         else:

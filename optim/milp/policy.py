@@ -67,8 +67,10 @@ class MILP(Policy):
             raise CapsimError(f"milp policy: unknown solver {solver!r}; choose one of {', '.join(SOLVERS)}")
         if fallback == "milp":
             raise CapsimError("milp policy: fallback must be another policy (e.g. edf), not milp itself")
-        if time_limit is not None and time_limit <= 0:
-            raise CapsimError(f"milp policy: time_limit must be positive seconds, got {time_limit}")
+        if time_limit is not None and (isinstance(time_limit, bool) or not isinstance(time_limit, (int, float))
+                                       or time_limit <= 0):
+            raise CapsimError(f"milp policy: time_limit must be positive seconds (or null for none), got "
+                              f"{time_limit!r}")
         if node_limit is not None and (isinstance(node_limit, bool) or int(node_limit) != node_limit
                                        or node_limit < 1):
             raise CapsimError(f"milp policy: node_limit must be a whole number of nodes ≥ 1 (or null for none), "

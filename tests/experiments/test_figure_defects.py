@@ -41,7 +41,7 @@ def results(dominant: bool = False, ties: bool = True, zero_low: bool = True) ->
                          "tardiness_cost": tard, "late_jobs": 10.0, "jobs": 50.0,
                          "deadline_met": met[p] if ties and p in ("milp", "insertion") else
                          float(np.clip(met[p] + rng.normal(0, 0.05), 0, 1)), "mean_jct": 3000.0})
-            for j in range(20):
+            for _ in range(20):
                 jobs.append({"run_id": f"{p}{seed}", "policy": p, "seed": seed, "jct": float(rng.uniform(100, 9000)),
                              "end_time": float(rng.uniform(1000, 9000)), "deadline": float(rng.uniform(1000, 9000))})
             model = p in ("milp",)
@@ -94,7 +94,7 @@ def test_no_error_bar_or_point_outside_the_axes(name: str) -> None:
     fig = render(specs(name, results(), "column")[0], "column")
     fig.draw_without_rendering()
     for ax in fig.axes:
-        (x0, x1), (y0, y1) = sorted(ax.get_xlim()), sorted(ax.get_ylim())
+        y0, y1 = sorted(ax.get_ylim())
         tol = 1e-9 * max(1.0, abs(y1))
         for seg in _bars(ax):
             assert (seg[:, 1] >= y0 - tol).all() and (seg[:, 1] <= y1 + tol).all(), (name, ax.get_ylabel(), seg, y0)
