@@ -8,8 +8,9 @@ SimPy's own ``Timeout`` is; ``succeed`` asks the environment to ``schedule`` it,
 ``step``) files it at the call's time and priority: with a plain float delay when ``now + delay`` lands exactly on the
 time (the usual case), otherwise with a ``_DelayTo``, a float equal to the delay whose sum with ``now`` is exactly the
 time. Only SimPy's public API is used (``Event``, ``Event.succeed``, ``Event.callbacks``, ``Event.value``,
-``Environment.schedule``, ``now`` and ``run``): no private attribute is read or written, which is why the dependency
-is ``simpy>=4.1`` with no upper bound.
+``Environment.schedule``, ``now`` and ``run``): no private attribute is read or written, so nothing here depends on
+SimPy 4's internals; the ``simpy<5`` bound is only the project's rule for every library whose major releases may remove
+what it uses (docs/dependencies.md).
 """
 
 from __future__ import annotations
