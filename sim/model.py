@@ -351,7 +351,9 @@ class Snapshot:
     ``idle_nodes`` lists, in index order, the nodes whose VM hosts no job (e.g. just freed by a completion): the
     engine stops those VMs after this decision unless the plan places a job there or keeps them (``keep_idle``);
     a fixed server (``NodeView.fixed``) is never stopped. ``rules`` are the cluster's rules of money and time
-    (restart overhead, checkpoints, billing quantum, rounds, gangs: ``ClusterRules``).
+    (restart overhead, checkpoints, billing quantum, rounds, gangs: ``ClusterRules``). ``unavailable`` names the spot
+    VM types whose recorded market cannot supply a VM now (``sim.spot_market``): a plan may not start one, and the
+    waiting jobs' estimates are ``inf`` on their configurations for this decision.
     """
 
     time: float
@@ -364,6 +366,7 @@ class Snapshot:
     empty_nodes: tuple[int, ...] = ()
     idle_nodes: tuple[int, ...] = ()
     rules: ClusterRules = ClusterRules()
+    unavailable: frozenset[str] = frozenset()
 
     def vm_type(self, name: str) -> VMType:
         for v in self.vm_types:

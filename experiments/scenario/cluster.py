@@ -215,4 +215,5 @@ class ClusterSpec(StrictModel):
         elif rounds is not None:
             given["round_length"] = rounds.length
         given["gang"] = self.gang if self.gang is not None else self.servers is not None
-        return Cluster(self.all_vm_types(base_dir), tuple(self.slots()), rules=ClusterRules(**given))
+        return Cluster(self.all_vm_types(base_dir), tuple(self.slots()), rules=ClusterRules(**given),
+                       markets=self.spot_markets(base_dir))
