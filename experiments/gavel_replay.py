@@ -45,7 +45,10 @@ def build(trace: str | Path, policy: str, seed: int = 0, policy_params: dict[str
     assert sc is not None and sc.policies is not None
     estimator, truth = sc.predictors()
     c = sc.build_cluster()
-    return c, sc.build_jobs(seed, truth, c.configs), sc.build_policy(sc.policies[0]), estimator, truth
+    policy = sc.build_policy(sc.policies[0])
+    if "seed" in policy.param_names() and "seed" not in (policy_params or {}):  # as the runner does
+        policy = type(policy)(**{**policy.get_params(), "seed": seed})
+    return c, sc.build_jobs(seed, truth, c.configs), policy, estimator, truth
 
 
 def replay(trace: str | Path, policy: str, seed: int = 0, policy_params: dict[str, Any] | None = None,
