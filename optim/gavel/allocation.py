@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from optim.gavel import ipm
 from optim.gavel.lp import max_min
 
 __all__ = ["fifo_perf", "fifo_sticky", "max_min_fairness", "solve_max_min"]
@@ -67,18 +68,24 @@ def fifo_sticky(rate: np.ndarray, sf: np.ndarray, gpus: np.ndarray, kept: np.nda
     return x
 
 
-def max_min_fairness(rate: np.ndarray, sf: np.ndarray, gpus: np.ndarray, weight: np.ndarray) -> np.ndarray:
+def max_min_fairness(rate: np.ndarray, sf: np.ndarray, gpus: np.ndarray, weight: np.ndarray,
+                     runnable: np.ndarray | None = None) -> np.ndarray:
     """Gavel's ``max_min_fairness_perf``: maximise the smallest weighted, normalised throughput
 
         max_X min_j  Σ_w rate[j,w]·sf[j,w]·X[j,w] / (weight_j · prop_j),   prop_j = Σ_w rate[j,w]·gpus[w] / Σ gpus
 
     subject to X ≥ 0, Σ_w X[j,w] ≤ 1 and Σ_j sf[j,w]·X[j,w] ≤ gpus[w]; ``prop_j`` is the job's throughput under an
-    equal split of every type (Gavel's proportional policy). X is 0 where a job cannot run."""
+    equal split of every type (Gavel's proportional policy). As Gavel solves it: ECOS's answer
+    (``optim.gavel.ipm``), X free even where the rate is 0. With ``runnable`` (the corrected model) X is 0 where
+    it is False, and the LP is solved by HiGHS's interior-point method (``solve_max_min``)."""
     if rate.shape[0] == 0:
         return np.zeros(rate.shape)
     prop = rate @ gpus.astype(float) / float(gpus.sum())
-    coef = np.where(rate > 0, rate * sf, 0.0) / (weight * prop)[:, None]
-    return solve_max_min(coef, sf, gpus, rate > 0)
+    if runnable is None:
+        coef = rate * (1.0 / (weight * prop))[:, None] * sf
+        return ipm.solve(coef, sf, gpus, np.zeros(len(rate)), with_t=True)[0]
+    coef = np.where(runnable, rate * sf, 0.0) / (weight * prop)[:, None]
+    return solve_max_min(coef, sf, gpus, runnable)
 
 
 def solve_max_min(coef: np.ndarray, sf: np.ndarray, gpus: np.ndarray, allowed: np.ndarray) -> np.ndarray:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from optim.gavel import ipm
 from optim.gavel.lp import centre, centre_totals, max_min
 
 SLACK = 1e-6
@@ -45,15 +46,12 @@ def _job_sf(sf: np.ndarray) -> np.ndarray:
 
 
 def max_min_fairness_agnostic(sf: np.ndarray, gpus: np.ndarray, weight: np.ndarray) -> np.ndarray:
-    """Gavel's ``max_min_fairness``: every throughput replaced by 1, maximise min_j (sf_j/w_j)·y_j. The optimum is
-    t = min(min_j sf_j/w_j, N/Σ_j w_j): every job needs y_j ≥ t·w_j/sf_j, exactly that when the GPUs are all used;
-    when they are not, the shares left open are the centre of what remains (``optim.gavel.lp.centre_totals``)."""
+    """Gavel's ``max_min_fairness``: every throughput replaced by 1 (so every normalising throughput is 1),
+    maximise min_j Σ_w sf[j,w]·X[j,w] / w_j; ECOS's answer (``optim.gavel.ipm``)."""
     if sf.shape[0] == 0:
         return np.zeros(sf.shape)
-    s = _job_sf(sf)
-    n_gpus = float(gpus.sum())
-    t = min(float(np.min(s / weight)), n_gpus / float(weight.sum()))
-    return split(centre_totals(t * weight / s, s, n_gpus, len(gpus)), gpus)
+    sf = sf.astype(float)
+    return ipm.solve(sf / weight[:, None], sf, gpus, np.zeros(len(sf)), with_t=True)[0]
 
 
 class FinishTimeState:
@@ -165,22 +163,14 @@ def horizon(best: float) -> float:
     return found
 
 
-def min_total_duration(rate: np.ndarray, sf: np.ndarray, gpus: np.ndarray, remaining: np.ndarray,
-                       agnostic: bool = False) -> np.ndarray:
+def min_total_duration(rate: np.ndarray, sf: np.ndarray, gpus: np.ndarray, remaining: np.ndarray) -> np.ndarray:
     """Gavel's ``min_total_duration[_perf]``: the least horizon T by which every active job can finish (each needs
-    a rate of R_j/T), as Gavel's bisection finds it (``horizon``, up to 5 % above the least), and X a central point
-    of the allocations that meet it (Gavel's feasibility problem). ``agnostic``: one rate per job on every type, so
-    the least horizon is max(max_j R_j/rate_j, Σ_j sf_j·R_j/rate_j / N) and the totals are central."""
+    a rate of R_j/T), as Gavel's bisection finds it (``horizon``, up to 5 % above the least, which one HiGHS LP
+    gives), and X the answer ECOS gives to Gavel's feasibility problem at that horizon (``optim.gavel.ipm``).
+    The heterogeneity-agnostic policy passes every job's reference rate on every type."""
     n = rate.shape[0]
     if n == 0:
         return np.zeros(rate.shape)
-    if agnostic:
-        r1 = rate[:, 0]
-        s = _job_sf(sf)
-        n_gpus = float(gpus.sum())
-        least = max(float(np.max(remaining / r1)), float(s @ (remaining / r1)) / n_gpus)
-        t = horizon(least)
-        return split(centre_totals(np.minimum(remaining / (r1 * t), 1.0), s, n_gpus, len(gpus)), gpus)
     best = max_min(rate / remaining[:, None], sf, gpus, ipm=False)[1]
     t = horizon(1.0 / best)
-    return centre(rate, sf, gpus, remaining / t)
+    return ipm.solve(rate, sf, gpus, remaining / t, with_t=False)[0]

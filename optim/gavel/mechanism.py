@@ -75,7 +75,8 @@ class TimeSliced(Policy):
         self._types: tuple[str, ...] = ()
         self._signature: tuple | None = None
         self._table = JobTable(0)
-        self._rows: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._rows: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._speeds: dict[tuple, float] = {}
         self._last_time = -math.inf
         self._last_reset = 0.0
         self._need_update = True
@@ -101,9 +102,9 @@ class TimeSliced(Policy):
         return np.round(t.iters[rows] * t.left[rows])
 
     def lp_rate(self, rows: np.ndarray) -> np.ndarray:
-        """Throughputs as Gavel's LPs see them: the table's rate of the job's gang on a type even where the type has
-        fewer GPUs than the gang (X there can never run); ``rate`` elsewhere."""
-        return self._table.rate[rows]
+        """Throughputs as Gavel's LPs see them (iterations per second): the table's rate of the job's gang on a type
+        even where the type has fewer GPUs than the gang (X there can never run); ``steps_rate`` elsewhere."""
+        return self._table.speed[rows]
 
     def _reference(self) -> int:
         """The reference type of the agnostic policies: the fastest GPU (V100 on Gavel's clusters)."""
@@ -111,8 +112,7 @@ class TimeSliced(Policy):
 
     def steps_rate(self, rows: np.ndarray) -> np.ndarray:
         """Iterations per second of each job on each type (Gavel's throughputs; 0 where it cannot run)."""
-        t = self._table
-        return t.rate[rows] * t.iters[rows, None]
+        return self._table.speed[rows]
 
     # ----- the decision -------------------------------------------------------------------------------------------
 
@@ -207,33 +207,41 @@ class TimeSliced(Policy):
                 t.left[r] = 1.0 - jv.done
         new = sorted((jv for jv in (*s.waiting, *s.running) if jv.job.id not in t.row), key=lambda v: v.job.id)
         for jv in new:
-            rate, sf = self._job_rows(s, jv)
-            t.add(jv.id, rate, sf, jv.job.priority, credit, jv.job.submit_time, float(jv.job.spec.iterations))
+            rate, sf, speed = self._job_rows(s, jv)
+            t.add(jv.id, rate, sf, jv.job.priority, credit, jv.job.submit_time, float(jv.job.spec.iterations), speed)
             t.left[t.row[jv.id]] = 1.0 - jv.done
         if gone or new:
             self._need_update = True
 
-    def _job_rows(self, s: Snapshot, jv: JobView) -> tuple[np.ndarray, np.ndarray]:
-        """Per type: throughput (1 / estimated runtime, 0 where it cannot run) and GPUs."""
+    def _job_rows(self, s: Snapshot, jv: JobView) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per type: throughput (1 / estimated runtime, 0 where it cannot run), GPUs, and iterations per second.
+
+        Iterations per second are iterations / runtime, the same number for every job of one kind (name, GPUs,
+        type) up to rounding; the first job's value is kept for the others, so that jobs Gavel sees at exactly
+        equal rates (ties its solvers and matchings break alike) are at exactly equal rates here too."""
         est = jv.estimates
         hit = self._rows.get(id(est))
-        if hit is not None and hit[2] is est:
-            return hit[0], hit[1]
+        if hit is not None and hit[3] is est:
+            return hit[0], hit[1], hit[2]
         index = config_table(s.configs).index
         m = len(self._types)
-        rate, sf = np.zeros(m), np.ones(m, dtype=np.int64)
-        asked = jv.job.spec.gpus
+        rate, sf, speed = np.zeros(m), np.ones(m, dtype=np.int64), np.zeros(m)
+        spec = jv.job.spec
+        asked = spec.gpus
         for w, name in enumerate(self._types):
             for g in ([asked] if asked is not None else range(1, int(self._gpus[w]) + 1)):
                 k = index.get((name, g))
                 if k is not None and math.isfinite(est[k]) and est[k] > 0:
                     rate[w], sf[w] = 1.0 / float(est[k]), g
+                    v = float(spec.iterations) / float(est[k])
+                    seen = self._speeds.setdefault((spec.name, spec.application, spec.batch_size, g, name), v)
+                    speed[w] = seen if abs(seen - v) <= 1e-12 * v else v
                     break
             else:
                 if asked is not None:
                     sf[w] = asked
-        self._rows[id(est)] = (rate, sf, est)
-        return rate, sf
+        self._rows[id(est)] = (rate, sf, speed, est)
+        return rate, sf, speed
 
     def _recompute(self, now: float, credit: float) -> None:
         """Gavel's reset: deficits += X · elapsed − received; received back to the credit; a new allocation."""

@@ -59,8 +59,11 @@ class MaxMinFairnessPerf(TimeSliced):
     runnable_only: ClassVar[bool] = False
 
     def allocate(self, table: JobTable, rows: np.ndarray, gpus: np.ndarray) -> np.ndarray:
-        rate = table.rate[rows] if self.runnable_only else self.lp_rate(rows)
-        return max_min_fairness(rate, table.sf[rows], gpus, table.weight[rows])
+        sf = table.sf[rows]
+        if self.runnable_only:
+            rate = table.rate[rows]
+            return max_min_fairness(rate, sf, gpus, table.weight[rows], rate > 0)
+        return max_min_fairness(self.lp_rate(rows), sf, gpus, table.weight[rows])
 
 
 @register("max_min_fairness_perf_runnable")
@@ -168,8 +171,7 @@ class MinTotalDurationPerf(_Agnostic):
     horizon Gavel's bisection finds (``optim.gavel.fairness.min_total_duration``)."""
 
     def allocate(self, table: JobTable, rows: np.ndarray, gpus: np.ndarray) -> np.ndarray:
-        return min_total_duration(self.policy_rate(rows), table.sf[rows].astype(float), gpus, self.remaining(rows),
-                                  self.agnostic)
+        return min_total_duration(self.policy_rate(rows), table.sf[rows].astype(float), gpus, self.remaining(rows))
 
 
 @register("min_total_duration")
