@@ -48,6 +48,9 @@ class Cluster:
     ``gang`` lets a job run on several nodes of one VM type at once (for policies with ``may_gang``): the
     configurations of a VM type then go up to all the GPUs of the slots that accept it, or to ``max_gang_gpus`` if
     that is smaller (a job of 64 GPUs on a cluster of 100 8-GPU nodes need not make 800 configurations per VM type).
+    ``unplaceable_gangs`` (with ``gang``) gives every VM type configurations up to the largest count any VM type
+    reaches, beyond what its own slots hold: those cannot be placed, and the engine shows their estimates only to
+    policies that price them (``prices_unplaceable``), as Gavel's LPs price a gang on a type too small for it.
     ``checkpoint_interval`` C: a running job writes a checkpoint after every C seconds of work of its run (inf:
     never); when its spot VM (``VMType.spot``) is revoked it keeps the work up to its last checkpoint and returns to
     the queue. A job preempted or moved by a plan keeps all its work, as before. ``round_length`` R (finite)
@@ -64,6 +67,7 @@ class Cluster:
     round_length: float = math.inf
     checkpoint_interval: float = math.inf
     max_gang_gpus: int | None = None
+    unplaceable_gangs: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "vm_types", tuple(self.vm_types))
@@ -125,10 +129,20 @@ class Cluster:
         ``gang``, a VM type's counts go up to the GPUs of all the slots that accept it."""
         if not self.gang:
             return configurations(self.vm_types)
+        caps = self.placeable_gpus
+        if self.unplaceable_gangs and caps:
+            top = max(caps.values())
+            caps = {k: top for k in caps}
+        return configurations(self.vm_types, caps)
+
+    @cached_property
+    def placeable_gpus(self) -> dict[str, int]:
+        """With ``gang``, the largest GPU count a job can be placed on, per VM type (its slots' GPUs, at most
+        ``max_gang_gpus``)."""
         caps = {v.name: v.gpus * sum(1 for s in self.slots if s.accepts(v.name)) for v in self.vm_types}
         if self.max_gang_gpus is not None:
             caps = {k: min(c, self.max_gang_gpus) for k, c in caps.items()}
-        return configurations(self.vm_types, caps)
+        return caps
 
     @property
     def rounds(self) -> bool:

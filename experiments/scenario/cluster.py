@@ -188,4 +188,5 @@ class ClusterSpec(StrictModel):
             round_length=rounds.length if rounds is not None and rounds.effects else float("inf"),
             checkpoint_interval=self.checkpoint_interval if self.checkpoint_interval is not None else float("inf"),
             max_gang_gpus=self.max_gang_gpus,
+            unplaceable_gangs=self.servers is not None and rounds is not None,  # Gavel's LPs price them
         )

@@ -53,6 +53,8 @@ class TimeSliced(Policy):
     may_share: ClassVar[bool] = True
     may_gang: ClassVar[bool] = True
     plans_capacity: ClassVar[bool] = False
+    prices_unplaceable: ClassVar[bool] = True
+    """Gavel's LPs see a gang's rate on a type with fewer GPUs than the gang (``Cluster.unplaceable_gangs``)."""
     fifo: ClassVar[bool] = False
     """FIFO-family mapping: a job runs only where its allocation is positive."""
     shuffled: ClassVar[bool] = False
@@ -214,7 +216,8 @@ class TimeSliced(Policy):
             self._need_update = True
 
     def _job_rows(self, s: Snapshot, jv: JobView) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per type: throughput (1 / estimated runtime, 0 where it cannot run), GPUs, and iterations per second.
+        """Per type: throughput (1 / estimated runtime, 0 where it cannot run or its gang does not fit), GPUs, and
+        iterations per second (where the job has an estimate, also for a gang larger than the type).
 
         Iterations per second are iterations / runtime, the same number for every job of one kind (name, GPUs,
         type) up to rounding; the first job's value is kept for the others, so that jobs Gavel sees at exactly
@@ -232,7 +235,9 @@ class TimeSliced(Policy):
             for g in ([asked] if asked is not None else range(1, int(self._gpus[w]) + 1)):
                 k = index.get((name, g))
                 if k is not None and math.isfinite(est[k]) and est[k] > 0:
-                    rate[w], sf[w] = 1.0 / float(est[k]), g
+                    sf[w] = g
+                    if g <= self._gpus[w]:  # a gang larger than the type is priced by the LPs, never placed
+                        rate[w] = 1.0 / float(est[k])
                     v = float(spec.iterations) / float(est[k])
                     seen = self._speeds.setdefault((spec.name, spec.application, spec.batch_size, g, name), v)
                     speed[w] = seen if abs(seen - v) <= 1e-12 * v else v
