@@ -20,7 +20,7 @@ from predictors.table import TablePredictor
 from sim.catalogue import gpu
 from sim.cluster import Cluster, NodeSlot
 from sim.engine import Simulation
-from sim.model import CapsimError, Job, JobSpec, VMType
+from sim.model import CapsimError, ClusterRules, Job, JobSpec, VMType
 from tests.optim.worlds import World, check
 
 V100, P100, K80 = (VMType(n.lower(), gpu(n), 1, 0.0) for n in ("V100", "P100", "K80"))
@@ -101,7 +101,7 @@ RUNTIMES = TablePredictor({f"{n}/{v.name}/{SPECS[n].gpus}": float(SPECS[n].itera
 def servers(*types: tuple[VMType, int], unplaceable: bool = False) -> Cluster:
     vms = tuple(v for v, _ in types)
     return Cluster(vms, tuple(NodeSlot(frozenset({v.name}), fixed=True) for v, n in types for _ in range(n)),
-                   gang=True, round_length=360.0, unplaceable_gangs=unplaceable)
+                   rules=ClusterRules(gang=True, round_length=360.0, unplaceable_gangs=unplaceable))
 
 
 def run(cluster: Cluster, arrivals: list[tuple[str, float]], kind: str, **params) -> tuple[dict, object]:
