@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from optim.gavel import ipm
+from optim.gavel.ipm import solve as ecos_answer
 from optim.gavel.lp import max_min
 
 __all__ = ["fifo_perf", "fifo_sticky", "max_min_fairness", "solve_max_min"]
@@ -83,7 +83,7 @@ def max_min_fairness(rate: np.ndarray, sf: np.ndarray, gpus: np.ndarray, weight:
     prop = rate @ gpus.astype(float) / float(gpus.sum())
     if runnable is None:
         coef = rate * (1.0 / (weight * prop))[:, None] * sf
-        return ipm.solve(coef, sf, gpus, np.zeros(len(rate)), with_t=True)[0]
+        return ecos_answer(coef, sf, gpus, np.zeros(len(rate)), with_t=True)[0]
     coef = np.where(runnable, rate * sf, 0.0) / (weight * prop)[:, None]
     return solve_max_min(coef, sf, gpus, runnable)
 

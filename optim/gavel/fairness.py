@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from optim.gavel import ipm
+from optim.gavel.ipm import solve as ecos_answer
 from optim.gavel.lp import centre, centre_totals, max_min
 
 SLACK = 1e-6
@@ -51,7 +51,7 @@ def max_min_fairness_agnostic(sf: np.ndarray, gpus: np.ndarray, weight: np.ndarr
     if sf.shape[0] == 0:
         return np.zeros(sf.shape)
     sf = sf.astype(float)
-    return ipm.solve(sf / weight[:, None], sf, gpus, np.zeros(len(sf)), with_t=True)[0]
+    return ecos_answer(sf / weight[:, None], sf, gpus, np.zeros(len(sf)), with_t=True)[0]
 
 
 class FinishTimeState:
@@ -173,4 +173,4 @@ def min_total_duration(rate: np.ndarray, sf: np.ndarray, gpus: np.ndarray, remai
         return np.zeros(rate.shape)
     best = max_min(rate / remaining[:, None], sf, gpus, ipm=False)[1]
     t = horizon(1.0 / best)
-    return ipm.solve(rate, sf, gpus, remaining / t, with_t=False)[0]
+    return ecos_answer(rate, sf, gpus, remaining / t, with_t=False)[0]
