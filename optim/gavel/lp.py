@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from optim.highs import new_highs
+
 if TYPE_CHECKING:
     import highspy
 
 __all__ = ["max_min", "centre", "centre_totals"]
 
-_OPTIONS: tuple[tuple[str, bool | int | str], ...] = (("output_flag", False), ("threads", 1), ("random_seed", 0))
 
 
 def _base(n: int, m: int, sf: np.ndarray, gpus: np.ndarray, extra: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -33,10 +34,8 @@ def _base(n: int, m: int, sf: np.ndarray, gpus: np.ndarray, extra: int) -> tuple
 
 
 def _solve(lp: highspy.HighsLp, ipm: bool) -> np.ndarray:
-    import highspy
-
-    h = highspy.Highs()
-    options: tuple[tuple[str, bool | int | str], ...] = _OPTIONS
+    h = new_highs()  # silent, one thread, no banner on stdout
+    options: tuple[tuple[str, bool | int | str], ...] = (("random_seed", 0),)
     if ipm:
         options += (("solver", "ipm"), ("run_crossover", "off"), ("presolve", "off"))
     for option, value in options:
