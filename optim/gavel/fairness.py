@@ -3,12 +3,8 @@ policies (POLICIES.md §1–§4 of the Gavel notes; ``docs/gavel.md``).
 
 Arrays as in ``optim.gavel.allocation``: rows are the jobs in the allocation, columns the server types; ``rate``
 in iterations per second (0 where a job cannot run), ``sf`` GPUs, ``gpus`` per type. Remaining work is in
-iterations, ages in seconds since submission.
-
-A heterogeneity-agnostic policy sees one rate per job on every type (1, or its rate on the reference type). Its
-optimum then fixes only each job's total share y_j = Σ_w X[j,w] (or a lower bound on it); the split over types is
-free, and Gavel's ECOS returns the split in proportion to the types' GPUs. These policies therefore solve for the
-totals directly (a one-dimensional root or a closed form, no LP) and split them by GPUs (``split``).
+iterations, ages in seconds since submission. A heterogeneity-agnostic policy passes one rate per job on every
+type (1, or its rate on the reference type), as Gavel substitutes them.
 """
 
 from __future__ import annotations
@@ -16,13 +12,13 @@ from __future__ import annotations
 import numpy as np
 
 from optim.gavel.ipm import solve as ecos_answer
-from optim.gavel.lp import centre, centre_totals, max_min
+from optim.gavel.lp import centre, max_min
 
 SLACK = 1e-6
 """Relative room above the least finish-time ratio, so that the allocations meeting it have an interior whose
 centre approximates the centre of the optimal face (where only the bottleneck jobs are pinned)."""
 
-__all__ = ["isolated", "split", "max_min_fairness_agnostic", "finish_time_fairness", "FinishTimeState",
+__all__ = ["isolated", "max_min_fairness_agnostic", "finish_time_fairness", "FinishTimeState",
            "min_total_duration", "horizon"]
 
 
@@ -34,15 +30,6 @@ def isolated(sf: np.ndarray, gpus: np.ndarray) -> np.ndarray:
         return np.zeros(sf.shape)
     x = (gpus[None, :].astype(float) / n) / sf
     return x / np.maximum(1.0, x.sum(axis=1))[:, None]
-
-
-def split(total: np.ndarray, gpus: np.ndarray) -> np.ndarray:
-    """Each job's total share spread over the types in proportion to their GPUs."""
-    return np.clip(total[:, None] * (gpus.astype(float) / float(gpus.sum()))[None, :], 0.0, 1.0)
-
-
-def _job_sf(sf: np.ndarray) -> np.ndarray:
-    return sf.max(axis=1).astype(float)
 
 
 def max_min_fairness_agnostic(sf: np.ndarray, gpus: np.ndarray, weight: np.ndarray) -> np.ndarray:
@@ -87,7 +74,8 @@ def finish_time_fairness(rate: np.ndarray, sf: np.ndarray, gpus: np.ndarray, age
     ``iso`` the job's rate under ``isolated`` and ``used`` its C_j (``FinishTimeState``). For a given ρ every job
     needs a rate of at least r_j(ρ) = R_j / (ρ·D_j − age_j), D_j the denominator; the least feasible ρ is found by
     bracketing the max-min LP value s(ρ) = max_X min_j rate_j(X)/r_j(ρ) around 1, and X is the interior-point answer
-    at that ρ. ``agnostic`` (one rate per job on every type) takes the totals in closed form instead."""
+    at that ρ. ``agnostic`` (one rate per job on every type, so only each job's total share matters) finds the
+    least ρ in closed form."""
     n = rate.shape[0]
     if n == 0:
         return np.zeros(rate.shape)
@@ -95,7 +83,7 @@ def finish_time_fairness(rate: np.ndarray, sf: np.ndarray, gpus: np.ndarray, age
     lowest = age / denom
     if agnostic:
         r1 = rate[:, 0]
-        s = _job_sf(sf)
+        s = sf.max(axis=1).astype(float)
         n_gpus = float(gpus.sum())
 
         def need(rho: float) -> np.ndarray:
@@ -111,7 +99,7 @@ def finish_time_fairness(rate: np.ndarray, sf: np.ndarray, gpus: np.ndarray, age
                 mid = 0.5 * (lo + hi)
                 lo, hi = (mid, hi) if float(s @ need(mid)) > n_gpus else (lo, mid)
             rho = hi
-        return split(centre_totals(np.minimum(need(rho * (1.0 + SLACK)), 1.0), s, n_gpus, len(gpus), True), gpus)
+        return centre(rate, sf, gpus, remaining / np.maximum(rho * (1.0 + SLACK) * denom - age, 1e-300), curved=True)
 
     def value(rho: float) -> float:
         coef = rate * np.maximum(rho * denom - age, 0.0)[:, None] / remaining[:, None]

@@ -18,7 +18,7 @@ from optim.highs import new_highs
 if TYPE_CHECKING:
     import highspy
 
-__all__ = ["max_min", "centre", "centre_totals"]
+__all__ = ["max_min", "centre"]
 
 
 
@@ -150,45 +150,3 @@ def centre(rate: np.ndarray, sf: np.ndarray, gpus: np.ndarray, demand: np.ndarra
                 return np.clip(x, 0.0, 1.0)
         x, f = trial, ft
     return np.clip(x, 0.0, 1.0)
-
-
-def centre_totals(low: np.ndarray, sf: np.ndarray, gpus: float, types: int, curved: bool = False) -> np.ndarray:
-    """Each job's total share y_j ∈ [low_j, 1] with Σ_j sf_j·y_j ≤ ``gpus``, at the analytic centre of that set
-    as a heterogeneity-agnostic policy's LP presents it when every job's share is split over the ``types`` server
-    types in proportion to their GPUs: it maximises Σ_j [types·log y_j + log(1 − y_j) + log(y_j − low_j)] +
-    types·log(gpus − Σ_j sf_j·y_j). Jobs with low_j ≥ 1 get 1; with no room to spare every job gets its low_j.
-
-    By symmetry this is the centre of the full problem when every type has as many GPUs (Gavel's 4:4:4); it is the
-    part of an agnostic policy's answer that the optimum leaves open (docs/gavel.md). ``curved`` weighs each job's
-    lower bound as ``centre`` does (2·log(y − low) − log y)."""
-    low = np.clip(np.asarray(low, dtype=float), 0.0, 1.0)
-    sf = np.asarray(sf, dtype=float)
-    y = low.copy()
-    free = low < 1.0 - 1e-12
-    y[~free] = 1.0
-    room = gpus - float(sf @ y)
-    if not free.any() or room <= 1e-9 * max(1.0, gpus):
-        return y
-    lo, s, k = low[free], sf[free], float(types)
-    weight, bend = (2.0, 1.0) if curved else (1.0, 0.0)
-
-    def totals(lam: float) -> np.ndarray:
-        a, b = lo.copy(), np.ones_like(lo)
-        for _ in range(60):
-            mid = 0.5 * (a + b)
-            with np.errstate(divide="ignore"):
-                phi = (k - bend) / mid - 1.0 / (1.0 - mid) + weight / (mid - lo) - lam * s
-            a, b = np.where(phi > 0, mid, a), np.where(phi > 0, b, mid)
-        return 0.5 * (a + b)
-
-    cap = room + float(s @ lo)
-    lo_l, hi_l = -30.0, 30.0
-    for _ in range(70):
-        mid = 0.5 * (lo_l + hi_l)
-        lam = float(np.exp(mid))
-        if lam * (cap - float(s @ totals(lam))) > k:
-            hi_l = mid
-        else:
-            lo_l = mid
-    y[free] = totals(float(np.exp(0.5 * (lo_l + hi_l))))
-    return y
