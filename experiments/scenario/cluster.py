@@ -33,7 +33,7 @@ def _nodes_tag(v: Any) -> str | None:
 
 
 class RoundsSpec(StrictModel):
-    """Round-based scheduling (``sim.rounds``): decisions only at boundaries ``length`` s apart (Gavel: 360 s).
+    """Round-based scheduling (``sim.timing.rounds``): decisions only at boundaries ``length`` s apart (Gavel: 360 s).
     ``effects: false`` keeps a decision every ``length`` s but drops the round effects (admission at boundaries, no
     backfilling, whole iterations): the event-driven, work-conserving variant."""
 
