@@ -155,6 +155,9 @@ class ClusterRules:
       ``decision_interval``.
     - ``gang``: a job may run on several nodes of one VM type at once (for policies with ``may_gang``);
       ``max_gang_gpus`` caps the GPUs of a gang configuration (None: all the GPUs of the slots that accept its type).
+      ``unplaceable_gangs`` also gives every VM type the gang configurations up to the largest any VM type can hold:
+      they cannot be placed, and the engine shows their estimates only to policies that price them
+      (``Policy.prices_unplaceable``), as Gavel's LPs price a gang on a type too small for it.
     """
 
     billing_quantum: float = 0.0
@@ -164,6 +167,7 @@ class ClusterRules:
     round_length: float = math.inf
     gang: bool = False
     max_gang_gpus: int | None = None
+    unplaceable_gangs: bool = False
 
     def __post_init__(self) -> None:
         if not (0 <= self.billing_quantum <= MAX_BILLING_QUANTUM):
