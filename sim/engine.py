@@ -75,6 +75,8 @@ class Simulation:
                 )
         configs = cluster.configs
         self._gang_only = np.array([c.gpus > c.vm.gpus for c in configs], dtype=bool)
+        caps = cluster.placeable_gpus if cluster.rules.gang else {}
+        self._unplaceable = np.array([c.gpus > max(c.vm.gpus, caps.get(c.vm.name, 0)) for c in configs], dtype=bool)
         self._gpu_counts = np.array([c.gpus for c in configs], dtype=int)
         true = self._cache(self.truth, masked=False) if self.truth is not self.estimator else None
         self._est = self._cache(self.estimator, masked=True, raw=true is None)
@@ -110,12 +112,16 @@ class Simulation:
         return out if raw or not masked else self._masked(out)
 
     def _masked(self, rows: dict[Any, np.ndarray]) -> dict[Any, np.ndarray]:
-        """The estimates a policy sees: ``inf`` where a job asks for another GPU count, and where only a gang fits
-        for a policy without ``may_gang``. Rows that need no mask are returned as they are (the same arrays)."""
-        hide_gangs = self._gang_only.any() and not self.policy.may_gang
+        """The estimates a policy sees: ``inf`` where a job asks for another GPU count, where only a gang fits for a
+        policy without ``may_gang``, and on configurations no slot can hold (``ClusterRules.unplaceable_gangs``) for a
+        policy without ``prices_unplaceable``. Rows that need no mask are returned as they are (the same arrays)."""
+        masks = [m for m, on in ((self._gang_only, not self.policy.may_gang),
+                                 (self._unplaceable, not getattr(self.policy, "prices_unplaceable", False)))
+                 if on and m.any()]
+        base = np.logical_or.reduce(masks) if masks else None
         out = {}
         for spec, row in rows.items():
-            hide = self._gang_only if hide_gangs else None
+            hide = base
             if spec.gpus is not None:
                 other = self._gpu_counts != spec.gpus
                 hide = other if hide is None else hide | other

@@ -215,5 +215,6 @@ class ClusterSpec(StrictModel):
         elif rounds is not None:
             given["round_length"] = rounds.length
         given["gang"] = self.gang if self.gang is not None else self.servers is not None
+        given["unplaceable_gangs"] = self.servers is not None and rounds is not None  # Gavel's LPs price them
         return Cluster(self.all_vm_types(base_dir), tuple(self.slots()), rules=ClusterRules(**given),
                        markets=self.spot_markets(base_dir))
