@@ -382,8 +382,8 @@ class Snapshot:
     the estimates of spot configurations are already their expected runtimes under revocations
     (``sim.risk.expected_snapshot``, which every policy weighing cost decides on); the engine's snapshot has the
     estimator's own. ``unavailable`` names the spot VM types whose recorded market cannot supply a VM now
-    (``sim.spot_market``): a plan may not start one, and the waiting jobs' estimates are ``inf`` on their
-    configurations for this decision.
+    (``sim.spot_market``): a plan may not start one, and the jobs' estimates are ``inf`` on their configurations
+    for this decision (no VM of such a type is running: a running one's zone has VMs).
     """
 
     time: float

@@ -185,7 +185,7 @@ class Run:
 
     def _market_view(self, snap: Snapshot, now: float) -> Snapshot:
         """The snapshot with the spot types that cannot be started now (``Snapshot.unavailable``), their
-        configurations ruled out for the waiting jobs."""
+        configurations ruled out for every job (a new VM of such a type cannot be had)."""
         markets = self.markets
         assert markets is not None
         out = frozenset(name for name in markets.names() if not markets.available(name, now))
@@ -204,7 +204,9 @@ class Run:
                 est.setflags(write=False)
             return replace(jv, estimates=est)
 
-        return replace(snap, unavailable=out, waiting=tuple(map(view, snap.waiting)))
+        # a running VM's zone has VMs (else it was revoked), so no running job is on a type ruled out here
+        return replace(snap, unavailable=out, waiting=tuple(map(view, snap.waiting)),
+                       running=tuple(map(view, snap.running)))
 
     def _await_markets(self, now: float) -> None:
         """While jobs wait, have each spot type that cannot be started now trigger a decision when it can."""

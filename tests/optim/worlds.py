@@ -46,9 +46,10 @@ class World:
 
 
 @st.composite
-def worlds(draw, single_gpu: bool = False) -> World:
+def worlds(draw, single_gpu: bool = False, spot: bool = True) -> World:
     """A random small world; ``single_gpu``: every job that fixes its GPU count asks for one (for policies that
-    schedule single-GPU jobs only, ``single_gpu_only``)."""
+    schedule single-GPU jobs only, ``single_gpu_only``); ``spot``: rented clusters may rent spot VMs (not for
+    policies that schedule the servers they are given, ``plans_capacity`` false)."""
     fixed = draw(st.integers(0, 3)) == 0
     rounds = draw(st.sampled_from([math.inf, math.inf, 60.0]))
     if fixed:
@@ -66,18 +67,18 @@ def worlds(draw, single_gpu: bool = False) -> World:
             for _ in range(draw(st.integers(1, 4)))
         )
         gang = False
-    spot = "" if fixed or math.isfinite(rounds) else draw(st.sampled_from(["", "", "poisson", "replayed"]))
+    market = "" if fixed or math.isfinite(rounds) or not spot else draw(st.sampled_from(["", "poisson", "replayed"]))
     markets = None
-    if spot:
+    if market:
         priced = tuple(dataclasses.replace(v, spot_price_per_hour=0.4 * v.price_per_hour) for v in types)
         types = with_spot(priced, 20.0)  # a mean life of 3 min, as long as these jobs
-        if spot == "replayed":
+        if market == "replayed":
             markets = SpotMarkets.build(types, {z: _zone(z, draw(st.integers(0, 2**31))) for z in ("a", "b")})
     cluster = Cluster(types, slots, rules=ClusterRules(billing_quantum=draw(st.sampled_from([0.0, 60.0])),
                       restart_overhead=draw(st.sampled_from([0.0, 5.0])),
                       decision_interval=math.inf if math.isfinite(rounds) else
                       draw(st.sampled_from([math.inf, math.inf, 45.0])),
-                      checkpoint_interval=draw(st.sampled_from([math.inf, 30.0])) if spot else math.inf,
+                      checkpoint_interval=draw(st.sampled_from([math.inf, 30.0])) if market else math.inf,
                       gang=gang, round_length=rounds), markets=markets)
     table = {}
     for spec in SPECS:
@@ -275,7 +276,8 @@ def features(world: World) -> set[str]:
     return found
 
 
-def at_scale(prop: Callable[[World], None], label: str, examples: int = AT_SCALE, single_gpu: bool = False) -> int:
+def at_scale(prop: Callable[[World], None], label: str, examples: int = AT_SCALE, single_gpu: bool = False,
+             spot: bool = True) -> int:
     """Check ``prop`` on ``examples`` fresh random worlds (no example database, no replay); print and return how
     many ran and how often each feature of ``features`` appeared, and fail if one appeared in under 10 %."""
     from collections import Counter
@@ -287,7 +289,7 @@ def at_scale(prop: Callable[[World], None], label: str, examples: int = AT_SCALE
 
     @settings(max_examples=examples, deadline=None, database=None, phases=[Phase.generate, Phase.shrink],
               suppress_health_check=list(HealthCheck))
-    @given(world=worlds(single_gpu=single_gpu))
+    @given(world=worlds(single_gpu=single_gpu, spot=spot))
     def check_one(world: World) -> None:
         count[0] += 1
         seen.update(features(world))
@@ -297,7 +299,8 @@ def at_scale(prop: Callable[[World], None], label: str, examples: int = AT_SCALE
     shares = ", ".join(f"{k} {v}" for k, v in sorted(seen.items()))
     print(f"{label}: {count[0]} random worlds checked ({shares})")
     assert count[0] >= examples, f"only {count[0]} worlds were drawn"
-    rare = [k for k in ("boot time", "billing quantum", "restart overhead", "estimator != truth", "slot groups")
+    wanted = ("boot time", "billing quantum", "restart overhead", "estimator != truth", "slot groups")
+    rare = [k for k in wanted + (("spot, Poisson", "spot, replayed market") if spot else ())
             if seen[k] < examples // 10]
     assert not rare, f"too few worlds with {rare}: {dict(seen)}"
     return count[0]
