@@ -1,0 +1,2 @@
+"""placeholder"""
+def run_slices(*a): raise NotImplementedError
