@@ -173,11 +173,13 @@ class LasView:
 
 @dataclass(frozen=True, slots=True)
 class RigidPlan:
-    """A rigid policy's answer: the jobs that run from now on (each on its requested GPUs), in placement order, and
-    when it wants to decide again (a queue demotion), if before the next event."""
+    """A rigid policy's answer: the jobs that run from now on (each on its requested GPUs) and when it wants to decide
+    again (a queue demotion), if before the next event; ``order``, if given, is the order it keeps the runnable jobs
+    in (the order the next view lists them)."""
 
     run: tuple[int, ...]
     wake: float = math.inf
+    order: tuple[int, ...] = ()
 
 
 class ReplayPolicy(Component):
