@@ -192,9 +192,9 @@ def _policies(specs: list[Any], wanted: Sequence[str] | str | None) -> list[Any]
         else:
             import optim
 
-            if n not in optim.registry():
+            if n not in optim.kinds():
                 raise CapsimError(f"policies: unknown policy {n!r}; the file has {', '.join(by_label)} and the "
-                                  f"registered kinds are {', '.join(sorted(optim.registry()))}")
+                                  f"registered kinds are {', '.join(sorted(optim.kinds()))}")
             out.append(PolicySpec(kind=n))
     return out
 

@@ -66,7 +66,7 @@ class ScenarioBuild:
         from experiments.servers import server_types
 
         c = self.cluster
-        return server_types(c.servers, c.gpus_per_server, c.server_price)
+        return server_types(c.servers, c.gpus_per_server, c.server_price, c.gpu)
 
     def slots(self) -> list[Any]:
         from sim.engine import NodeSlot

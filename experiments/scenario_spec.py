@@ -75,7 +75,7 @@ class RoundsSpec(_Strict):
 
 
 _FIXED_CLUSTER = ("servers", "gpus_per_server", "server_price", "gang", "rounds", "spot", "checkpoint_interval",
-                  "max_gang_gpus")
+                  "max_gang_gpus", "gpu")
 """ClusterSpec fields left out of the scenario's data when unset, so that scenarios without them keep their run ids."""
 
 
@@ -114,6 +114,8 @@ class ClusterSpec(_Strict):
     spot: SpotSpec | None = None
     checkpoint_interval: PositiveFloat | None = None
     max_gang_gpus: PositiveInt | None = None
+    gpu: str | None = None
+    """The GPU model of a ``servers: "NxG"`` cluster (N servers of G GPUs of one model)."""
 
     @field_validator("servers", mode="before")
     @classmethod
@@ -129,9 +131,10 @@ class ClusterSpec(_Strict):
     @classmethod
     def _colons(cls, v: Any) -> Any:
         if isinstance(v, str):
-            from experiments.servers import parse_colons
+            from experiments.servers import parse_colons, parse_shape
 
-            parse_colons(v)
+            if parse_shape(v) is None:
+                parse_colons(v)
         return v
 
     @model_serializer(mode="wrap")
@@ -166,7 +169,7 @@ class ClusterSpec(_Strict):
         if self.servers is not None:
             from experiments.servers import server_types
 
-            return sum(n for _, n in server_types(self.servers, self.gpus_per_server, self.server_price))
+            return sum(n for _, n in server_types(self.servers, self.gpus_per_server, self.server_price, self.gpu))
         return self.nodes if isinstance(self.nodes, int) else sum(g.count for g in self.nodes)
 
 

@@ -35,6 +35,7 @@ import pandas as pd
 from sim.clock import LAST, Call, Clock
 from sim.cluster import Cluster, NodeSlot
 from sim.contracts import Policy, Predictor
+from sim.elastic import ReplayPolicy
 from sim.metrics import RunTables, summarise
 from sim.model import CapsimError, Job, JobView, Plan, VMType
 from sim.records import DECISION_COLUMNS, JOB_COLUMNS, NODE_COLUMNS, SEGMENT_COLUMNS, Decisions, Jobs, Nodes, Segments
@@ -73,9 +74,11 @@ class Simulation(Rounds):
     ``truth=None`` uses the estimator as the truth. The policy sees a configuration as infeasible (``inf``) where the
     job asks for another GPU count (``JobSpec.gpus``) and, for a policy without ``may_gang``, where only a gang fits.
     ``seed`` is the run's seed: the revocations of spot VMs are drawn from it (nothing else in the engine is random).
+    A deadline-replay policy (``sim.elastic.ReplayPolicy``) runs on ElasticFlow's time model instead
+    (``sim.elasticflow``), on the same records.
     """
 
-    def __init__(self, cluster: Cluster, jobs: Sequence[Job], policy: Policy, estimator: Predictor,
+    def __init__(self, cluster: Cluster, jobs: Sequence[Job], policy: Policy | ReplayPolicy, estimator: Predictor,
                  truth: Predictor | None = None, seed: int = 0):
         self.cluster = cluster
         self.seed = seed
@@ -95,6 +98,9 @@ class Simulation(Rounds):
                     f"simulation: job {j.id} needs a finite submit_time and deadline and a weight >= 0, got "
                     f"submit {j.submit_time}, deadline {j.deadline}, weight {j.weight}"
                 )
+        self._replay = isinstance(policy, ReplayPolicy)
+        if self._replay:
+            return  # ElasticFlow's time model reads the predictors itself (sim.elasticflow.run)
         self._fixed = frozenset(i for i, s in enumerate(cluster.slots) if s.fixed)
         configs = cluster.configs
         self._gang_only = np.array([c.gpus > c.vm.gpus for c in configs], dtype=bool)
@@ -157,6 +163,11 @@ class Simulation(Rounds):
 
     def run(self) -> RunResult:
         """Simulate until every job has completed and return the records."""
+        if self._replay:
+            from sim.elasticflow.run import run_replay
+
+            assert isinstance(self.policy, ReplayPolicy)
+            return run_replay(self.cluster, self.jobs, self.policy, self.estimator, self.truth, self._label)
         gc_was_on = gc.isenabled()
         gc.disable()  # full collections would walk every record kept so far; _on_decide collects young ones
         try:

@@ -39,7 +39,7 @@ def _progress(runs: list[Run], dt: float, now: float, events: Events) -> None:
         g = r.gpus
         if g == 0:
             continue
-        rate = r.job.rate(g)
+        rate = r.true_rate(g)
         run_time = dt
         limit = r.real_end if r.real_end is not None else r.end
         if now > limit:

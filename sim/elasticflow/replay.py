@@ -24,13 +24,15 @@ class Log:
         self.rejections += 1
 
 
-def replay(jobs: list[ReplayJob], cluster: ReplayCluster, policy: ReplayPolicy) -> tuple[list[Run], Log]:
-    """Replay ``jobs`` (in submission order) on ``cluster`` under ``policy``; every job ends done or rejected."""
+def replay(jobs: list[ReplayJob], cluster: ReplayCluster, policy: ReplayPolicy,
+           true_rates: list[tuple[float, ...]] | None = None) -> tuple[list[Run], Log]:
+    """Replay ``jobs`` (in submission order) on ``cluster`` under ``policy``; every job ends done or rejected. The jobs
+    progress at ``true_rates`` (per job and level) where given, else at the rates the policy is told."""
     from sim.elasticflow.elastic import run_elastic
     from sim.elasticflow.rigid import run_las, run_lease
     from sim.elasticflow.slices import run_slices
 
-    runs = [Run(j) for j in jobs]
+    runs = [Run(j, None if true_rates is None else true_rates[k]) for k, j in enumerate(jobs)]
     log = Log(cluster.gpus)
     policy.reset(cluster)
     clocks = {"elastic": run_elastic, "las": run_las, "lease": run_lease, "slices": run_slices}

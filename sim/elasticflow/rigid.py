@@ -228,7 +228,7 @@ def run_lease(jobs: list[Run], cluster: ReplayCluster, policy: ReplayPolicy, log
                 continue
             end = now + r.remaining
             r.remaining = max(0.0, r.remaining - SLOT)
-            r.left -= SLOT * r.job.rate(r.job.gpus)
+            r.left -= SLOT * r.true_rate(r.job.gpus)
             if r.left <= 0:
                 r.remaining = 0.0
                 end = nxt

@@ -4,23 +4,24 @@ from __future__ import annotations
 
 import math
 
-from sim.elastic import JobStatus, ReplayJob
+from sim.elastic import LEVELS, JobStatus, ReplayJob
 
 __all__ = ["Run", "overhead"]
 
 
 class Run:
-    """A job's progress and placement: iterations ``left`` (elastic) or seconds ``executed`` (rigid), the GPUs it
-    holds, its planned ``end`` (its completion event) and exact planned end ``real_end``, the overhead it pays in the
+    """A job's progress and placement: iterations ``left`` (elastic) or seconds ``executed`` (rigid) at the true
+    throughputs ``true_rates`` (per level; the policy is told ``job.rates``, the estimator's), the GPUs it holds, its planned ``end`` (its completion event) and exact planned end ``real_end``, the overhead it pays in the
     next interval, its node set and whether its GPU set is cached; what the records need (``start``, ``finish``,
     ``on_time``, the GPUs it ended on, its segments)."""
 
     __slots__ = ("job", "id", "left", "executed", "gpus", "status", "end", "real_end", "overhead", "nodeset",
                  "cached", "start", "finish", "on_time", "final_gpus", "since", "node", "segments", "queue",
-                 "total", "last_check", "remaining")
+                 "total", "last_check", "remaining", "true_rates")
 
-    def __init__(self, job: ReplayJob):
+    def __init__(self, job: ReplayJob, true_rates: tuple[float, ...] | None = None):
         self.job = job
+        self.true_rates = job.rates if true_rates is None else true_rates
         self.id = job.id
         self.left = float(job.iterations)
         self.executed = 0.0
@@ -42,6 +43,10 @@ class Run:
         self.total = 0.0
         self.last_check = job.submit
         self.remaining = job.duration
+
+    def true_rate(self, gpus: int) -> float:
+        """Iterations per second the job really makes on ``gpus`` GPUs (a level)."""
+        return self.true_rates[LEVELS.index(gpus)]
 
     def status_view(self) -> JobStatus:
         return JobStatus(self.job, self.left, self.executed, self.gpus, self.status == "running")
