@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 from typing import ClassVar
 
-from optim.elasticflow.timeline import PlanJob, Timeline, merged, ordered, table_cap
-from sim.elastic import LEVELS, REPLAY_POLICIES, SLOT, ElasticPlan, ElasticView, ReplayPolicy, align
+from optim.elasticflow.timeline import PlanJob, PlanJobs, Timeline, merged, ordered, table_cap
+from sim.elastic import LEVELS, REPLAY_POLICIES, SLOT, ElasticPlan, ElasticView, ReplayCluster, ReplayPolicy, align
 
 __all__ = ["ElasticEDF", "edf_plan"]
 
@@ -24,10 +24,14 @@ class ElasticEDF(ReplayPolicy):
 
     clock: ClassVar[str] = "elastic"
 
+    def reset(self, cluster: ReplayCluster) -> None:
+        self._jobs = PlanJobs(table_cap)
+
     def decide(self, view: ElasticView) -> ElasticPlan:  # type: ignore[override]
         now, n = view.time, view.cluster.gpus
-        runnable = [PlanJob(s, table_cap(s.job)) for s in view.runnable]
-        arrivals = [PlanJob(s, table_cap(s.job)) for s in view.arrivals]
+        runnable = [self._jobs(s) for s in view.runnable]
+        arrivals = [self._jobs(s) for s in view.arrivals]
+        self._jobs.forget({j.id for j in runnable} | {j.id for j in arrivals})
         if arrivals:
             planning = sorted(runnable + arrivals, key=lambda j: j.ddl)
             order = runnable + arrivals

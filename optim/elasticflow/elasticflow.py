@@ -22,7 +22,7 @@ import math
 from typing import ClassVar
 
 from optim.elasticflow.plan import free_at, plan
-from optim.elasticflow.timeline import PlanJob, Timeline, elasticflow_cap, merged, ordered
+from optim.elasticflow.timeline import PlanJob, PlanJobs, Timeline, elasticflow_cap, merged, ordered
 from sim.elastic import REPLAY_POLICIES, ElasticPlan, ElasticView, ReplayCluster, ReplayPolicy, next_level
 from sim.model import CapsimError
 
@@ -45,12 +45,13 @@ class ElasticFlow(ReplayPolicy):
         self.verdict = verdict
 
     def reset(self, cluster: ReplayCluster) -> None:
-        self._cluster = cluster
+        self._jobs = PlanJobs(lambda job: elasticflow_cap(job, cluster.gpu))
 
     def decide(self, view: ElasticView) -> ElasticPlan:  # type: ignore[override]
-        now, n, gpu = view.time, view.cluster.gpus, view.cluster.gpu
-        runnable = [PlanJob(s, elasticflow_cap(s.job, gpu)) for s in view.runnable]
-        arrivals = [PlanJob(s, elasticflow_cap(s.job, gpu)) for s in view.arrivals]
+        now, n = view.time, view.cluster.gpus
+        runnable = [self._jobs(s) for s in view.runnable]
+        arrivals = [self._jobs(s) for s in view.arrivals]
+        self._jobs.forget({j.id for j in runnable} | {j.id for j in arrivals})
         rejected: tuple[int, ...] = ()
         admitted = False
         if arrivals:

@@ -21,6 +21,8 @@ from __future__ import annotations
 import math
 from typing import ClassVar
 
+import numpy as np
+
 from sim.elastic import REPLAY_POLICIES, JobStatus, LasView, ReplayCluster, ReplayPolicy, RigidPlan
 
 __all__ = ["Themis", "fair_shares"]
@@ -53,6 +55,8 @@ class Themis(ReplayPolicy):
             b.append(iso + s.left / f)
             c.append(s.left / s.job.rate(s.job.gpus))
             g.append(s.job.gpus)
+        if sum(g) <= n_gpus:  # every job fits: whatever the shares, all run (the order is kept)
+            return RigidPlan(tuple(s.id for s in jobs), order=tuple(s.id for s in jobs))
         x = fair_shares(a, b, c, g, n_gpus)
         ranked = sorted(range(len(jobs)), key=lambda i: x[i], reverse=True)
         free = n_gpus
@@ -66,75 +70,77 @@ class Themis(ReplayPolicy):
         return RigidPlan(tuple(run), order=tuple(jobs[i].id for i in ranked))
 
 
-def _rho(a: float, b: float, c: float, x: float) -> float:
-    return (a + c / x) / b
-
-
 def fair_shares(a: list[float], b: list[float], c: list[float], g: list[int], n: int) -> list[float]:
     """Shares minimising ``max_i (a_i + c_i / x_i) / b_i`` subject to ``0 <= x <= 1`` and ``sum g x <= n`` (see the
     module docstring for the choice among equally good answers)."""
-    m = len(a)
-    lo_r = max(_rho(a[i], b[i], c[i], 1.0) for i in range(m))
+    av, bv, cv, gv = (np.asarray(v, dtype=float) for v in (a, b, c, g))
+    lo_r = float(np.max((av + cv) / bv))
 
-    def need(r: float) -> list[float]:
-        out = []
-        for i in range(m):
-            d = r * b[i] - a[i]
-            out.append(1.0 if d <= 0 else min(1.0, c[i] / d))
-        return out
+    def need(r: float) -> np.ndarray:
+        d = r * bv - av
+        with np.errstate(divide="ignore"):
+            return np.where(d <= 0, 1.0, np.minimum(1.0, cv / np.where(d <= 0, 1.0, d)))
 
-    def used(r: float) -> float:
-        return sum(gi * xi for gi, xi in zip(g, need(r)))
-
-    if used(lo_r) > n:
-        lo, hi = lo_r, max(lo_r * 2, 1.0)
-        while used(hi) > n:
-            hi *= 2
-        for _ in range(200):
-            mid = (lo + hi) / 2
-            if used(mid) > n:
-                lo = mid
-            else:
-                hi = mid
-            if hi - lo <= 1e-12 * max(1.0, hi):
+    if float(gv @ need(lo_r)) > n:
+        # f(r) = sum g x(r) - n falls and is convex in r: Newton's steps from the left never overshoot the root
+        r = lo_r
+        for _ in range(100):
+            x = need(r)
+            over = float(gv @ x) - n
+            if over <= 1e-9 * n:
                 break
-        return need(hi)
-    floor = need(lo_r)
-    return _centre(floor, g, n)
+            d = r * bv - av
+            slope = float(np.sum(np.where(x < 1.0, gv * cv * bv / (d * d), 0.0)))
+            step = over / slope if slope > 0 else r
+            r += step
+            if step <= 1e-13 * r:
+                break
+        return need(r).tolist()
+    return _centre(need(lo_r), gv, n).tolist()
 
 
-def _centre(floor: list[float], g: list[int], n: int) -> list[float]:
+def _centre(floor: np.ndarray, g: np.ndarray, n: int) -> np.ndarray:
     """The analytic centre of ``floor_i <= x_i <= 1``, ``sum g x <= n`` (a share already at 1 stays at 1)."""
-    free = [i for i, f in enumerate(floor) if f < 1.0]
-    fixed = sum(g[i] for i, f in enumerate(floor) if f >= 1.0)
+    free = floor < 1.0
+    if not free.any():
+        return floor
+    fixed = float(g[~free].sum())
+    w = 1.0 - floor[free]
+    gf = g[free]
 
-    def shares(mu: float) -> list[float]:
-        out = list(floor)
-        for i in free:
-            w = 1.0 - floor[i]
-            k = mu * g[i]
-            if k <= 1e-15:
-                u = w / 2
-            else:
-                p = 2.0 + k * w
-                u = (p - math.sqrt(max(p * p - 4.0 * k * w * w, 0.0))) / (2.0 * k)
-            out[i] = floor[i] + u
-        return out
+    def shares(mu: float) -> tuple[np.ndarray, np.ndarray]:
+        """The free shares at multiplier ``mu`` (each a root of ``mu g u (w - u) = w - 2u``) and their slopes."""
+        k = mu * gf
+        p = 2.0 + k * w
+        with np.errstate(divide="ignore", invalid="ignore"):
+            u = np.where(k <= 1e-15, w / 2, (p - np.sqrt(np.maximum(p * p - 4.0 * k * w * w, 0.0))) / (2.0 * k))
+        du = -gf * u * (w - u) / (k * (w - 2.0 * u) + 2.0)
+        return floor[free] + u, du
 
-    def slack(mu: float) -> float:
-        return n - fixed - sum(g[i] * x for i, x in enumerate(shares(mu)) if i in set(free))
-
-    if not free:
-        return list(floor)
+    # mu * slack(mu) = 1 (the barrier's stationarity): safeguarded Newton steps on a bracket
     lo, hi = 0.0, 1.0
-    while hi * slack(hi) < 1.0:
-        hi *= 2
-        if hi > 1e12:
+    while True:
+        x, _ = shares(hi)
+        if hi * (n - fixed - float(gf @ x)) >= 1.0 or hi > 1e12:
             break
-    for _ in range(100):
-        mid = (lo + hi) / 2
-        if mid * slack(mid) < 1.0:
-            lo = mid
+        lo, hi = hi, 2 * hi
+    mu = hi
+    for _ in range(60):
+        x, du = shares(mu)
+        slack = n - fixed - float(gf @ x)
+        f = mu * slack - 1.0
+        if abs(f) <= 1e-10:
+            break
+        if f < 0:
+            lo = mu
         else:
-            hi = mid
-    return shares(hi)
+            hi = mu
+        slope = slack - mu * float(gf @ du)
+        nxt = mu - f / slope if slope > 0 else (lo + hi) / 2
+        mu = nxt if lo < nxt < hi else (lo + hi) / 2
+        if hi - lo <= 1e-12 * hi:
+            break
+    x, _ = shares(mu)
+    out = floor.copy()
+    out[free] = x
+    return out

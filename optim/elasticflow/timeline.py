@@ -6,9 +6,11 @@ repeating the value before it after ``merged``). Plans lay jobs onto it one afte
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from sim.elastic import LEVELS, JobStatus, ReplayJob
 
-__all__ = ["Timeline", "PlanJob", "merged", "ordered", "gpu_seconds", "elasticflow_cap", "table_cap"]
+__all__ = ["Timeline", "PlanJob", "PlanJobs", "merged", "ordered", "gpu_seconds", "elasticflow_cap", "table_cap"]
 
 Timeline = dict[float, int]
 
@@ -81,11 +83,15 @@ class PlanJob:
         job = status.job
         self.id = job.id
         self.job = job
-        self.left = status.left
         self.ddl = job.deadline
         self.cap = cap
         self.levels = tuple(g for g in LEVELS if g <= cap)
         self.rate = {g: r for g, r in zip(LEVELS, job.rates)}
+        self.update(status)
+
+    def update(self, status: JobStatus) -> PlanJob:
+        """This job at a new decision: its progress and GPUs now, no plan yet."""
+        self.left = status.left
         self.gpus = status.gpus
         self.running = status.running
         self.allocations: dict[float, int] = {}
@@ -96,3 +102,24 @@ class PlanJob:
         self.next_allocations: dict[float, int] = {}
         self.next_timeline: dict[float, int] = {}
         self.next_end = 0.0
+        return self
+
+
+class PlanJobs:
+    """The plan records of one run's jobs, built once per job (its cap, levels, rates) and renewed each decision."""
+
+    def __init__(self, cap: Callable[[ReplayJob], int]):
+        self._cap = cap
+        self._jobs: dict[int, PlanJob] = {}
+
+    def __call__(self, status: JobStatus) -> PlanJob:
+        j = self._jobs.get(status.id)
+        if j is None:
+            j = self._jobs[status.id] = PlanJob(status, self._cap(status.job))
+            return j
+        return j.update(status)
+
+    def forget(self, live: set[int]) -> None:
+        """Drop the records of jobs that are gone (every so often, to bound memory on long traces)."""
+        if len(self._jobs) > 2 * len(live) + 64:
+            self._jobs = {i: j for i, j in self._jobs.items() if i in live}

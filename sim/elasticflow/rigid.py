@@ -154,8 +154,11 @@ def _merge_starts(starts: Events, now: float) -> None:
 
 
 def run_lease(jobs: list[Run], cluster: ReplayCluster, policy: ReplayPolicy, log: Log) -> None:
-    """Themis's clock (see the module docstring)."""
+    """Themis's clock (see the module docstring); a policy with a ``lease`` attribute (Chronus) gets leases of that
+    many seconds, and its jobs complete at the exact second their service runs out."""
     n = cluster.gpus
+    lease = float(getattr(policy, "lease", SLOT))
+    by_iterations = not hasattr(policy, "lease")
     events = Events()
     for r in jobs:
         events.get(r.job.submit).starts.append(r)
@@ -210,12 +213,12 @@ def run_lease(jobs: list[Run], cluster: ReplayCluster, policy: ReplayPolicy, log
                 r.node = place.first_node(r)
         if len(events) and now == events.first().time:
             events.remove(events.first())
-        nxt = now + SLOT
+        nxt = now + lease
         if len(events):
             first = events.first().time
-            if int(first - now) <= SLOT and len(events) > 1:
-                events.merge(now, SLOT)
-            elif int(first - now) < SLOT:
+            if int(first - now) <= lease and len(events) > 1:
+                events.merge(now, lease)
+            elif int(first - now) < lease:
                 ev1 = events.first()
                 events.remove(ev1)
                 ev1.time = nxt
@@ -227,11 +230,13 @@ def run_lease(jobs: list[Run], cluster: ReplayCluster, policy: ReplayPolicy, log
             if r.status != "running":
                 continue
             end = now + r.remaining
-            r.remaining = max(0.0, r.remaining - SLOT)
-            r.left -= SLOT * r.true_rate(r.job.gpus)
-            if r.left <= 0:
-                r.remaining = 0.0
-                end = nxt
+            r.remaining = max(0.0, r.remaining - lease)
+            r.executed = r.job.duration - r.remaining
+            if by_iterations:
+                r.left -= lease * r.true_rate(r.job.gpus)
+                if r.left <= 0:
+                    r.remaining = 0.0
+                    end = nxt
             if end <= nxt:
                 ending.append(r)
                 r.end = end

@@ -147,6 +147,7 @@ class _Sets:
                 at_once = min(len(s.jobs), s.capacity)
                 ended = []
                 for i, r in enumerate(s.jobs):
+                    r.ran(s.nodes[0], r.job.gpus, now - dt, now)
                     r.executed += max(dt - r.overhead, 0.0)
                     r.overhead = 0.0
                     if r.executed >= r.job.duration:
@@ -188,7 +189,6 @@ def run_slices(jobs: list[Run], cluster: ReplayCluster, policy: ReplayPolicy, lo
             r.status = "done"
             r.finish = r.end
             r.on_time = r.end <= r.job.deadline
-            r.close(r.end)
             running.remove(r)
         for r in pending:
             r.overhead = 0.0
@@ -235,4 +235,4 @@ def run_slices(jobs: list[Run], cluster: ReplayCluster, policy: ReplayPolicy, lo
 def _start(r: Run, now: float) -> None:
     r.status = "running"
     r.start = now
-    r.set_gpus(r.job.gpus, now, -1)
+    r.node = -1

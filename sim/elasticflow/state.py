@@ -62,6 +62,17 @@ class Run:
         self.node = node
         self.since = now
 
+    def ran(self, node: int, gpus: int, start: float, end: float) -> None:
+        """Record that the job held ``gpus`` GPUs from ``node`` on over ``[start, end]`` (joined to its last segment
+        when they meet)."""
+        if end <= start:
+            return
+        if self.segments and self.segments[-1][3] == start and self.segments[-1][:2] == (node, gpus):
+            self.segments[-1] = (node, gpus, self.segments[-1][2], end)
+        else:
+            self.segments.append((node, gpus, start, end))
+        self.final_gpus = gpus
+
     def close(self, end: float) -> None:
         """The job completed at ``end``: close its last segment."""
         if self.gpus > 0 and end > self.since:
