@@ -170,7 +170,7 @@ class ScenarioBuild:
             cls = optim.registry().get(spec.kind)
             if cls is not None and "threads" in (param_names(cls) or ()):
                 params["threads"] = 1
-        return optim.build(spec.kind, **params)
+        return optim.build_any(spec.kind, **params)
 
 
 def param_names(cls: Any) -> tuple[str, ...] | None:

@@ -287,7 +287,7 @@ def semantic_problems(sc: Scenario, runnable: bool = True) -> list[Problem]:
                                         f"(also policies[{seen[p.label]}]); give each a distinct `name:`"))
             seen[p.label] = i
             _check_params(known_pol[p.kind], p.params, f"policy {p.kind!r}", ("policies", i),
-                          lambda p=p: optim.build(p.kind, **p.params), problems)
+                          lambda p=p: optim.build_any(p.kind, **p.params), problems)
     elif not known_pol:
         problems.append(Problem(("policies",), "no policies are registered; list some under `policies:`"))
     if runnable and not problems:

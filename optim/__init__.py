@@ -14,6 +14,6 @@ from optim import (  # noqa: F401  (fifo, edf, priority, ps, greedy, milp, the h
     heuristics,
     milp,
 )
-from optim.base import Policy, build, kinds, register, registry, replay_registry
+from optim.base import Policy, build, build_any, kinds, register, registry, replay_registry
 
-__all__ = ["Policy", "build", "kinds", "register", "registry", "replay_registry"]
+__all__ = ["Policy", "build", "build_any", "kinds", "register", "registry", "replay_registry"]

@@ -8,7 +8,7 @@ from typing import Any
 from sim.contracts import POLICIES, Policy
 from sim.elastic import REPLAY_POLICIES, ReplayPolicy
 
-__all__ = ["Policy", "register", "alias", "registry", "replay_registry", "kinds", "build"]
+__all__ = ["Policy", "register", "alias", "registry", "replay_registry", "kinds", "build", "build_any"]
 
 register = POLICIES.register
 """Class decorator adding a policy to the registry under ``name`` (the YAML ``policies[].kind``)."""
@@ -32,8 +32,13 @@ def kinds() -> dict[str, Callable[..., Policy | ReplayPolicy]]:
     return {**registry(), **replay_registry()}
 
 
-def build(kind: str, **params: Any) -> Policy | ReplayPolicy:
+def build(kind: str, **params: Any) -> Policy:
     """Build the registered policy ``kind`` with ``params``; a clear error names the known kinds otherwise."""
+    return POLICIES.build(kind, **params)
+
+
+def build_any(kind: str, **params: Any) -> Policy | ReplayPolicy:
+    """Build any policy a scenario may name (``kinds()``): a plan-deciding one or a deadline-replay one."""
     if kind not in POLICIES.kinds() and kind in REPLAY_POLICIES.kinds():
         return REPLAY_POLICIES.build(kind, **params)
     return POLICIES.build(kind, **params)

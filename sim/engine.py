@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from operator import index
 from time import perf_counter
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -82,7 +82,8 @@ class Simulation(Rounds):
                  truth: Predictor | None = None, seed: int = 0):
         self.cluster = cluster
         self.seed = seed
-        self.policy = policy
+        self.policy = cast(Policy, policy)
+        self._replay = policy if isinstance(policy, ReplayPolicy) else None
         self.estimator = estimator
         self.truth = truth if truth is not None else estimator
         self.jobs = sorted(jobs, key=lambda j: (j.submit_time, j.id))
@@ -98,8 +99,7 @@ class Simulation(Rounds):
                     f"simulation: job {j.id} needs a finite submit_time and deadline and a weight >= 0, got "
                     f"submit {j.submit_time}, deadline {j.deadline}, weight {j.weight}"
                 )
-        self._replay = isinstance(policy, ReplayPolicy)
-        if self._replay:
+        if self._replay is not None:
             return  # ElasticFlow's time model reads the predictors itself (sim.elasticflow.run)
         self._fixed = frozenset(i for i, s in enumerate(cluster.slots) if s.fixed)
         configs = cluster.configs
@@ -117,7 +117,7 @@ class Simulation(Rounds):
                     f"job spec {spec.name or spec.app_key!r} ({spec.application}, {spec.framework}, "
                     f"{spec.iterations} iterations, batch {spec.batch_size}{asks}) has no feasible configuration "
                     f"under the estimator {type(self.estimator).__name__}"
-                    f"{'' if policy.may_gang or not self._gang_only.any() else ' for a policy without may_gang'}; "
+                    f"{'' if self.policy.may_gang or not self._gang_only.any() else ' for a policy without may_gang'}; "
                     f"remove it or add VM types it can run on"
                 )
 
@@ -163,11 +163,10 @@ class Simulation(Rounds):
 
     def run(self) -> RunResult:
         """Simulate until every job has completed and return the records."""
-        if self._replay:
+        if self._replay is not None:
             from sim.elasticflow.run import run_replay
 
-            assert isinstance(self.policy, ReplayPolicy)
-            return run_replay(self.cluster, self.jobs, self.policy, self.estimator, self.truth, self._label)
+            return run_replay(self.cluster, self.jobs, self._replay, self.estimator, self.truth, self._label)
         gc_was_on = gc.isenabled()
         gc.disable()  # full collections would walk every record kept so far; _on_decide collects young ones
         try:

@@ -22,8 +22,8 @@ import math
 from typing import ClassVar
 
 from optim.elasticflow.plan import free_at, plan
-from optim.elasticflow.timeline import PlanJob, PlanJobs, Timeline, elasticflow_cap, merged, ordered
-from sim.elastic import REPLAY_POLICIES, ElasticPlan, ElasticView, ReplayCluster, ReplayPolicy, next_level
+from optim.elasticflow.timeline import PlanJob, PlanJobs, Timeline, elasticflow_cap, gpu_seconds, merged, ordered
+from sim.elastic import REPLAY_POLICIES, ElasticPlan, ElasticView, ReplayCluster, ReplayPolicy, align, next_level
 from sim.model import CapsimError
 
 __all__ = ["ElasticFlow"]
@@ -94,12 +94,52 @@ def _estimate(jobs: list[PlanJob], now: float, n: int) -> bool:
     return ok
 
 
+def _first_change(job: PlanJob, now: float, timeline: Timeline) -> float | None:
+    """The first time after ``now`` at which the free GPUs change once ``job``'s own GPUs are given back (the first
+    key after ``now`` of ``get_marginal``'s merged timeline), None if they never do."""
+    allocs = sorted(job.allocations.items())
+    keys = sorted(set(timeline) | {t for t, _ in allocs} | {job.end})
+    tk = sorted(timeline.items())
+    i = a = 0
+    base = 0
+    mine = 0
+    last: float | None = None
+    for t in keys:
+        while i < len(tk) and tk[i][0] <= t:
+            base = tk[i][1]
+            i += 1
+        while a < len(allocs) and allocs[a][0] <= t:
+            mine = allocs[a][1]
+            a += 1
+        value = base + (mine if t < job.end else 0)
+        if t > now and last is not None and value != last:
+            return t
+        last = value
+    return None
+
+
 def _marginal(job: PlanJob, spare: int, now: float, timeline: Timeline, n: int) -> None:
     """The job's added GPU-seconds per added GPU if it grew to its next level now (ElasticFlow's ``get_marginal``):
-    -inf where it cannot grow, +inf for a job without GPUs."""
+    -inf where it cannot grow, +inf for a job without GPUs. ``job.trial`` says whether its ``next_*`` plan was laid
+    (a job that finishes at the next level before anything else changes needs only its end: ``_grow`` lays it)."""
     if job.next_gpus - job.gpus > spare or job.next_gpus == job.gpus:
         job.marginal = -math.inf
         return
+    q = job.next_gpus
+    real_end = math.ceil(now + job.left / job.rate[q])
+    end = align(now, real_end)
+    fet = _first_change(job, now, timeline)
+    if (align(now, job.ddl) if fet is None else fet) >= end and job.ddl >= real_end:
+        job.marginal = math.inf if job.gpus == 0 else (q * (end - now) - gpu_seconds(job.allocations, job.end)) / (
+            q - job.gpus)
+        job.trial = False
+        return
+    _lay(job, now, timeline, n)
+
+
+def _lay(job: PlanJob, now: float, timeline: Timeline, n: int) -> None:
+    """The trial plan of ``job`` at its next level (``get_marginal``'s re-plan), its ``next_*`` fields set."""
+    job.trial = True
     tmp = dict(timeline)
     if job.end not in tmp:
         last = None
@@ -148,6 +188,8 @@ def _hand_out(runnable: list[PlanJob], now: float, timeline: Timeline, n: int) -
         for j in runnable:
             if j.next_gpus - j.gpus > spare or j.next_gpus == j.gpus:
                 continue
+            if not j.trial:
+                _lay(j, now, timeline, n)
             timeline = merged(j.next_timeline)
             j.allocations = j.next_allocations
             spare -= j.next_gpus - j.gpus

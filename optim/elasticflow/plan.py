@@ -35,7 +35,11 @@ def free_at(t: float, timeline: Timeline, n_gpus: int) -> int:
 
 
 def _fit(job: PlanJob, q: int, free: int) -> int:
-    return min(q, last_level(job.levels, 1 + free))
+    """``min(q, the largest level that fits in free GPUs)``; the levels are the powers of two up to the job's cap."""
+    if free < 1:
+        return 0
+    top = 1 << (free.bit_length() - 1)
+    return min(q, top, job.levels[-1])
 
 
 class _Found(Exception):
@@ -80,7 +84,7 @@ def plan(job: PlanJob, start: float, timeline: Timeline, n_gpus: int, assign: in
             fet = t
             break
         alloc[event_time] = quota
-        real_end = math.ceil(event_time + left / rate[quota])
+        real_end: float = math.ceil(event_time + left / rate[quota])
         end = align(start, real_end)
         if fet >= end and ddl >= real_end:
             for t in timeline:

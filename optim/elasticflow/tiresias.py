@@ -45,11 +45,11 @@ class Tiresias(ReplayPolicy):
                 queues[0].append(s.id)
         status = {s.id: s for s in view.runnable}
         for s in view.runnable:
-            q = where[s.id]
-            if s.running and q < len(LIMITS) and int(s.executed * s.job.gpus) >= LIMITS[q]:
-                where[s.id] = q + 1
-                queues[q + 1].append(s.id)
-                queues[q].remove(s.id)
+            level = where[s.id]
+            if s.running and level < len(LIMITS) and int(s.executed * s.job.gpus) >= LIMITS[level]:
+                where[s.id] = level + 1
+                queues[level + 1].append(s.id)
+                queues[level].remove(s.id)
         free = view.cluster.gpus
         run: list[int] = []
         for q in queues:
@@ -63,7 +63,7 @@ class Tiresias(ReplayPolicy):
             q[:] = [i for i in q if i in chosen] + [i for i in q if i not in chosen]
         wake = math.inf
         for i in run:
-            s, q = status[i], where[i]
-            if q < len(LIMITS):
-                wake = min(wake, int(math.ceil((LIMITS[q] - s.executed) / s.job.gpus) + view.time))
+            s, level = status[i], where[i]
+            if level < len(LIMITS):
+                wake = min(wake, int(math.ceil((LIMITS[level] - s.executed) / s.job.gpus) + view.time))
         return RigidPlan(tuple(run), wake)

@@ -2,7 +2,8 @@
 planned to end then, and the rule that keeps decisions at least one slot apart.
 
 ``merge(now, slot)``: when the next event falls within ``slot`` seconds of ``now`` and another event follows, it
-moves to ``now + slot`` and absorbs every later event up to that time (their arrivals and completions). The last event is never moved: it may come sooner. A job's end event is found by the time the job was
+moves to ``now + slot`` and absorbs every later event up to that time (their arrivals and completions). The last event
+is never moved: it may come sooner. A job's end event is found by the time the job was
 planned to end, so a job whose event was moved by a merge is no longer found there (ElasticFlow keys events by time).
 """
 

@@ -47,8 +47,9 @@ def _rates(predictor: Predictor, job: Job, vm: VMType) -> tuple[float, ...]:
         out.append(spec.iterations / t if math.isfinite(t) and t > 0 else 0.0)
     if not any(out):
         raise CapsimError(f"job {job.id} ({spec.name or spec.application}, batch {spec.batch_size}): the predictor "
-                          f"{predictor.describe()} gives no throughput on {vm.gpu.name} at any GPU count; ElasticFlow's "
-                          f"tables cover A100-40GB and T4 (`predictor: {{kind: throughput, table: elasticflow}}`)")
+                          f"{predictor.describe()} gives no throughput on {vm.gpu.name} at any GPU count; "
+                          f"ElasticFlow's tables cover A100-40GB and T4 (`predictor: {{kind: throughput, table: "
+                          f"elasticflow}}`)")
     return tuple(out)
 
 
@@ -75,10 +76,10 @@ def run_replay(cluster: Cluster, jobs: Sequence[Job], policy: ReplayPolicy, esti
                               int(j.spec.gpus), float(j.duration), float(j.spec.iterations), cache[(j.spec, False)]))
         true.append(cache[(j.spec, True)])
     runs, log = replay(told, rc, policy, true if truth is not estimator else None)
+    segments = _segments(runs, vm).frame()
     tables = RunTables(_jobs(runs, jobs, vm).frame(), _nodes(runs, rc, vm).frame(), _decisions(log, label).frame(),
-                       _segments(runs, vm).frame())
-    summary = summarise(tables)
-    return RunResult(tables.jobs, tables.nodes, tables.decisions, summary, tables.segments)
+                       segments)
+    return RunResult(tables.jobs, tables.nodes, tables.decisions, summarise(tables), segments)
 
 
 def _jobs(runs: list[Run], jobs: Sequence[Job], vm: VMType) -> Jobs:

@@ -11,7 +11,8 @@ __all__ = ["Run", "overhead"]
 
 class Run:
     """A job's progress and placement: iterations ``left`` (elastic) or seconds ``executed`` (rigid) at the true
-    throughputs ``true_rates`` (per level; the policy is told ``job.rates``, the estimator's), the GPUs it holds, its planned ``end`` (its completion event) and exact planned end ``real_end``, the overhead it pays in the
+    throughputs ``true_rates`` (per level; the policy is told ``job.rates``, the estimator's), the GPUs it holds,
+    its planned ``end`` (its completion event) and exact planned end ``real_end``, the overhead it pays in the
     next interval, its node set and whether its GPU set is cached; what the records need (``start``, ``finish``,
     ``on_time``, the GPUs it ended on, its segments)."""
 
