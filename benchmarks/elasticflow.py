@@ -16,8 +16,8 @@ import time
 
 import pandas as pd
 
-from experiments.elasticflow_replay import EF_DIR, LABELS, REFERENCE_NAMES, SETTINGS, build
 from sim.engine import Simulation
+from studies.elasticflow_replay import EF_DIR, LABELS, REFERENCE_NAMES, SETTINGS, build
 
 
 def main() -> None:

@@ -8,9 +8,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from experiments.gavel_replay import CASES, REPLAY, agreement, reference, replay
 from experiments.scenario import load_scenario, registered_policies
 from sim.model import CapsimError
+from studies.gavel_replay import CASES, REPLAY, agreement, reference, replay
 
 from .conftest import small_scenario, write_yaml
 
@@ -47,13 +47,13 @@ def test_a_fixed_cluster_from_the_brief_form_and_from_mappings(tmp_path):
     sc = load_scenario(fixed(tmp_path, servers="4:4:4", rounds=360))
     c = sc.build_cluster()
     assert [v.name for v in c.vm_types] == ["v100", "p100", "k80"] and len(c.slots) == 12
-    assert all(s.fixed for s in c.slots) and c.gang and c.round_length == 360.0
+    assert all(s.fixed for s in c.slots) and c.rules.gang and c.rules.round_length == 360.0
     assert max(cfg.gpus for cfg in c.configs if cfg.vm.name == "v100") == 4, "gangs up to every V100"
     sc = load_scenario(fixed(tmp_path, servers={"V100": 2, "K80": 1}, gpus_per_server="4:1:2",
                              server_price={"V100": 12.24}, gang=False, rounds={"length": 60, "effects": False}))
     c = sc.build_cluster()
     assert [(v.name, v.gpus, v.price_per_hour) for v in c.vm_types] == [("v100", 4, 12.24), ("k80", 2, 0.0)]
-    assert not c.gang and c.round_length == float("inf") and c.decision_interval == 60.0
+    assert not c.rules.gang and c.rules.round_length == float("inf") and c.rules.decision_interval == 60.0
     assert sc.cluster.node_count == 3 and sc.n_jobs == 80
 
 
@@ -82,7 +82,7 @@ def test_scenarios_without_the_new_fields_keep_their_data_and_run_ids(tiny):
     sc = load_scenario(tiny)
     dumped = sc.model_dump(mode="json")["cluster"]
     assert not {"servers", "gpus_per_server", "server_price", "gang", "rounds"} & set(dumped)
-    assert "fifo_perf" not in [p.kind for p in load_scenario(Path(__file__).parents[2] / "experiments" / "scenarios"
+    assert "fifo_perf" not in [p.kind for p in load_scenario(Path(__file__).parents[2] / "experiments" / "scenario"
                                                                / "default.yaml").policy_specs()]
     assert {"fifo_perf", "max_min_fairness_perf", "gavel_fifo"} <= set(registered_policies(fixed=True))
     assert not {"fifo_perf", "max_min_fairness_perf", "gavel_fifo"} & set(registered_policies(fixed=False))
@@ -103,8 +103,8 @@ def test_the_replay_scenario_runs_through_the_command_line(tmp_path):
 def test_held_out_traces_replay_within_the_engine_invariants(seed, tmp_path):
     """Traces made by Gavel's generator (not the two shipped ones), multi-GPU, replayed with each Gavel policy in
     round mode and without the round effects: every run keeps the engine's invariants."""
-    from experiments.gavel_replay import build, write_trace
     from sim.engine import Simulation
+    from studies.gavel_replay import build, write_trace
     from tests.optim.worlds import World, check
 
     path = write_trace(tmp_path / "held_out.trace", 60, 300.0, seed, multi_gpu=True)

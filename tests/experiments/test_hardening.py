@@ -14,12 +14,14 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from experiments import results
 from experiments.cli import EXIT_INTERNAL, main
-from experiments.folders import LOCK, FolderLock, slug
-from experiments.runner import TABLES
-from experiments.store import MANIFEST, ResultStore, load_results
-from experiments.sweep import load_sweep
+from experiments.results import files as results
+from experiments.results.folders import LOCK, FolderLock
+from experiments.results.reading import read_results
+from experiments.results.store import MANIFEST, ResultStore
+from experiments.running.tasks import TABLES
+from experiments.scenario.names import slug
+from experiments.scenario.sweep import load_sweep
 from sim.model import CapsimError
 
 from .conftest import small_scenario, write_yaml
@@ -117,7 +119,7 @@ def test_report_never_pools_different_scenarios(tmp_path: Path, capsys) -> None:
     assert sorted(zip(every.scenario, every.policy)) == sorted(
         (s, p) for s in ("slow", "fast") for p in ("fifo", "edf"))
     assert (every.n == 2).all(), "each row is one scenario's two seeds, never four runs of two scenarios"
-    summary = load_results(out, all_runs=True)["summary"]
+    summary = read_results(out, all_runs=True).tables["summary"]
     fast = summary[summary.config.str.contains('"mean_interarrival": 30')]
     row = every[(every.scenario == "fast") & (every.policy == "fifo")].iloc[0]
     assert row.total_cost_mean == pytest.approx(fast[fast.policy == "fifo"].total_cost.mean())
@@ -282,7 +284,7 @@ def test_files_follow_the_umask(tmp_path: Path, monkeypatch) -> None:
 
 
 def test_an_unexpected_error_is_one_line_and_a_log(monkeypatch, capsys, tmp_path: Path) -> None:
-    from experiments.commands import report
+    from experiments.cli import report
 
     def broken(args):
         raise KeyError("boom")
@@ -301,7 +303,7 @@ def test_an_unexpected_error_is_one_line_and_a_log(monkeypatch, capsys, tmp_path
 
 
 def test_an_os_error_names_its_file(monkeypatch, capsys) -> None:
-    from experiments.commands import report
+    from experiments.cli import report
 
     def denied(args):
         raise PermissionError(13, "Permission denied", "/results/x/summary.csv")
@@ -324,9 +326,8 @@ def test_the_announced_job_count_is_the_trace_s(tmp_path: Path, capsys) -> None:
     (tmp_path / "jobs.csv").write_text("submit_time,application,framework,iterations,batch_size,name\n"
                                        + "".join(f"{10 * i},deepspeech,tensorflow,2528,4,J1\n" for i in range(3)))
     sc = small_scenario(workload={"trace": "jobs.csv"}, seeds=[0], policies=[{"kind": "fifo"}])
-    assert main(["run", str(write_yaml(tmp_path / "s.yaml", sc)), "--out", str(tmp_path / "o"), "--workers", "1",
-                 "--quiet"]) == 0
-    assert "3 jobs on 2 nodes" in capsys.readouterr().out
+    assert main(["run", str(write_yaml(tmp_path / "s.yaml", sc)), "--out", str(tmp_path / "o"), "--workers", "1"]) == 0
+    assert "3 jobs on 2 nodes" in capsys.readouterr().err
 
 
 def test_predict_show_goes_on_when_one_predictor_fails(monkeypatch, capsys) -> None:
@@ -367,7 +368,7 @@ def test_yaml_mistakes_are_named_precisely(tmp_path: Path) -> None:
 def test_the_readme_scenario_with_an_inline_vm_warns_nothing(tmp_path: Path) -> None:
     import warnings
 
-    from experiments.runner import Task
+    from experiments.running.tasks import Task
     from experiments.scenario import load_scenario
 
     from .test_readme import scenario_block

@@ -1,0 +1,192 @@
+"""Writing and reading results: deterministic tables, atomic writes, Parquet datasets of a result folder.
+
+Same scenario and seed give byte-identical files: rows are sorted by their labels in a stable way, columns keep a
+fixed order and dtypes, Parquet is written by pyarrow with zstd and no pandas index. Every file is written to a
+temporary name in the same directory and renamed into place, so a killed process never leaves a half-written file;
+the temporary name carries the writer's pid, so only its owner (or a later writer, once the owner is dead) removes
+it. Files get the mode the umask allows (``mkstemp`` alone would make them private).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from sim.metrics import HEADLINE, METRICS
+
+__all__ = [
+    "atomic_write",
+    "atomic_write_bytes",
+    "parquet_bytes",
+    "write_parquet",
+    "read_parquet_bytes",
+    "write_csv",
+    "summary_frame",
+    "clean_temp_files",
+    "pid_alive",
+    "label_type",
+    "sha256",
+    "SUMMARY_FIRST",
+]
+
+SUMMARY_FIRST = ["policy", "seed", *(m for m in METRICS if m in HEADLINE), "makespan"]
+"""The leading columns of a summary table: labels, the headline metrics in declaration order, then makespan (the
+order ``summary.csv`` has always had); every other column follows in its own order."""
+TMP_PREFIX = ".tmp-"
+DASK_TMP = ".dask-tmp"
+_MODE: int | None = None
+
+
+def _file_mode() -> int:
+    """The mode a new file gets under the process's umask (read once)."""
+    global _MODE
+    if _MODE is None:
+        mask = os.umask(0o022)
+        os.umask(mask)
+        _MODE = 0o666 & ~mask
+    return _MODE
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this id exists on this machine (a zombie counts as dead)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True
+
+
+def atomic_write(path: str | Path, write: Any) -> None:
+    """Call ``write(tmp_name)`` for a temporary file next to ``path``, then rename it to ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f"{TMP_PREFIX}{os.getpid()}-", suffix=path.suffix, dir=path.parent)
+    os.close(fd)
+    try:
+        os.chmod(tmp, _file_mode())
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_bytes(path: str | Path, data: bytes, sync: bool = True) -> None:
+    """Write ``data`` to ``path`` through a temporary file and a rename (flushed to disk first when ``sync``)."""
+
+    def w(tmp: str) -> None:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            if sync:
+                f.flush()
+                os.fsync(f.fileno())
+
+    atomic_write(Path(path), w)
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _to_arrow(df: pd.DataFrame, types: Mapping[str, pa.DataType] | None = None) -> pa.Table:
+    """``df`` as an Arrow table of one schema per table: columns named in ``types`` take that type; a text column
+    (pandas ``object``) whose values are all missing is typed ``string`` rather than Arrow's ``null``, so every
+    file of a table has the same schema whatever a run's values."""
+    table = pa.Table.from_pandas(df, preserve_index=False).replace_schema_metadata(None)
+    types = types or {}
+    for i, f in enumerate(table.schema):
+        want = types.get(f.name)
+        if want is None and pa.types.is_null(f.type) and df[f.name].dtype == object:
+            want = pa.string()
+        if want is not None and want != f.type:
+            table = table.set_column(i, pa.field(f.name, want), table.column(i).cast(want))
+    return table
+
+
+def parquet_bytes(df: pd.DataFrame, types: Mapping[str, pa.DataType] | None = None) -> bytes:
+    """``df`` as the bytes of a Parquet file (zstd, no index, no pandas metadata, the schema of ``_to_arrow``)."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(_to_arrow(df, types), sink, compression="zstd")
+    return sink.getvalue().to_pybytes()
+
+
+def write_parquet(df: pd.DataFrame, path: str | Path, types: Mapping[str, pa.DataType] | None = None) -> str:
+    """Write ``df`` as Parquet atomically (see ``parquet_bytes``); return the file's SHA-256."""
+    data = parquet_bytes(df, types)
+    atomic_write_bytes(Path(path), data, sync=False)
+    return sha256(data)
+
+
+def read_parquet_bytes(data: bytes) -> pa.Table:
+    """Parse a Parquet file's bytes; a damaged file raises ``pyarrow.ArrowException`` or ``OSError``."""
+    return pq.read_table(pa.BufferReader(data))
+
+
+def write_csv(df: pd.DataFrame, path: str | Path) -> None:
+    """Write ``df`` as CSV (no index, full float precision) atomically."""
+    atomic_write(Path(path), lambda tmp: df.to_csv(tmp, index=False, float_format="%.12g", lineterminator="\n"))
+
+
+def summary_frame(rows: list[dict[str, Any]] | pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """Summary rows as a frame with the label columns ``by``, then ``SUMMARY_FIRST``, first; rows sorted stably by
+    ``by``."""
+    df = pd.DataFrame(rows)
+    if df.empty:
+        return df
+    first = [c for c in by if c in df.columns]
+    first += [c for c in SUMMARY_FIRST if c in df.columns and c not in first]
+    df = df[first + [c for c in df.columns if c not in first]]
+    return df.sort_values([c for c in by if c in df.columns], kind="mergesort").reset_index(drop=True)
+
+
+def _owner_alive(name: str, prefix: str) -> bool:
+    owner = name[len(prefix):].split("-", 1)[0]
+    return owner.isdigit() and (int(owner) == os.getpid() or pid_alive(int(owner)))
+
+
+def clean_temp_files(directory: str | Path) -> int:
+    """Remove temporary files (and Dask scratch folders, ``.dask-tmp-<pid>``) under ``directory`` whose writer is
+    dead (its pid is in the name; a name without one is from an older capsim and counts as dead); return how many.
+    A live writer's files are never touched."""
+    import shutil
+
+    root = Path(directory)
+    n = 0
+    for p in root.rglob(f"{TMP_PREFIX}*"):
+        if p.is_file() and not _owner_alive(p.name, TMP_PREFIX):
+            p.unlink(missing_ok=True)
+            n += 1
+    for p in root.glob(f"{DASK_TMP}*"):
+        if p.is_dir() and not _owner_alive(p.name, DASK_TMP + "-"):
+            shutil.rmtree(p, ignore_errors=True)
+            n += 1
+    return n
+
+
+def label_type(values: Iterable[Any]) -> pa.DataType:
+    """The one Arrow type of a label column (a swept field) across a sweep's files: bool, int64 or float64 when
+    every given value is one, else text (numbers then become their text); missing values stay missing."""
+    vals = [v for v in values if v is not None]
+    if vals and all(isinstance(v, bool) for v in vals):
+        return pa.bool_()
+    if vals and all(isinstance(v, int) and not isinstance(v, bool) for v in vals):
+        return pa.int64()
+    if vals and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals):
+        return pa.float64()
+    return pa.string()

@@ -1,0 +1,116 @@
+"""The components a scenario names: policies and predictors by registry kind with their parameters, built through
+the registries (a predictor once per process and spec, since fits are costly)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+__all__ = ["PolicySpec", "PredictorSpec", "registered_policies", "param_names", "select_policies", "build_policy",
+           "build_predictor"]
+
+
+class PolicySpec(BaseModel):
+    """A policy: its registry ``kind``, an optional display ``name``, and any parameters for ``optim.build``."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    kind: str
+    name: str | None = None
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+    @property
+    def label(self) -> str:
+        return self.name or self.kind
+
+
+class PredictorSpec(BaseModel):
+    """A predictor: its registry ``kind`` plus parameters for ``predictors.build`` (nested ``base:`` allowed)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    kind: str
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+def param_names(cls: Any) -> tuple[str, ...] | None:
+    """A registered kind's parameters (``Component.param_names()``), or None when they cannot be listed (a kind
+    outside the contract, or one taking ``**kwargs``): its constructor then checks them itself."""
+    try:
+        return tuple(cls.param_names())
+    except (AttributeError, TypeError):
+        return None
+
+
+def registered_policies(fixed: bool = True) -> list[str]:
+    """Registered policy kinds in registration order, each policy once (aliases such as ``ps`` dropped); without
+    ``fixed``, only those that plan capacity (``Policy.plans_capacity``: not Gavel's, which schedule given servers)."""
+    import optim
+
+    return [k for k, cls in optim.registry(aliases=False).items() if fixed or getattr(cls, "plans_capacity", True)]
+
+
+def select_policies(specs: list[PolicySpec], names: str | Sequence[str] | None, option: str) -> list[PolicySpec]:
+    """The policies to run: ``specs`` (a file's), or those ``names`` names (comma-separated text or a list), each a
+    policy name of the file or a registered kind, each once (a policy run twice per seed would count twice in
+    every mean); a mistake is a CapsimError naming ``option`` with a did-you-mean."""
+    import optim
+    from experiments.scenario.loading import did_you_mean
+    from sim.model import CapsimError
+
+    if names is None:
+        return list(specs)
+    wanted = [n.strip() for n in (names.split(",") if isinstance(names, str) else names) if str(n).strip()]
+    if not wanted:
+        raise CapsimError(f"{option}: expected at least one policy name, found none")
+    by_label = {s.label: s for s in specs}
+    known = optim.kinds()
+    out: list[PolicySpec] = []
+    for n in wanted:
+        if any(p.label == n for p in out):
+            raise CapsimError(f"{option}: {n!r} is named twice; each policy runs once per seed (a second would count "
+                              f"twice in every mean)")
+        if n in by_label:
+            out.append(by_label[n])
+        elif n in known:
+            out.append(PolicySpec(kind=n))
+        else:
+            raise CapsimError(f"{option}: unknown policy {n!r}{did_you_mean(n, [*by_label, *known])} (the file has "
+                              f"{', '.join(by_label)}; the registered kinds are {', '.join(sorted(known))})")
+    return out
+
+
+def build_policy(spec: PolicySpec, single_thread: bool = False) -> Any:
+    """The policy for ``spec``; with ``single_thread`` a solver's ``threads`` defaults to 1 (parallel sweeps)."""
+    import optim
+
+    params = spec.params
+    if single_thread and "threads" not in params:
+        cls = optim.registry().get(spec.kind)
+        if cls is not None and "threads" in (param_names(cls) or ()):
+            params["threads"] = 1
+    return optim.build_any(spec.kind, **params)
+
+
+_PREDICTORS: dict[str, Any] = {}
+_KEPT = 16
+"""Predictors kept per process (the oldest is dropped first)."""
+
+
+def build_predictor(spec: PredictorSpec) -> Any:
+    """Build a predictor, reusing one built earlier in this process from the same spec (fits are costly)."""
+    import predictors
+
+    key = json.dumps(spec.model_dump(mode="json"), sort_keys=True)
+    if key not in _PREDICTORS:
+        if len(_PREDICTORS) >= _KEPT:
+            _PREDICTORS.pop(next(iter(_PREDICTORS)))
+        _PREDICTORS[key] = predictors.build(spec.kind, **spec.params)
+    return _PREDICTORS[key]
