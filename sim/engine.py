@@ -166,7 +166,9 @@ class Simulation(Rounds):
         if self._replay is not None:
             from sim.elasticflow.run import run_replay
 
-            return run_replay(self.cluster, self.jobs, self._replay, self.estimator, self.truth, self._label)
+            t = run_replay(self.cluster, self.jobs, self._replay, self.estimator, self.truth, self._label)
+            assert t.segments is not None
+            return RunResult(t.jobs, t.nodes, t.decisions, summarise(t), t.segments)
         gc_was_on = gc.isenabled()
         gc.disable()  # full collections would walk every record kept so far; _on_decide collects young ones
         try:

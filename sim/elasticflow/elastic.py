@@ -19,16 +19,12 @@ from __future__ import annotations
 
 import math
 from time import perf_counter
-from typing import TYPE_CHECKING
 
 from sim.elastic import SLOT, ElasticPlan, ElasticView, ReplayCluster, ReplayPolicy
 from sim.elasticflow.events import Events
 from sim.elasticflow.placement import Placement
-from sim.elasticflow.state import Run, overhead
+from sim.elasticflow.state import Log, Run, overhead
 from sim.model import CapsimError
-
-if TYPE_CHECKING:
-    from sim.elasticflow.replay import Log
 
 __all__ = ["run_elastic"]
 

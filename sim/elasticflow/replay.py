@@ -3,25 +3,10 @@
 from __future__ import annotations
 
 from sim.elastic import ReplayCluster, ReplayJob, ReplayPolicy
-from sim.elasticflow.state import Run
+from sim.elasticflow.state import Log, Run
 from sim.model import CapsimError
 
 __all__ = ["Log", "replay"]
-
-
-class Log:
-    """The decisions of a run (one row each) and the jobs rejected, as the time models report them."""
-
-    def __init__(self, cluster_gpus: int):
-        self.cluster_gpus = cluster_gpus
-        self.rows: list[tuple[float, str, int, int, int, float]] = []
-        self.rejections = 0
-
-    def decision(self, now: float, trigger: str, runnable: int, running: int, started: int, wall: float) -> None:
-        self.rows.append((now, trigger, runnable, running, started, wall))
-
-    def rejected(self, run: Run) -> None:
-        self.rejections += 1
 
 
 def replay(jobs: list[ReplayJob], cluster: ReplayCluster, policy: ReplayPolicy,

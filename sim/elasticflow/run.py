@@ -18,14 +18,13 @@ import numpy as np
 from sim.elastic import LEVELS, ReplayCluster, ReplayJob, ReplayPolicy
 from sim.elasticflow.replay import Log, replay
 from sim.elasticflow.state import Run
-from sim.metrics import RunTables, summarise
+from sim.metrics import RunTables
 from sim.model import CapsimError, Job, VMType
 from sim.records import Decisions, Jobs, Nodes, Segments
 
 if TYPE_CHECKING:
     from sim.cluster import Cluster
     from sim.contracts import Predictor
-    from sim.engine import RunResult
 
 __all__ = ["run_replay", "replay_cluster"]
 
@@ -54,10 +53,8 @@ def _rates(predictor: Predictor, job: Job, vm: VMType) -> tuple[float, ...]:
 
 
 def run_replay(cluster: Cluster, jobs: Sequence[Job], policy: ReplayPolicy, estimator: Predictor,
-               truth: Predictor, label: str) -> RunResult:
-    """Replay ``jobs`` under ``policy`` and return the run's records."""
-    from sim.engine import RunResult
-
+               truth: Predictor, label: str) -> RunTables:
+    """Replay ``jobs`` under ``policy`` and return the run's records (the engine adds the summary)."""
     rc, vm = replay_cluster(cluster)
     told: list[ReplayJob] = []
     true: list[tuple[float, ...]] = []
@@ -76,10 +73,8 @@ def run_replay(cluster: Cluster, jobs: Sequence[Job], policy: ReplayPolicy, esti
                               int(j.spec.gpus), float(j.duration), float(j.spec.iterations), cache[(j.spec, False)]))
         true.append(cache[(j.spec, True)])
     runs, log = replay(told, rc, policy, true if truth is not estimator else None)
-    segments = _segments(runs, vm).frame()
-    tables = RunTables(_jobs(runs, jobs, vm).frame(), _nodes(runs, rc, vm).frame(), _decisions(log, label).frame(),
-                       segments)
-    return RunResult(tables.jobs, tables.nodes, tables.decisions, summarise(tables), segments)
+    return RunTables(_jobs(runs, jobs, vm).frame(), _nodes(runs, rc, vm).frame(), _decisions(log, label).frame(),
+                     _segments(runs, vm).frame())
 
 
 def _jobs(runs: list[Run], jobs: Sequence[Job], vm: VMType) -> Jobs:

@@ -20,8 +20,7 @@ from typing import Any
 
 from sim.elastic import SLOT, ReplayCluster, ReplayPolicy
 from sim.elasticflow.events import Events
-from sim.elasticflow.replay import Log
-from sim.elasticflow.state import Run, overhead
+from sim.elasticflow.state import Log, Run, overhead
 from sim.model import CapsimError
 
 __all__ = ["run_slices"]

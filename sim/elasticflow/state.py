@@ -1,4 +1,5 @@
-"""One job of a replay as the time model tracks it, and the overhead ElasticFlow charges a job at a decision."""
+"""One job of a replay as the time model tracks it, the decision log, and the overhead ElasticFlow charges a job at a
+decision."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import math
 
 from sim.elastic import LEVELS, JobStatus, ReplayJob
 
-__all__ = ["Run", "overhead"]
+__all__ = ["Run", "Log", "overhead"]
 
 
 class Run:
@@ -80,6 +81,21 @@ class Run:
             self.segments.append((self.node, self.gpus, self.since, end))
         self.final_gpus = self.gpus or self.final_gpus
         self.since = end
+
+
+class Log:
+    """The decisions of a run (one row each) and the jobs rejected, as the time models report them."""
+
+    def __init__(self, cluster_gpus: int):
+        self.cluster_gpus = cluster_gpus
+        self.rows: list[tuple[float, str, int, int, int, float]] = []
+        self.rejections = 0
+
+    def decision(self, now: float, trigger: str, runnable: int, running: int, started: int, wall: float) -> None:
+        self.rows.append((now, trigger, runnable, running, started, wall))
+
+    def rejected(self, run: Run) -> None:
+        self.rejections += 1
 
 
 def overhead(gpus: int, total_gpus: int, restart: bool = False, cached: bool = False) -> float:
