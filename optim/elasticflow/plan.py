@@ -108,15 +108,15 @@ def plan(job: PlanJob, start: float, timeline: Timeline, n_gpus: int, assign: in
     quota = next_level(levels, 0)
     last_quota = last_last_quota = 0
     point = start - 1
+    starts = [ps for ps in reversed(list(new)) if ps < a_ddl]  # every period before the deadline, latest first
+    if quota <= n_gpus and quota <= job.cap:
+        for ps in reversed(starts):
+            if ps not in alloc:
+                alloc[ps] = 0
     while quota <= n_gpus and quota <= job.cap:
         period_end = a_ddl
         got = 0.0
-        for ps in new:
-            if ps < a_ddl and ps not in alloc:
-                alloc[ps] = 0
-        for ps in reversed(list(new)):
-            if ps >= a_ddl:
-                continue
+        for ps in starts:
             if ps < event_time:
                 break
             a = quota if new[ps] >= quota else _fit(job, quota, new[ps])
