@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from sim.contracts import POLICIES, Policy
-from sim.elastic import REPLAY_POLICIES, ReplayPolicy
+from sim.elasticflow.vocabulary import REPLAY_POLICIES, ReplayPolicy
 
 __all__ = ["Policy", "register", "alias", "registry", "replay_registry", "kinds", "build", "build_any"]
 
@@ -23,7 +23,7 @@ def registry(*, aliases: bool = True) -> dict[str, Callable[..., Policy]]:
 
 def replay_registry() -> dict[str, Callable[..., ReplayPolicy]]:
     """The deadline-replay policies (ElasticFlow's simulator's, ``optim.elasticflow``), which run on its time model
-    (``sim.elastic``) rather than deciding plans over VMs: a scenario names them explicitly."""
+    (``sim.elasticflow.vocabulary``) rather than deciding plans over VMs: a scenario names them explicitly."""
     return REPLAY_POLICIES.kinds()
 
 

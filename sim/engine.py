@@ -21,7 +21,7 @@ import pandas as pd
 
 from sim.cluster import Cluster, NodeSlot
 from sim.contracts import Policy, Predictor
-from sim.elastic import ReplayPolicy
+from sim.elasticflow.vocabulary import ReplayPolicy
 from sim.metrics import summarise
 from sim.model import CapsimError, Job
 from sim.records import DECISION_COLUMNS, JOB_COLUMNS, NODE_COLUMNS, SEGMENT_COLUMNS, Segments
@@ -51,7 +51,7 @@ class Simulation:
     job asks for another GPU count (``JobSpec.gpus``) and, for a policy without ``may_gang``, where only a gang fits.
     ``seed`` is the run's seed: the revocations of spot VMs are drawn from it (nothing else in the engine is random).
     ``time`` is the time model (``sim.timing``); None takes the one the cluster's rules ask for. A deadline-replay
-    policy (``sim.elastic.ReplayPolicy``) runs on ElasticFlow's time model instead (``sim.elasticflow``).
+    policy (``sim.elasticflow.vocabulary.ReplayPolicy``) runs on ElasticFlow's time model instead (``sim.elasticflow``).
     """
 
     def __init__(self, cluster: Cluster, jobs: Sequence[Job], policy: Policy | ReplayPolicy, estimator: Predictor,

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from typing import ClassVar
 
-from sim.elastic import REPLAY_POLICIES, JobStatus, LasView, ReplayCluster, ReplayPolicy, RigidPlan
+from sim.elasticflow.vocabulary import REPLAY_POLICIES, JobStatus, LasView, ReplayCluster, ReplayPolicy, RigidPlan
 
 __all__ = ["Chronus", "pack", "packable"]
 

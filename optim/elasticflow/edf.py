@@ -13,7 +13,16 @@ import math
 from typing import ClassVar
 
 from optim.elasticflow.timeline import PlanJob, PlanJobs, Timeline, merged, ordered, table_cap
-from sim.elastic import LEVELS, REPLAY_POLICIES, SLOT, ElasticPlan, ElasticView, ReplayCluster, ReplayPolicy, align
+from sim.elasticflow.vocabulary import (
+    LEVELS,
+    REPLAY_POLICIES,
+    SLOT,
+    ElasticPlan,
+    ElasticView,
+    ReplayCluster,
+    ReplayPolicy,
+    align,
+)
 
 __all__ = ["ElasticEDF", "edf_plan"]
 

@@ -23,7 +23,15 @@ from typing import ClassVar
 
 from optim.elasticflow.plan import free_at, plan
 from optim.elasticflow.timeline import PlanJob, PlanJobs, Timeline, elasticflow_cap, gpu_seconds, merged, ordered
-from sim.elastic import REPLAY_POLICIES, ElasticPlan, ElasticView, ReplayCluster, ReplayPolicy, align, next_level
+from sim.elasticflow.vocabulary import (
+    REPLAY_POLICIES,
+    ElasticPlan,
+    ElasticView,
+    ReplayCluster,
+    ReplayPolicy,
+    align,
+    next_level,
+)
 from sim.model import CapsimError
 
 __all__ = ["ElasticFlow"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from sim.elastic import REPLAY_POLICIES, ReplayPolicy
+from sim.elasticflow.vocabulary import REPLAY_POLICIES, ReplayPolicy
 
 __all__ = ["ElasticGandiva"]
 

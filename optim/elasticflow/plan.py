@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 
 from optim.elasticflow.timeline import PlanJob, Timeline, gpu_seconds, merged, ordered
-from sim.elastic import align, last_level, next_level
+from sim.elasticflow.vocabulary import align, last_level, next_level
 from sim.model import CapsimError
 
 __all__ = ["plan", "free_at"]

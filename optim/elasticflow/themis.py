@@ -23,7 +23,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from sim.elastic import REPLAY_POLICIES, LasView, ReplayCluster, ReplayPolicy, RigidPlan
+from sim.elasticflow.vocabulary import REPLAY_POLICIES, LasView, ReplayCluster, ReplayPolicy, RigidPlan
 
 __all__ = ["Themis", "fair_shares"]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sim.elastic import LEVELS, JobStatus, ReplayJob
+from sim.elasticflow.vocabulary import LEVELS, JobStatus, ReplayJob
 
 __all__ = ["Timeline", "PlanJob", "PlanJobs", "merged", "ordered", "gpu_seconds", "elasticflow_cap", "table_cap"]
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import ClassVar
 
-from sim.elastic import REPLAY_POLICIES, LasView, ReplayCluster, ReplayPolicy, RigidPlan
+from sim.elasticflow.vocabulary import REPLAY_POLICIES, LasView, ReplayCluster, ReplayPolicy, RigidPlan
 
 __all__ = ["Tiresias"]
 

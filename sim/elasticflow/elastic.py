@@ -20,10 +20,10 @@ from __future__ import annotations
 import math
 from time import perf_counter
 
-from sim.elastic import SLOT, ElasticPlan, ElasticView, ReplayCluster, ReplayPolicy
 from sim.elasticflow.events import Events
 from sim.elasticflow.placement import Placement
 from sim.elasticflow.state import Log, Run, overhead
+from sim.elasticflow.vocabulary import SLOT, ElasticPlan, ElasticView, ReplayCluster, ReplayPolicy
 from sim.model import CapsimError
 
 __all__ = ["run_elastic"]

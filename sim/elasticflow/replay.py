@@ -1,9 +1,9 @@
-"""Run one replay: the policy's clock (``sim.elastic``) over the trace's jobs, and the decision log."""
+"""Run one replay: the policy's clock (``sim.elasticflow.vocabulary``) over the trace's jobs, and the decision log."""
 
 from __future__ import annotations
 
-from sim.elastic import ReplayCluster, ReplayJob, ReplayPolicy
 from sim.elasticflow.state import Log, Run
+from sim.elasticflow.vocabulary import ReplayCluster, ReplayJob, ReplayPolicy
 from sim.model import CapsimError
 
 __all__ = ["Log", "replay"]

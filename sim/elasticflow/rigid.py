@@ -18,10 +18,10 @@ import math
 import sys
 from time import perf_counter
 
-from sim.elastic import SLOT, LasView, ReplayCluster, ReplayPolicy, RigidPlan
 from sim.elasticflow.events import Events
 from sim.elasticflow.placement import Placement
 from sim.elasticflow.state import Log, Run, overhead
+from sim.elasticflow.vocabulary import SLOT, LasView, ReplayCluster, ReplayPolicy, RigidPlan
 from sim.model import CapsimError
 
 __all__ = ["run_las", "run_lease"]

@@ -2,9 +2,9 @@
 in the engine's tables (``sim.records``) so that every report, figure and metric reads it like any other run.
 
 The cluster must be fixed servers of one VM type (``servers: "32x8"`` with ``gpu:``). A job's throughput on g GPUs
-(a level of ``sim.elastic.LEVELS``) is its iterations over the predictor's runtime there: the estimator's for what the
-policy is told, the truth's for how the job progresses. Every job also needs the seconds it ran in its trace
-(``Job.duration``, an ElasticFlow trace's ``duration`` column), the work of the rigid policies.
+(a level of ``sim.elasticflow.vocabulary.LEVELS``) is its iterations over the predictor's runtime there: the
+estimator's for what the policy is told, the truth's for how the job progresses. Every job also needs the seconds it
+ran in its trace (``Job.duration``, an ElasticFlow trace's ``duration`` column), the work of the rigid policies.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sim.elastic import LEVELS, ReplayCluster, ReplayJob, ReplayPolicy
 from sim.elasticflow.replay import Log, replay
 from sim.elasticflow.state import Run
+from sim.elasticflow.vocabulary import LEVELS, ReplayCluster, ReplayJob, ReplayPolicy
 from sim.metrics import RunTables
 from sim.model import CapsimError, Job, VMType
 from sim.records import Decisions, Jobs, Nodes, Segments

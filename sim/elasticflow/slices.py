@@ -18,9 +18,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from sim.elastic import SLOT, ReplayCluster, ReplayPolicy
 from sim.elasticflow.events import Events
 from sim.elasticflow.state import Log, Run, overhead
+from sim.elasticflow.vocabulary import SLOT, ReplayCluster, ReplayPolicy
 from sim.model import CapsimError
 
 __all__ = ["run_slices"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from sim.elastic import LEVELS, JobStatus, ReplayJob
+from sim.elasticflow.vocabulary import LEVELS, JobStatus, ReplayJob
 
 __all__ = ["Run", "Log", "overhead"]
 

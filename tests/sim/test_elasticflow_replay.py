@@ -15,11 +15,11 @@ from optim.elasticflow.chronus import pack
 from optim.elasticflow.plan import plan
 from optim.elasticflow.themis import fair_shares
 from optim.elasticflow.timeline import PlanJob, elasticflow_cap, table_cap
-from sim.elastic import LEVELS, REPLAY_POLICIES, JobStatus, ReplayCluster, ReplayJob, align
 from sim.elasticflow.events import Events
 from sim.elasticflow.placement import Placement
 from sim.elasticflow.replay import replay
 from sim.elasticflow.state import Run, overhead
+from sim.elasticflow.vocabulary import LEVELS, REPLAY_POLICIES, JobStatus, ReplayCluster, ReplayJob, align
 
 ROOT = Path(__file__).resolve().parents[2]
 REF = ROOT / "experiments" / "elasticflow" / "reference"
