@@ -19,7 +19,7 @@ from typing import Any
 
 from experiments.results.files import DASK_TMP, label_type
 from experiments.results.store import ResultStore, new_manifest
-from experiments.running.pool import run_tasks
+from experiments.running.dispatch import run_tasks
 from experiments.running.progress import Progress
 from experiments.running.tasks import Outcome, Task
 from experiments.scenario import Scenario, parse_seeds, select_policies
