@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 from collections.abc import Callable
+from typing import Any
 
 from experiments.running import interrupts
 from experiments.running.pool import init_worker, run_parallel
@@ -49,6 +50,9 @@ def run_tasks(
 
 
 def _run_dask(tasks: list[Task], on_outcome: Callable[[Outcome], None], address: str, tmp: str | None) -> None:
+    """Run on a Dask cluster: an existing one at ``address``, or ``local:N`` started here. A local cluster's worker
+    processes start with Ctrl-C blocked (the command alone decides) and are killed as soon as the runs are over or
+    the command is stopped: they hold nothing, and a graceful close took seconds and warned."""
     from sim.model import CapsimError
 
     try:
@@ -60,15 +64,20 @@ def _run_dask(tasks: list[Task], on_outcome: Callable[[Outcome], None], address:
     if tmp:
         os.environ["DASK_TEMPORARY_DIRECTORY"] = tmp
         dask.config.set({"temporary-directory": tmp})
+    os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "error")  # workers: no warnings of cancelled tasks at the end
     cluster = None
     if address.startswith("local:"):
         try:
             n = int(address.split(":", 1)[1])
         except ValueError:
             raise CapsimError(f"--dask {address!r}: expected local:N with N a number of workers") from None
-        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
-                               local_directory=tmp)
-        client = Client(cluster)
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})  # inherited by the workers
+        try:
+            cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+                                   local_directory=tmp)
+            client = Client(cluster)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     else:
         try:
             client = Client(address, timeout=20)
@@ -82,6 +91,23 @@ def _run_dask(tasks: list[Task], on_outcome: Callable[[Outcome], None], address:
             on_outcome(fut.result())
             fut.release()
     finally:
-        client.close()
+        _close(client, cluster)
+
+
+def _close(client: Any, cluster: Any) -> None:
+    """Close the client, and a local cluster by killing its worker processes first (quiet and fast)."""
+    import logging
+    import multiprocessing as mp
+
+    logger = logging.getLogger("distributed")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
         if cluster is not None:
-            cluster.close()
+            for p in mp.active_children():
+                p.kill()
+        client.close(timeout=2)
+        if cluster is not None:
+            cluster.close(timeout=2)
+    finally:
+        logger.setLevel(level)
