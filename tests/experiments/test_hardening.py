@@ -386,7 +386,7 @@ def test_the_readme_scenario_with_an_inline_vm_warns_nothing(tmp_path: Path) -> 
 def test_predict_evaluate_progress_in_a_log_is_a_few_lines(monkeypatch, tmp_path: Path, capsys) -> None:
     from predictors import evaluation
 
-    def fake(protocols, names, seed=0, workers=1, progress=None):
+    def fake(protocols, names, seed=0, workers=1, progress=None, parallel=None):
         for i in range(1, 501):
             progress(i, 500, f"fitting {i}")
         raise CapsimError("stopped by the test")
