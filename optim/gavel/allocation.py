@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from optim.highs import new_highs
+
 __all__ = ["fifo_perf", "fifo_sticky", "max_min_fairness", "solve_max_min"]
 
 
@@ -103,9 +105,8 @@ def solve_max_min(coef: np.ndarray, sf: np.ndarray, gpus: np.ndarray, allowed: n
     a.start_ = np.concatenate([np.arange(0, 3 * nx + 1, 3), [3 * nx + n]]).astype(np.int32)
     a.index_ = np.concatenate([rows.ravel(), np.arange(n)]).astype(np.int32)
     a.value_ = np.concatenate([vals.ravel(), np.ones(n)])
-    h = highspy.Highs()
-    for option, value in (("output_flag", False), ("solver", "ipm"), ("run_crossover", "off"), ("presolve", "off"),
-                          ("threads", 1), ("random_seed", 0)):
+    h = new_highs()
+    for option, value in (("solver", "ipm"), ("run_crossover", "off"), ("presolve", "off"), ("random_seed", 0)):
         h.setOptionValue(option, value)
     h.passModel(lp)
     h.run()
