@@ -39,7 +39,6 @@ _MESSAGES = {int(signal.SIGINT): "capsim: interrupted", int(signal.SIGTERM): "ca
 _requested: int | None = None
 _deferred = 0
 _active = False
-_finished = threading.Event()
 _writing = threading.Lock()
 
 
@@ -90,7 +89,8 @@ def exit_code() -> int | None:
     return None if _requested is None else EXIT[_requested]
 
 
-def _watch(read_fd: int) -> None:
+def _watch(read_fd: int, finished: threading.Event) -> None:
+    """The watchdog of one command (``finished``: set when that command has unwound)."""
     while True:
         try:
             data = os.read(read_fd, 64)
@@ -103,11 +103,11 @@ def _watch(read_fd: int) -> None:
         if not signums:
             continue
         deadline = time.monotonic() + GRACE
-        if _finished.wait(max(0.0, deadline - time.monotonic())):
-            return
+        if finished.wait(max(0.0, deadline - time.monotonic())):
+            continue  # the command unwound in time: wait for the end of its pipe
         with _writing:  # never end the process half-way through a write of results
-            if _finished.is_set():
-                return
+            if finished.is_set():
+                continue
             try:
                 sys.stderr.write(_MESSAGES[signums[0]] + " (stopped while inside native code)\n")
                 sys.stderr.flush()
@@ -127,14 +127,14 @@ def install() -> Iterator[None]:
     read_fd, write_fd = os.pipe()
     os.set_blocking(write_fd, False)
     old_fd = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
-    _finished.clear()
-    threading.Thread(target=_watch, args=(read_fd,), name="capsim-signal-watch", daemon=True).start()
+    finished = threading.Event()
+    threading.Thread(target=_watch, args=(read_fd, finished), name="capsim-signal-watch", daemon=True).start()
     _active = True
     try:
         yield
     finally:
         _active = False  # a signal from here on is only recorded: the command has ended
-        _finished.set()
+        finished.set()
         signal.set_wakeup_fd(old_fd)
         for s, h in previous.items():
             signal.signal(s, h)

@@ -397,3 +397,19 @@ def test_predict_evaluate_progress_in_a_log_is_a_few_lines(monkeypatch, tmp_path
     lines = [ln for ln in err.splitlines() if "fitting" in ln]
     assert "\r" not in err and "stopped by the test" in err
     assert len(lines) == 500 and max(map(len, lines)) < 120, "in a log: one short plain line per split, never a bar"
+
+
+def test_a_workload_beyond_memory_is_refused_before_it_runs(tmp_path: Path, capsys) -> None:
+    from experiments.running.tasks import BYTES_PER_JOB, memory_needed, memory_problem
+
+    assert memory_problem(1_000, limit=1 << 30) is None
+    why = memory_problem(10_000_000, limit=1 << 30)
+    assert why is not None and "10,000,000 jobs" in why and "1.0 GB" in why and "819.2 MB" in why
+    assert memory_needed(10_000_000) == BYTES_PER_JOB * 10_000_000  # past the lower bound's limit: jobs only
+    from experiments import api
+    from experiments.runs import plan
+    from experiments.scenario import default_scenario_path
+
+    big = api.load(default_scenario_path(), {"workload.jobs": 100_000_000})
+    with pytest.raises(CapsimError, match=r"default.yaml: workload.jobs: 100,000,000 jobs need about .* use at most"):
+        plan(big)
