@@ -18,7 +18,7 @@ from experiments.cli import EXIT_INTERNAL, main
 from experiments.results import files as results
 from experiments.results.folders import LOCK, FolderLock
 from experiments.results.reading import read_results
-from experiments.results.store import MANIFEST, ResultStore
+from experiments.results.store import JOURNAL, MANIFEST, ResultStore
 from experiments.running.tasks import TABLES
 from experiments.scenario.names import slug
 from experiments.scenario.sweep import load_sweep
@@ -198,10 +198,9 @@ def test_a_missing_file_and_an_unreadable_one_are_named(swept, capsys) -> None:
     rids = sorted(p.stem for p in (out / "summary").glob("*.parquet"))
     (out / "nodes" / f"{rids[0]}.parquet").unlink()
     (out / "summary" / f"{rids[1]}.parquet").unlink()
-    manifest = json.loads((out / MANIFEST).read_text())
-    for rid in rids[2:]:  # as if the writer was killed before recording them: checked by parsing
-        del manifest["runs"][rid]
-    (out / MANIFEST).write_text(json.dumps(manifest))
+    journal = [json.loads(line) for line in (out / JOURNAL).read_text().splitlines()]
+    kept = [e for e in journal if e["run"] not in rids[2:]]  # as if the writer was killed before recording them
+    (out / JOURNAL).write_text("".join(json.dumps(e) + "\n" for e in kept))
     (out / "decisions" / f"{rids[2]}.parquet").write_bytes(b"PAR1 not really")
     tables, skipped = ResultStore(out).load_checked()
     assert skipped == {rids[0]: f"nodes/{rids[0]}.parquet is missing", rids[1]: f"summary/{rids[1]}.parquet is missing",
@@ -209,20 +208,34 @@ def test_a_missing_file_and_an_unreadable_one_are_named(swept, capsys) -> None:
     assert "not a readable Parquet file" in skipped[rids[2]] and len(tables["summary"]) == 5
     assert main(["sweep", str(f), "--out", str(out), "--workers", "1", "--quiet"]) == 0
     assert ResultStore(out).load_checked()[1] == {}
-    runs = json.loads((out / MANIFEST).read_text())["runs"]
+    runs = ResultStore(out)._records()
     assert set(runs) == set(rids) and all(set(r["files"]) == {"summary", *TABLES} for r in runs.values())
 
 
 def test_runs_written_before_their_checksum_are_kept_not_redone(swept, capsys) -> None:
     f, out = swept
-    manifest = json.loads((out / MANIFEST).read_text())
-    recorded = manifest.pop("runs")
-    (out / MANIFEST).write_text(json.dumps(manifest))
+    recorded = ResultStore(out)._records()
+    (out / JOURNAL).unlink()
     stamps = {p.name: p.stat().st_mtime_ns for p in (out / "summary").glob("*.parquet")}
     assert main(["sweep", str(f), "--out", str(out), "--workers", "1"]) == 0
     assert "8 already done, 0 to run" in capsys.readouterr().err
     assert {p.name: p.stat().st_mtime_ns for p in (out / "summary").glob("*.parquet")} == stamps
-    assert json.loads((out / MANIFEST).read_text())["runs"] == recorded
+    assert ResultStore(out)._records() == recorded
+
+
+def test_the_journal_is_appended_to_never_rewritten_and_a_torn_last_line_is_left_out(swept, capsys) -> None:
+    f, out = swept
+    before = (out / JOURNAL).read_bytes()
+    assert len(before.splitlines()) == 8 and json.loads((out / MANIFEST).read_text()).get("runs") is None
+    rid = sorted(p.stem for p in (out / "summary").glob("*.parquet"))[0]
+    (out / "jobs" / f"{rid}.parquet").write_bytes(b"damaged")
+    (out / JOURNAL).write_bytes(before + b'{"run": "cut sh')  # a writer killed while appending
+    assert main(["sweep", str(f), "--out", str(out), "--workers", "1", "--quiet"]) == 0
+    after = (out / JOURNAL).read_bytes()
+    assert after.startswith(before + b'{"run": "cut sh'), "earlier lines are never rewritten"
+    added = [json.loads(line) for line in after[len(before):].splitlines()[1:]]  # the cut line ended, then ours
+    assert [e["run"] for e in added] == [rid, rid] and added[0].get("drop") and "files" in added[1]
+    assert ResultStore(out).load_checked()[1] == {}
 
 
 def test_a_damaged_manifest_is_a_clear_error(swept, capsys) -> None:
