@@ -256,9 +256,11 @@ class ResultStore:
             self._record(rid, None)
 
     # ----- reading --------------------------------------------------------------------------------------------------
-    def _read_run(self, rid: str, parse: bool = True) -> tuple[dict[str, pa.Table], str | None]:
-        """The tables of a finished run (parsed when ``parse``), or the reason it cannot be trusted: a file missing,
-        not matching its recorded checksum, or (without one) not a readable Parquet file."""
+    def _read_run(self, rid: str, parse: bool = True, only: Sequence[str] | None = None
+                  ) -> tuple[dict[str, pa.Table], str | None]:
+        """The tables of a finished run (parsed when ``parse``; only those in ``only`` if given, every file checked
+        all the same), or the reason it cannot be trusted: a file missing, not matching its recorded checksum, or
+        (without one) not a readable Parquet file."""
         recorded = self._records().get(rid, {}).get("files")
         out: dict[str, pa.Table] = {}
         for name in ("summary", *TABLES):
@@ -273,14 +275,18 @@ class ResultStore:
                 return {}, f"{name}/{rid}.parquet does not match its recorded checksum (damaged)"
             if parse or want is None:
                 try:
-                    out[name] = read_parquet_bytes(data)
+                    table = read_parquet_bytes(data)
+                    if only is None or name in only:
+                        out[name] = table
                 except (pa.ArrowException, OSError) as e:
                     return {}, f"{name}/{rid}.parquet is not a readable Parquet file ({str(e).splitlines()[0]})"
         return out, None
 
-    def load_checked(self, all_runs: bool = False) -> tuple[dict[str, pd.DataFrame], dict[str, str]]:
-        """The tables of the folder's intact finished runs, plus ``failures``, rows sorted by run labels; and the runs
-        left out, each with the reason (damaged or missing files).
+    def load_checked(self, all_runs: bool = False, tables: Sequence[str] | None = None
+                     ) -> tuple[dict[str, pd.DataFrame], dict[str, str]]:
+        """The tables of the folder's intact finished runs (those named in ``tables``, default every one; a run is
+        intact when every file of it is), plus ``failures``, rows sorted by run labels; and the runs left out, each
+        with the reason (damaged or missing files).
 
         Only the runs of the latest command into the folder are read (a folder may also hold runs of an earlier,
         different grid or scenario); ``all_runs`` reads every finished run.
@@ -291,11 +297,14 @@ class ResultStore:
         skipped: dict[str, str] = {}
         parts: dict[str, list[pa.Table]] = {name: [] for name in ("summary", *TABLES)}
         for rid in sorted(done):
-            tables, why = self._read_run(rid)
+            read, why = self._read_run(rid, parse=tables is None or any(t != "summary" for t in tables),
+                                       only=tables)
             if why:
                 skipped[rid] = why
                 continue
-            for name, t in tables.items():
+            if tables is not None and "summary" in tables and "summary" not in read:
+                read["summary"] = read_parquet_bytes((self.root / "summary" / f"{rid}.parquet").read_bytes())
+            for name, t in read.items():
                 parts[name].append(t)
         for rid, rec in self._records().items():
             if (scope is None or rid in scope) and rid not in done and "summary" in rec.get("files", {}):
@@ -309,7 +318,7 @@ class ResultStore:
         order = {p: i for i, p in enumerate(manifest.get("policies", []))}
         fields = list(manifest.get("grid_fields", []))
         out: dict[str, pd.DataFrame] = {}
-        for name in ("summary", *TABLES, "failures"):
+        for name in [n for n in ("summary", *TABLES) if tables is None or n in tables] + ["failures"]:
             chunks = parts.get(name, [])
             df = pa.concat_tables(chunks, promote_options="permissive").to_pandas() if chunks else pd.DataFrame()
             if not df.empty:
@@ -320,9 +329,9 @@ class ResultStore:
             out[name] = df
         return out, skipped
 
-    def load(self, all_runs: bool = False) -> dict[str, pd.DataFrame]:
+    def load(self, all_runs: bool = False, tables: Sequence[str] | None = None) -> dict[str, pd.DataFrame]:
         """The tables of ``load_checked``, without the list of runs left out."""
-        return self.load_checked(all_runs)[0]
+        return self.load_checked(all_runs, tables)[0]
 
     def scenario_keys(self, summary: pd.DataFrame) -> list[str]:
         """Each summary row's scenario: the recorded hash of its resolved configuration without policy and seed, or,
@@ -346,7 +355,7 @@ class ResultStore:
         """Write ``summary.csv``: the manifest's finished runs, label columns and headline metrics first; return its
         path (None, and no file, when no run finished)."""
         path = self.root / "summary.csv"
-        summary = self.load()["summary"]
+        summary = self.load(tables=("summary",))["summary"]
         if summary.empty:
             path.unlink(missing_ok=True)
             return None
