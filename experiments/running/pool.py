@@ -146,8 +146,22 @@ def _context() -> Any:
 
         method = start_method()
         ctx = mp.get_context(method)
-        if method == "forkserver":
-            ctx.set_forkserver_preload(PRELOAD)
+        # The fork server and the resource tracker start with Ctrl-C ignored, which they keep across their start
+        # (and pass on to their children): a Ctrl-C at the terminal reaches the whole process group, and only the
+        # command should act on it (a server interrupted while importing printed a traceback).
+        handler = signal.signal(signal.SIGINT, signal.SIG_IGN) if _main_thread() else None
+        try:
+            from multiprocessing import resource_tracker
+
+            resource_tracker.ensure_running()
+            if method == "forkserver":
+                from multiprocessing import forkserver
+
+                ctx.set_forkserver_preload(PRELOAD)
+                forkserver.ensure_running()
+        finally:
+            if handler is not None:
+                signal.signal(signal.SIGINT, handler)
         _CONTEXT = ctx
     return _CONTEXT
 
@@ -174,6 +188,12 @@ class _Feed:
 def _chain(first: list[Any], rest: Iterable[Any]) -> Any:
     yield from first
     yield from rest
+
+
+def _main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
 
 
 def run_parallel(fn: Callable[[Any], Any], items: Iterable[Any], on_result: Callable[[int, Any], None],
