@@ -102,8 +102,15 @@ def _crash_report(e: BaseException, argv: Sequence[str]) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     argv = list(sys.argv[1:] if argv is None else argv)
-    with interrupts.install():
-        return _run(args, argv)
+    try:
+        with interrupts.install():
+            return _run(args, argv)
+    except KeyboardInterrupt:  # a signal Python handled only as the command's handlers were being put back
+        print("capsim: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except interrupts.Terminated:
+        print("capsim: terminated", file=sys.stderr)
+        return EXIT_TERMINATED
 
 
 def _run(args: argparse.Namespace, argv: list[str]) -> int:
