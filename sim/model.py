@@ -19,6 +19,7 @@ __all__ = [
     "GPUModel",
     "Billing",
     "VMType",
+    "Measured",
     "JobSpec",
     "Job",
     "Config",
@@ -120,6 +121,17 @@ class VMType:
 
 
 @dataclass(frozen=True, slots=True)
+class Measured:
+    """A run a production trace observed: the job took ``seconds`` on ``gpus`` GPUs of model ``gpu`` (``None``: the
+    trace's own hardware, whose model the trace does not name). A runtime model for trace jobs
+    (``predictors.trace``) takes it as the truth on that configuration and scales it to others."""
+
+    seconds: float
+    gpus: int = 1
+    gpu: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class JobSpec:
     """What a training job is: an application (network + framework), its iterations and batch size.
 
@@ -128,6 +140,13 @@ class JobSpec:
     measured at several depths (ResNet inner modules), ``None`` for the standard network. ``gpus`` is the number of
     GPUs the job asks for, all started and stopped together (a gang, as in Gavel's and ElasticFlow's traces); ``None``
     lets the policy choose the count, as in the published setting.
+
+    A job replayed from a production trace may be known only by what the trace ``measured`` (its run time on its GPU
+    count, and GPU model when the trace names it); its application is then the model name if the trace gives one,
+    else empty. ``gpu_share`` is the share of each of its GPUs the job asks for, below 1 when it asks for a fraction
+    of a GPU (Alibaba PAI's ``gpu_milli``): until GPUs can be shared, such a job runs on whole GPUs (``gpus``, its
+    share rounded up) and the run's records say so. ``gpu_models`` lists the GPU models the job may run on (Alibaba's
+    ``gpu_spec``), ``None`` for any.
     """
 
     application: str
@@ -137,6 +156,9 @@ class JobSpec:
     name: str = ""
     depth: int | None = None
     gpus: int | None = None
+    measured: Measured | None = None
+    gpu_share: float | None = None
+    gpu_models: frozenset[str] | None = None
 
     @property
     def app_key(self) -> str:
