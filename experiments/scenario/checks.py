@@ -11,10 +11,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from experiments.loading import Problem, did_you_mean, pydantic_problems
-from experiments.scenario_build import param_names
-from experiments.scenario_spec import PredictorSpec, Scenario, TraceSpec
-from experiments.scenario_vms import CloudSelection, CustomVM
+from experiments.scenario.components import PredictorSpec, param_names
+from experiments.scenario.loading import Problem, did_you_mean, pydantic_problems
+from experiments.scenario.spec import Scenario
+from experiments.scenario.vms import CloudSelection, CustomVM
+from experiments.scenario.workload import TraceSpec
 from sim.model import CapsimError
 
 __all__ = ["semantic_problems", "validate_scenario"]
@@ -156,7 +157,7 @@ def _check_feasible(sc: Scenario, problems: list[Problem]) -> None:
 
 def _check_fixed_cluster(sc: Scenario, problems: list[Problem]) -> None:
     """A fixed cluster's GPU models and the fields it excludes; rounds exclude periodic decisions."""
-    from experiments.servers import check_servers
+    from experiments.scenario.servers import check_servers
 
     problems.extend(Problem(("cluster",) + path, message)
                     for path, message in check_servers(sc.cluster, sc.cluster.model_fields_set))
@@ -179,7 +180,7 @@ def _check_spot(sc: Scenario, problems: list[Problem]) -> list[str]:
         if getattr(sc.cluster, field) is not None:
             problems.append(Problem(at, f"expected no spot VMs with cluster.{field} ({why}); remove one of them"))
             return []
-    listed = sc._listed_vm_types()
+    listed = sc.cluster.listed_vm_types()
     if isinstance(spot.revocation_rate, dict):
         known = {v.name for v in listed} | {v.gpu.name for v in listed} | {"default"}
         for k in spot.revocation_rate:
@@ -311,13 +312,12 @@ def validate_scenario(data: Any, file: str, base_dir: Path, prefix: tuple = (),
         except ValidationError:
             partial = None
         if partial is not None:
-            partial._base_dir = base_dir
+            partial.located(base_dir)
             problems += [p for p in semantic_problems(partial, runnable=False) if p.path and p.path[0] not in bad_top]
         for p in problems:
             p.path = tuple(prefix) + tuple(p.path)
         return None, problems
-    sc._base_dir = base_dir
-    sc._file = file
+    sc.located(base_dir, file)
     problems = semantic_problems(sc, runnable)
     for p in problems:
         p.path = tuple(prefix) + tuple(p.path)

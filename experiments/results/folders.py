@@ -12,36 +12,19 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import socket
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from experiments.scenario.names import RESULTS_ROOT, name_problem
 from sim.model import CapsimError
 
-__all__ = ["RESULTS_ROOT", "LOCK", "name_problem", "slug", "output_dir", "check_result_dir", "FolderLock"]
+__all__ = ["LOCK", "output_dir", "check_result_dir", "FolderLock"]
 
-RESULTS_ROOT = Path("results")
-"""The output root: ``results/<name>/`` in the working directory unless ``--out`` says otherwise."""
 LOCK = ".capsim.lock"
-_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,99}")
 _MARKERS = ("manifest.json", "sweep.json", "summary", LOCK)
-
-
-def name_problem(name: Any) -> str | None:
-    """Why ``name`` cannot name a result folder under the output root (None when it can)."""
-    if isinstance(name, str) and _NAME.fullmatch(name) and name not in (".", ".."):
-        return None
-    return (f"expected a name of at most 100 letters, digits, '_', '.', '+' or '-', not starting with '.', '+' or "
-            f"'-' (it names the result folder {RESULTS_ROOT}/<name>/; use --out to write elsewhere), found {name!r}")
-
-
-def slug(text: str, default: str = "sweep") -> str:
-    """``text`` made into a valid name: other characters become ``-``; ``default`` when nothing is left."""
-    s = re.sub(r"[^A-Za-z0-9_.+-]+", "-", text).lstrip(".+-")[:100]
-    return s if s and name_problem(s) is None else default
 
 
 def _is_store(d: Path) -> bool:
@@ -151,7 +134,7 @@ class FolderLock:
                 f"write elsewhere with --out")
 
     def _acquire_by_pid(self) -> FolderLock:
-        from experiments.results import pid_alive
+        from experiments.results.files import pid_alive
 
         self.root.mkdir(parents=True, exist_ok=True)
         for _ in range(2):

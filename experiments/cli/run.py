@@ -1,4 +1,4 @@
-"""``capsim run``: run one scenario (every policy × seed), print a table, store the results (``experiments.store``)."""
+"""``capsim run``: run one scenario (every policy × seed), print a table, store the results (``results.store``)."""
 
 from __future__ import annotations
 
@@ -65,12 +65,14 @@ def check_workers(n: int) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from experiments.folders import output_dir
-    from experiments.results import summary_frame
-    from experiments.runner import Outcome, Progress, Task, run_tasks
+    from experiments.results.files import summary_frame
+    from experiments.results.folders import output_dir
+    from experiments.results.store import ResultStore, new_manifest
+    from experiments.results.tables import policy_means
+    from experiments.running.pool import run_tasks
+    from experiments.running.progress import Progress
+    from experiments.running.tasks import Outcome, Task
     from experiments.scenario import load_scenario, parse_seeds
-    from experiments.store import ResultStore, new_manifest
-    from experiments.tables import policy_means
     from sim.model import CapsimError
 
     check_workers(args.workers)

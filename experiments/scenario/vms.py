@@ -1,38 +1,28 @@
 """The models of a scenario's VM types (``cluster.vm_types`` entries: a catalogue name, an inline type, a cloud
-selection), of renting them spot (``cluster.spot``), and their resolved form behind run ids.
-
-Split from ``experiments.scenario_spec``, which imports the strict number types and the base model from here.
+selection), of renting them spot (``cluster.spot``), the VM types they stand for, and their resolved form behind
+run ids.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Strict, Tag, model_validator
+from pydantic import Discriminator, Field, Tag, model_validator
 
+from experiments.scenario.fields import NonNeg, PositiveInt, StrictModel
 from sim.model import Billing, VMType
 
-__all__ = ["NonNeg", "PositiveFloat", "PositiveInt", "BillingSpec", "CustomVM", "CloudSelection", "SpotSpec",
-           "VMEntry", "resolved_vm"]
-
-# Numbers are strict (a YAML 1.1 boolean such as `yes` or a quoted "30" is not a number) and finite.
-NonNeg = Annotated[float, Strict(), Field(ge=0, allow_inf_nan=False)]
-PositiveFloat = Annotated[float, Strict(), Field(gt=0, allow_inf_nan=False)]
-PositiveInt = Annotated[int, Strict(), Field(gt=0)]
+__all__ = ["BillingSpec", "CustomVM", "CloudSelection", "SpotSpec", "VMEntry", "resolved_vm", "listed_vm_types"]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class BillingSpec(_Strict):
+class BillingSpec(StrictModel):
     """A billing rule: time on rounded up to whole ``increment`` seconds (0: exact), at least ``minimum`` seconds."""
 
     increment: NonNeg = 0.0
     minimum: NonNeg = 0.0
 
 
-class CustomVM(_Strict):
+class CustomVM(StrictModel):
     """A VM type not in the catalogue, defined inline (billed exactly per second unless ``billing`` says otherwise)."""
 
     name: str
@@ -46,7 +36,7 @@ class CustomVM(_Strict):
     region: str = ""
 
 
-class CloudSelection(_Strict):
+class CloudSelection(StrictModel):
     """Every VM type of the cloud catalogue matching the filters given: a provider, a region, GPU models, GPU counts;
     ``boot_time`` replaces the provider's assumed boot time (``docs/clouds.md``)."""
 
@@ -109,7 +99,7 @@ def _rate_tag(v: Any) -> str | None:
     return None
 
 
-class SpotSpec(_Strict):
+class SpotSpec(StrictModel):
     """Renting spot: every selected VM type with a spot price gets a spot variant (``sim.catalogue.with_spot``),
     revoked ``revocation_rate`` times per hour on average. The rate is one number, or a mapping from a VM type name
     or a GPU model (the name first) to a rate, with ``default`` for the rest. ``only`` drops the on-demand types that
@@ -124,3 +114,22 @@ class SpotSpec(_Strict):
         ),
     ]
     only: bool = False
+
+
+def listed_vm_types(entries: list[str | CustomVM | CloudSelection] | None) -> tuple[VMType, ...]:
+    """The VM types ``cluster.vm_types`` lists, in order (the whole catalogue when None), before spot variants."""
+    from sim import catalogue
+
+    if entries is None:
+        return tuple(catalogue.vm_types().values())
+    out: list[VMType] = []
+    for v in entries:
+        if isinstance(v, str):
+            out.append(catalogue.vm_type(v))
+        elif isinstance(v, CloudSelection):
+            out.extend(catalogue.select_vm_types(v.provider, v.region, v.gpu, v.gpus, v.boot_time))
+        else:
+            billing = Billing() if v.billing is None else Billing(v.billing.increment, v.billing.minimum)
+            out.append(VMType(v.name, catalogue.gpu(v.gpu), v.gpus, v.price_per_hour, v.boot_time, v.provider,
+                              billing, v.spot_price_per_hour, v.region))
+    return tuple(out)

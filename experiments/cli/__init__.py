@@ -1,4 +1,4 @@
-"""The ``capsim`` command line: one sub-command per module in ``experiments.commands``.
+"""The ``capsim`` command line: one sub-command per module of this package (``COMMANDS``).
 
 Building the parser imports only the standard library: each command module keeps its heavy imports (pandas, pyarrow,
 matplotlib, scipy, the solvers) inside the functions that run it, so ``capsim --help`` answers at once.
@@ -13,15 +13,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments import interrupts
+from experiments.running import interrupts
 
-# sub-command name -> module in experiments.commands exposing ``HELP``, ``add_arguments(parser)``, ``run(args) -> int``
+# sub-command name -> its module, exposing ``HELP``, ``add_arguments(parser)`` and ``run(args) -> int``
 COMMANDS = {
-    "run": "run",
-    "sweep": "sweep",
-    "report": "report",
-    "plot": "plot",
-    "predict": "predict",
+    "run": "experiments.cli.run",
+    "sweep": "experiments.cli.sweep",
+    "report": "experiments.cli.report",
+    "plot": "experiments.cli.plot",
+    "predict": "experiments.cli.predict",
 }
 
 
@@ -58,9 +58,9 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, module_name in COMMANDS.items():
         try:
-            module = importlib.import_module(f"experiments.commands.{module_name}")
+            module = importlib.import_module(module_name)
         except ModuleNotFoundError as e:
-            if e.name == f"experiments.commands.{module_name}":
+            if e.name == module_name:
                 continue
             raise
         p = sub.add_parser(name, help=module.HELP.replace("%", "%%"), description=module.HELP)
@@ -144,5 +144,3 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(signal.SIGTERM, previous)
 
 
-if __name__ == "__main__":
-    sys.exit(main())

@@ -2,9 +2,10 @@
 
 A scenario is YAML validated by pydantic models (unknown keys are errors). ``load_scenario`` reads a file and raises
 one CapsimError listing every problem; ``Scenario`` then builds the simulator's objects (VM types, node slots,
-cluster, jobs, predictors, policies) for a given seed. The code is split by concern: ``scenario_spec`` (the models
-and the resolved configuration behind run ids), ``scenario_build`` (the simulator's objects) and ``scenario_checks``
-(validation beyond the models); this module is their public face.
+cluster, jobs, predictors) for a given seed. The parts: ``loading`` (YAML and problem reports), ``fields`` (the base
+model and number types), ``vms``, ``servers``, ``cluster``, ``workload``, ``components`` (policies and predictors),
+``spec`` (the ``Scenario`` model and its resolved configuration behind run ids), ``checks`` (validation beyond the
+models) and ``sweep`` (sweep files); this module is the public face of the scenario side.
 """
 
 from __future__ import annotations
@@ -12,18 +13,12 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from experiments.loading import Source, raise_problems, read_yaml
-from experiments.scenario_build import registered_policies
-from experiments.scenario_checks import semantic_problems, validate_scenario
-from experiments.scenario_spec import (
-    ClusterSpec,
-    PolicySpec,
-    PredictorSpec,
-    Scenario,
-    TraceSpec,
-    WorkloadSpec,
-    parse_seeds,
-)
+from experiments.scenario.checks import semantic_problems, validate_scenario
+from experiments.scenario.cluster import ClusterSpec
+from experiments.scenario.components import PolicySpec, PredictorSpec, build_policy, registered_policies
+from experiments.scenario.loading import Source, raise_problems, read_yaml
+from experiments.scenario.spec import Scenario, parse_seeds
+from experiments.scenario.workload import TraceSpec, WorkloadSpec
 
 __all__ = [
     "Scenario",
@@ -38,12 +33,13 @@ __all__ = [
     "semantic_problems",
     "parse_seeds",
     "registered_policies",
+    "build_policy",
 ]
 
 
 def default_scenario_path() -> Path:
     """The embedded default scenario (the paper's catalogue and jobs, 5 nodes, 50 jobs, every policy)."""
-    return Path(str(resources.files("experiments").joinpath("scenarios", "default.yaml")))
+    return Path(str(resources.files("experiments.scenario").joinpath("default.yaml")))
 
 
 def load_scenario(path: str | Path | None = None) -> Scenario:

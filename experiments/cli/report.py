@@ -30,7 +30,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def metrics_table() -> str:
     """Every declared metric: name, label with unit, decimals, which way is better, what it measures."""
-    from experiments.tables import format_table, metric_label
+    from experiments.results.tables import format_table, metric_label
     from sim.metrics import METRICS
 
     rows = [[m.name, metric_label(m.name), str(m.digits), m.better or "-", m.description] for m in METRICS.values()]
@@ -39,7 +39,7 @@ def metrics_table() -> str:
 
 def choose_metrics(text: str | None, summary: pd.DataFrame, directory: str, recomputed: bool) -> list[str]:
     """The metrics named in ``--metrics`` (default: the headline ones), each declared or a numeric summary column."""
-    from experiments.loading import did_you_mean
+    from experiments.scenario.loading import did_you_mean
     from sim.metrics import HEADLINE, METRICS
     from sim.model import CapsimError
 
@@ -62,8 +62,8 @@ def choose_metrics(text: str | None, summary: pd.DataFrame, directory: str, reco
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    from experiments.report import aggregate, notes, render
-    from experiments.store import open_results
+    from experiments.results.reading import open_results
+    from experiments.results.report import aggregate, notes, render
     from sim.model import CapsimError
 
     if args.metrics and args.metrics.strip() == "list":
@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         for line in notes(agg, metrics)[1:]:
             print(f"capsim: {line}", file=sys.stderr)
     if args.output:
-        from experiments.results import atomic_write_bytes
+        from experiments.results.files import atomic_write_bytes
 
         target = Path(args.output)
         if target.is_dir():

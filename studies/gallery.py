@@ -1,6 +1,6 @@
 """The figure gallery in ``docs/``: every figure of ``capsim plot``, drawn from the quickstart and paper sweeps.
 
-    python -m experiments.gallery        # runs what is missing of both sweeps into results/, then draws
+    python -m studies.gallery        # runs what is missing of both sweeps into results/, then draws
 
 Writes ``docs/img/<sweep>_<figure>.png`` (column width, small PNGs) and ``docs/gallery.md``, so a reader sees every
 figure before running anything. The runs are the ones ``capsim sweep`` makes (same ids, resumed if present), so the
@@ -18,7 +18,8 @@ from typing import Any
 
 __all__ = ["main", "CAPTIONS"]
 
-HERE = Path(__file__).resolve().parent
+ROOT = Path(__file__).resolve().parents[1]
+HERE = ROOT / "experiments"
 DPI = 130
 
 CAPTIONS = {
@@ -102,7 +103,7 @@ def page(drawn: list[tuple[Source, list[tuple[str, Path]], str]], docs: Path) ->
     lines = ["# Figure gallery", "",
              "Every figure `capsim plot` draws, from the two example sweeps, at column width (3.3 in) unless noted.",
              "Regenerate all of it (the missing runs, then every image and this page) with:", "", "```bash",
-             "python -m experiments.gallery", "```", "",
+             "python -m studies.gallery", "```", "",
              f"PNGs here are small ({DPI} dpi); `capsim plot` writes 200 dpi PNGs and PDFs with embedded fonts.", ""]
     for src, figs, run_id in drawn:
         lines += [f"## {src.name}", "", "```bash", src.commands(run_id), "```", ""]
@@ -118,10 +119,10 @@ def main(argv: list[str] | None = None) -> int:
     matplotlib.use("Agg")
     from sim.model import CapsimError
 
-    p = argparse.ArgumentParser(prog="python -m experiments.gallery", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m studies.gallery", description=__doc__.splitlines()[0])
     p.add_argument("--results", default="results", metavar="DIR",
                    help="where the sweeps' results go (default: results)")
-    p.add_argument("--docs", default=str(HERE.parent / "docs"), metavar="DIR", help="the docs folder (default: docs/)")
+    p.add_argument("--docs", default=str(ROOT / "docs"), metavar="DIR", help="the docs folder (default: docs/)")
     p.add_argument("--workers", type=int, default=2, metavar="N", help="worker processes for missing runs (default 2)")
     args = p.parse_args(argv)
     docs = Path(args.docs)

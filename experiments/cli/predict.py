@@ -199,7 +199,7 @@ def application_table(cells: pd.DataFrame) -> str:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from experiments.results import write_csv
+    from experiments.results.files import write_csv
     from predictors.evaluation import evaluate, parse_predictor, protocol_summary
     from predictors.protocols import PROTOCOLS
 

@@ -1,6 +1,6 @@
 """Replaying Gavel's traces (``experiments/gavel/replay.yaml``) and measuring the agreement with Gavel's own results.
 
-``python -m experiments.gavel_replay [--plot docs/img/gavel_scatter.png] [--effects]`` prints, for the shipped
+``python -m studies.gavel_replay [--plot docs/img/gavel_scatter.png] [--effects]`` prints, for the shipped
 traces and policies, capsim's average JCT and makespan against Gavel's (``reference/results.csv``) and the per-job
 relative JCT errors against Gavel's per-job files, and draws the per-job scatter plot of ``docs/gavel.md``;
 ``--effects`` adds how much the rounds and the recompute throttle make of each result. ``--generate FILE --jobs N
@@ -17,13 +17,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from experiments.loading import raise_problems, read_yaml
-from experiments.scenario import validate_scenario
+from experiments.scenario import build_policy, validate_scenario
+from experiments.scenario.loading import raise_problems, read_yaml
 
 __all__ = ["GAVEL_DIR", "REPLAY", "CASES", "VARIANTS", "build", "replay", "write_trace", "reference", "agreement",
            "agreement_table", "effects_table", "scatter", "main"]
 
-GAVEL_DIR = Path(__file__).resolve().parent / "gavel"
+GAVEL_DIR = Path(__file__).resolve().parents[1] / "experiments" / "gavel"
 REPLAY = GAVEL_DIR / "replay.yaml"
 CASES = tuple((t, p) for t in ("d.trace", "e.trace") for p in ("fifo_perf", "max_min_fairness_perf"))
 """The traces and policies Gavel's reference results cover (on 4:4:4)."""
@@ -45,7 +45,7 @@ def build(trace: str | Path, policy: str, seed: int = 0, policy_params: dict[str
     assert sc is not None and sc.policies is not None
     estimator, truth = sc.predictors()
     c = sc.build_cluster()
-    return c, sc.build_jobs(seed, truth, c.configs), sc.build_policy(sc.policies[0]), estimator, truth
+    return c, sc.build_jobs(seed, truth, c.configs), build_policy(sc.policies[0]), estimator, truth
 
 
 def replay(trace: str | Path, policy: str, seed: int = 0, policy_params: dict[str, Any] | None = None,

@@ -1,8 +1,8 @@
 """Summaries over seeds: mean and 95% interval per policy and grid point, in four output formats.
 
-Every cell is a mean over runs with its interval (``experiments.intervals``: a t-interval clipped to the metric's
-domain, or a seeded percentile bootstrap), the method named in the output, the runs behind each row counted, and a
-warning when they are too few to say much.
+Every cell is a mean over runs with its interval (``results.intervals``: a t-interval clipped to the metric's domain,
+or a seeded percentile bootstrap), the method named in the output, the runs behind each row counted, and a warning
+when they are too few to say much.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from experiments.intervals import few_runs_warning, interval, method_note, metric_domain
-from experiments.labels import field_label, field_value
-from experiments.tables import format_table, metric_digits, metric_label
+from experiments.results.intervals import few_runs_warning, interval, method_note, metric_domain
+from experiments.results.labels import field_label, field_value
+from experiments.results.tables import format_table, metric_digits, metric_label
 from sim.metrics import METRICS
 
 __all__ = ["aggregate", "render", "notes", "FORMATS"]

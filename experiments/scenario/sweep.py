@@ -14,7 +14,7 @@ zip:                          # each group varies together (equal-length lists) 
 ```
 
 Loading validates everything up front (every grid value too) and raises one CapsimError listing all problems.
-``Sweep.tasks()`` expands the grid into Tasks with stable run ids (the hash of each fully resolved configuration).
+``Sweep.runs()`` expands the grid into runs with stable run ids (the hash of each fully resolved configuration).
 """
 
 from __future__ import annotations
@@ -24,17 +24,17 @@ import itertools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from experiments.folders import name_problem, slug
-from experiments.loading import Problem, did_you_mean, path_str, pydantic_problems, raise_problems, read_yaml
-from experiments.runner import Task
-from experiments.scenario import PolicySpec, Scenario, validate_scenario
-from experiments.store import new_manifest
+from experiments.scenario.checks import validate_scenario
+from experiments.scenario.components import PolicySpec
+from experiments.scenario.loading import Problem, did_you_mean, path_str, pydantic_problems, raise_problems, read_yaml
+from experiments.scenario.names import name_problem, slug
+from experiments.scenario.spec import Scenario
 
-__all__ = ["SweepFile", "Sweep", "load_sweep", "grid_value_label"]
+__all__ = ["SweepFile", "Sweep", "SweepRun", "load_sweep", "grid_value_label"]
 
 SWEEP_KEYS = ("extends", "name", "scenario", "policies", "seeds", "grid", "zip")
 MAX_RUNS = 100_000
@@ -114,6 +114,16 @@ def grid_value_label(value: Any) -> Any:
     return value
 
 
+class SweepRun(NamedTuple):
+    """One run of a sweep: its run id, the grid point's scenario, the policy, the seed and the grid labels."""
+
+    run_id: str
+    scenario: Scenario
+    policy: PolicySpec
+    seed: int
+    labels: list[tuple[str, Any]]
+
+
 @dataclass
 class Point:
     """One grid point: its field values and the validated scenario."""
@@ -134,30 +144,23 @@ class Sweep:
     seeds: list[int]
     extra: dict[str, Any] = field(default_factory=dict)
 
-    def tasks(self) -> list[Task]:
-        """Every run (grid point × policy × seed), duplicates (same resolved configuration) dropped."""
-        out, seen = [], set()
+    def runs(self) -> list[SweepRun]:
+        """Every run (grid point × policy × seed), runs with the same resolved configuration (run id) once."""
+        out: list[SweepRun] = []
+        seen: set[str] = set()
         for pt in self.points:
             labels = [(k, grid_value_label(v)) for k, v in pt.values]
             for pol in self.policies:
                 for seed in self.seeds:
-                    t = Task.make(pt.scenario, pol, seed, labels)
-                    if t.run_id not in seen:
-                        seen.add(t.run_id)
-                        out.append(t)
+                    rid = pt.scenario.run_id(pol, seed)
+                    if rid not in seen:
+                        seen.add(rid)
+                        out.append(SweepRun(rid, pt.scenario, pol, seed, labels))
         return out
 
-    def label_types(self) -> dict[str, Any]:
-        """The one Arrow type of each grid field's column in every table (``experiments.results.label_type``)."""
-        from experiments.results import label_type
-
-        return {f: label_type(grid_value_label(dict(pt.values)[f]) for pt in self.points) for f in self.fields}
-
-    def manifest(self, tasks: list[Task] | None = None) -> dict[str, Any]:
-        """What this sweep covers, for reports: grid fields, policy order, seeds and the run ids."""
-        ids = [t.run_id for t in (tasks if tasks is not None else self.tasks())]
-        return new_manifest("sweep", self.name, self.file, self.fields, [p.label for p in self.policies], self.seeds,
-                            ids)
+    def grid_values(self) -> dict[str, list[Any]]:
+        """Each grid field's values over the grid points, as table cells (``grid_value_label``)."""
+        return {f: [grid_value_label(dict(pt.values)[f]) for pt in self.points] for f in self.fields}
 
 
 def _read_chain(path: Path, stack: tuple[str, ...], problems: list[Problem]) -> tuple[dict, Path]:

@@ -34,10 +34,10 @@ def run(args: argparse.Namespace) -> int:
 
     matplotlib.use("Agg")
 
-    from experiments.commands.report import choose_metrics
-    from experiments.loading import did_you_mean
+    from experiments.cli.report import choose_metrics
     from experiments.plots import FIGURES, ON_REQUEST, plot_all
-    from experiments.store import open_results
+    from experiments.results.reading import open_results
+    from experiments.scenario.loading import did_you_mean
     from sim.model import CapsimError
 
     if args.dpi < 20:

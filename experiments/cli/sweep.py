@@ -22,18 +22,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from experiments.commands.run import check_workers
-    from experiments.folders import output_dir
-    from experiments.results import DASK_TMP
-    from experiments.runner import Outcome, Progress, run_tasks
-    from experiments.store import ResultStore
-    from experiments.sweep import load_sweep
+    from experiments.cli.run import check_workers
+    from experiments.results.files import DASK_TMP
+    from experiments.results.folders import output_dir
+    from experiments.results.store import ResultStore, grid_label_types, sweep_manifest
+    from experiments.running.pool import run_tasks
+    from experiments.running.progress import Progress
+    from experiments.running.tasks import Outcome, sweep_tasks
+    from experiments.scenario.sweep import load_sweep
 
     check_workers(args.workers)
     sweep = load_sweep(args.file)
     out = output_dir(args.out, sweep.name)
-    tasks = sweep.tasks()
-    store = ResultStore(out, label_types=sweep.label_types())
+    tasks = sweep_tasks(sweep)
+    store = ResultStore(out, label_types=grid_label_types(sweep))
     if args.dry_run:
         done = store.finished()
         for t in tasks:
@@ -43,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     log = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr, flush=True))
     failures: list[Outcome] = []
     t0 = time.perf_counter()
-    with store.writing(sweep.manifest(tasks), log=lambda line: print(f"capsim: {line}", file=sys.stderr)):
+    with store.writing(sweep_manifest(sweep, tasks), log=lambda line: print(f"capsim: {line}", file=sys.stderr)):
         done, damaged = store.verify({t.run_id: t for t in tasks})
         for rid, why in sorted(damaged.items())[:5]:
             print(f"capsim: run {rid} will run again: {why}", file=sys.stderr)

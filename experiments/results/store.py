@@ -7,11 +7,11 @@ DIR/manifest.json                 what the latest command into DIR covered (kind
                                   SHA-256 of each of its files
 DIR/summary/<run_id>.parquet      one row: run id, grid values, policy, seed, every metric of ``sim.metrics``, the
                                   run's configuration as JSON; written last, so its presence means the run finished
-DIR/jobs|nodes|decisions|segments/<run_id>.parquet    the run's records (``experiments.runner.TABLES``)
+DIR/jobs|nodes|decisions|segments/<run_id>.parquet    the run's records (``running.tasks.TABLES``)
 DIR/failures/<run_id>.parquet     run id, grid values, policy, seed, config (JSON), traceback
 DIR/summary.csv                   the manifest's finished runs, one row each, without the configuration: a flat
                                   export for spreadsheets, rewritten at the end of every command
-DIR/.capsim.lock                  held by the one process writing here (``experiments.folders.FolderLock``)
+DIR/.capsim.lock                  held by the one process writing here (``results.folders.FolderLock``)
 ```
 Runs live side by side by run id: a later command into the folder adds its runs and keeps every earlier one (a run
 of the same configuration is the same file again), so no command destroys earlier results; ``report`` and ``plot``
@@ -38,20 +38,22 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from experiments.folders import FolderLock
-from experiments.results import (
+from experiments.results.files import (
     atomic_write_bytes,
     clean_temp_files,
+    label_type,
     read_parquet_bytes,
     sha256,
     summary_frame,
     write_csv,
     write_parquet,
 )
-from experiments.runner import TABLES, Outcome, Task
+from experiments.results.folders import FolderLock
+from experiments.running.tasks import TABLES, Outcome, Task
+from experiments.scenario.sweep import Sweep
 from sim.model import CapsimError
 
-__all__ = ["ResultStore", "Results", "load_results", "open_results", "new_manifest", "recompute", "MANIFEST"]
+__all__ = ["ResultStore", "new_manifest", "sweep_manifest", "grid_label_types", "MANIFEST"]
 
 MANIFEST = "manifest.json"
 _LEGACY_MANIFEST = "sweep.json"
@@ -69,6 +71,17 @@ def new_manifest(kind: str, name: str, file: str, fields: Sequence[str], policie
     """What one command into a folder covers: reports show these runs unless asked for every run there."""
     return {"format": FORMAT, "kind": kind, "name": name, "file": file, "grid_fields": list(fields),
             "policies": list(policies), "seeds": list(seeds), "run_ids": sorted(set(run_ids))}
+
+
+def sweep_manifest(sweep: Sweep, tasks: Sequence[Task]) -> dict[str, Any]:
+    """What a sweep covers, for reports: grid fields, policy order, seeds and the run ids of ``tasks``."""
+    return new_manifest("sweep", sweep.name, sweep.file, sweep.fields, [p.label for p in sweep.policies], sweep.seeds,
+                        [t.run_id for t in tasks])
+
+
+def grid_label_types(sweep: Sweep) -> dict[str, pa.DataType]:
+    """The one Arrow type of each grid field's column in every table (``results.files.label_type``)."""
+    return {f: label_type(values) for f, values in sweep.grid_values().items()}
 
 
 class ResultStore:
@@ -316,123 +329,3 @@ class ResultStore:
         flat = summary_frame(summary.drop(columns="config", errors="ignore"), fields)
         write_csv(flat, path)
         return path
-
-
-def load_results(root: str | Path, all_runs: bool = False, recompute_metrics: bool = False) -> dict[str, pd.DataFrame]:
-    """The tables of a result folder (see ``ResultStore.load``); ``recompute_metrics`` recomputes every metric of
-    the summary from the stored per-run tables (``recompute``)."""
-    store = ResultStore(root)
-    tables = store.load(all_runs)
-    if recompute_metrics and not tables["summary"].empty:
-        tables["summary"] = recompute(tables, with_segments=store.runs_with("segments"))
-    return tables
-
-
-@dataclass
-class Results:
-    """A result folder read for reporting: its tables, grid fields (a leading ``scenario`` when the runs shown hold
-    several scenarios at one grid point), policy order, and the runs left out with the reason."""
-
-    root: Path
-    tables: dict[str, pd.DataFrame]
-    fields: list[str] = field(default_factory=list)
-    policies: list[str] = field(default_factory=list)
-    skipped: dict[str, str] = field(default_factory=dict)
-
-
-def open_results(root: str | Path, all_runs: bool = False, recompute_metrics: bool = False,
-                 warn: Any = None) -> Results:
-    """Read a result folder for ``report`` and ``plot``; a clear error when it is not one or holds no intact
-    finished run. Runs left out (damaged or missing files) are named through ``warn`` (default: on stderr).
-
-    Runs of different scenarios are never pooled: when one grid point holds several (``--all`` over commands with
-    different scenarios), the summary gets a ``scenario`` column (the scenario's name, with its hash when names do
-    not tell them apart), which becomes the first grid field."""
-    d = Path(root)
-    store = ResultStore(d)
-    if not d.is_dir():
-        what = "is a file, not a result folder" if d.exists() else "no such folder"
-        raise CapsimError(f"{d}: {what}; write one with `capsim run SCENARIO --out {d}` or `capsim sweep FILE --out "
-                          f"{d}`")
-    if not store.is_store():
-        legacy = " (it holds the flat files of an older `capsim run`: run it again)" if (d / "jobs.parquet").is_file() \
-            else ""
-        raise CapsimError(f"{d}: not a result directory{legacy}; write one with `capsim run SCENARIO --out {d}` or "
-                          f"`capsim sweep FILE --out {d}`")
-    tables, skipped = store.load_checked(all_runs)
-    warn = warn or (lambda line: print(f"capsim: {line}", file=sys.stderr))
-    for rid, why in sorted(skipped.items()):
-        warn(f"{d}: left out run {rid}: {why}")
-    if skipped:
-        warn(f"{d}: {len(skipped)} runs left out; `capsim sweep` with the same file and --out runs them again")
-    if tables["summary"].empty:
-        raise CapsimError(f"{d}: no finished runs yet" + (" (every finished run is damaged, see above)" if skipped
-                                                          else ""))
-    if recompute_metrics:
-        tables["summary"] = recompute(tables, with_segments=store.runs_with("segments"))
-    manifest = store.manifest()
-    summary = tables["summary"]
-    fields = list(manifest.get("grid_fields", []))
-    summary, fields = _split_scenarios(store, summary, fields)
-    tables["summary"] = summary
-    order = list(manifest.get("policies", []))
-    order += [p for p in dict.fromkeys(summary["policy"]) if p not in order]
-    return Results(d, tables, fields, order, skipped)
-
-
-def _split_scenarios(store: ResultStore, summary: pd.DataFrame, fields: list[str]) -> tuple[pd.DataFrame, list[str]]:
-    """``summary`` with a leading ``scenario`` field when some grid point holds runs of several scenarios."""
-    keys = store.scenario_keys(summary)
-    point = [tuple(r) for r in summary[[f for f in fields if f in summary.columns]].astype(str).itertuples(index=False)]
-    if len(set(zip(point, keys))) == len(set(point)):
-        return summary, fields
-    names = []
-    for config in summary.get("config", pd.Series([""] * len(summary))):
-        try:
-            names.append(str(json.loads(config)["scenario"]["name"]))
-        except (ValueError, TypeError, KeyError):
-            names.append("?")
-    named = len(set(zip(names, keys))) == len(set(keys)) == len(set(names))
-    label = names if named else [f"{n}#{k[:8]}" for n, k in zip(names, keys)]
-    return summary.assign(scenario=label), ["scenario", *fields]
-
-
-def recompute(tables: dict[str, pd.DataFrame], metrics: Sequence[str] | None = None,
-              with_segments: set[str] | None = None) -> pd.DataFrame:
-    """The summary table with every metric of ``sim.metrics`` (or those in ``metrics``) computed afresh from each
-    run's stored tables, so a metric declared after the runs were made can be reported on them.
-
-    ``with_segments`` names the runs whose segment table was stored (``ResultStore.runs_with("segments")``); the
-    others are computed without one (``RunTables.segments`` is None), as folders written before segments were stored.
-    """
-    from sim.metrics import METRICS, RunTables
-
-    names = [m for m in (metrics if metrics is not None else METRICS) if METRICS[m].compute is not None]
-    by_run = {name: _by_run(tables.get(name)) for name in TABLES}
-    seg_runs = set() if with_segments is None else with_segments
-    values: dict[str, list[float]] = {m: [] for m in names}
-    for rid in tables["summary"]["run_id"]:
-        parts = {name: by_run[name](rid) for name in TABLES}
-        run = RunTables(parts["jobs"], parts["nodes"], parts["decisions"],
-                        parts["segments"] if rid in seg_runs else None)
-        for m in names:
-            compute = METRICS[m].compute
-            assert compute is not None
-            values[m].append(float(compute(run)))
-    out = tables["summary"].copy()
-    for m in names:
-        if m in out.columns:
-            out[m] = values[m]
-        else:
-            out.insert(len(out.columns) - ("config" in out.columns), m, values[m])
-    return out
-
-
-def _by_run(df: pd.DataFrame | None) -> Any:
-    """A function run id -> that run's rows of ``df`` (an empty frame with the same columns for a run with none)."""
-    if df is None or df.empty:
-        empty = pd.DataFrame() if df is None else df
-        return lambda rid: empty
-    groups = {rid: g.reset_index(drop=True) for rid, g in df.groupby("run_id", sort=False)}
-    empty = df.iloc[0:0]
-    return lambda rid: groups.get(rid, empty)
