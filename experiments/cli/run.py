@@ -89,7 +89,10 @@ def run(args: argparse.Namespace) -> int:
     order = [p.label for p in policies]
 
     print(f"{sc.name}: {len(policies)} policies × {len(seeds)} seeds, {sc.n_jobs} jobs on "
-          f"{sc.cluster.node_count} nodes (scenario {sc.file})", flush=True)
+          f"{sc.node_count} nodes (scenario {sc.file})", flush=True)
+    report = sc.trace_report()
+    if report is not None:
+        print(report.text(), flush=True)
     store = ResultStore(out)
     outcomes: list[Outcome] = []
     progress = Progress(len(tasks), quiet=args.quiet)

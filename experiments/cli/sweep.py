@@ -54,6 +54,8 @@ def run(args: argparse.Namespace) -> int:
         todo = [t for t in tasks if t.run_id not in done]
         log(f"sweep {sweep.name}: {len(sweep.points)} grid points × {len(sweep.policies)} policies × "
             f"{len(sweep.seeds)} seeds = {len(tasks)} runs; {len(tasks) - len(todo)} already done, {len(todo)} to run")
+        for text in dict.fromkeys(r.text() for r in (pt.scenario.trace_report() for pt in sweep.points) if r):
+            log(text)
         progress = Progress(len(todo), quiet=args.quiet)
 
         def on_outcome(o: Outcome) -> None:

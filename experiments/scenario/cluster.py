@@ -94,10 +94,10 @@ class ClusterSpec(StrictModel):
 
     @field_validator("servers", "gpus_per_server")
     @classmethod
-    def _colons(cls, v: Any) -> Any:
-        if isinstance(v, str):
-            from experiments.scenario.servers import parse_colons
+    def _colons(cls, v: Any, info: Any) -> Any:
+        from experiments.scenario.servers import TRACE, parse_colons
 
+        if isinstance(v, str) and not (info.field_name == "servers" and v == TRACE):
             parse_colons(v)
         return v
 
@@ -130,38 +130,46 @@ class ClusterSpec(StrictModel):
 
     @property
     def node_count(self) -> int:
+        """The node slots (a fixed cluster's servers); a trace's own hardware counts through ``Scenario``."""
         if self.servers is not None:
-            from experiments.scenario.servers import server_types
-
-            return sum(n for _, n in server_types(self.servers, self.gpus_per_server, self.server_price))
+            return sum(n for _, n in self.server_types(()))
         return self.nodes if isinstance(self.nodes, int) else sum(g.count for g in self.nodes)
 
     # ----- the simulator's objects --------------------------------------------------------------------------------
+    # ``hardware`` is the trace's own servers (``sim.traces.Servers``), for ``servers: trace``.
     def listed_vm_types(self) -> tuple[VMType, ...]:
         """The VM types ``vm_types`` lists (the whole catalogue when unset), before spot variants."""
         return listed_vm_types(self.vm_types)
 
-    def server_types(self) -> list[tuple[VMType, int]]:
+    def server_types(self, hardware: Any = None) -> list[tuple[VMType, int]]:
         """A fixed cluster's server types, each with its count (``experiments.scenario.servers``)."""
-        from experiments.scenario.servers import server_types
+        from experiments.scenario.servers import TRACE, server_types, trace_server_types
 
+        if self.servers == TRACE:
+            if hardware is None:
+                from sim.model import CapsimError
+
+                raise CapsimError("cluster.servers: trace needs a workload trace whose format describes the hardware "
+                                  "its jobs ran on")
+            return trace_server_types(hardware, self.server_price)
         return server_types(self.servers, self.gpus_per_server, self.server_price)
 
-    def all_vm_types(self) -> tuple[VMType, ...]:
+    def all_vm_types(self, hardware: Any = None) -> tuple[VMType, ...]:
         """Every VM type of the cluster: the fixed servers' types, or those listed plus their spot variants."""
         from sim import catalogue
 
         if self.servers is not None:
-            return tuple(v for v, _ in self.server_types())
+            return tuple(v for v, _ in self.server_types(hardware))
         types = self.listed_vm_types()
         return types if self.spot is None else catalogue.with_spot(types, self.spot.revocation_rate, self.spot.only)
 
-    def slots(self) -> list[Any]:
+    def slots(self, hardware: Any = None) -> list[Any]:
         """The node slots (``sim.engine.NodeSlot``): one per fixed server, else as ``nodes`` says."""
         from sim.engine import NodeSlot
 
         if self.servers is not None:
-            return [NodeSlot(frozenset({v.name}), fixed=True) for v, n in self.server_types() for _ in range(n)]
+            return [NodeSlot(frozenset({v.name}), fixed=True) for v, n in self.server_types(hardware)
+                    for _ in range(n)]
         if isinstance(self.nodes, int):
             return [NodeSlot(None) for _ in range(self.nodes)]
         out: list[Any] = []
@@ -170,22 +178,26 @@ class ClusterSpec(StrictModel):
             out.extend(NodeSlot(allowed) for _ in range(g.count))
         return out
 
-    def build(self) -> Any:
-        """The simulator's ``sim.engine.Cluster``."""
+    def build(self, hardware: Any = None, largest_job: int | None = None) -> Any:
+        """The simulator's ``sim.engine.Cluster``. On a trace's own hardware, gangs reach ``largest_job`` GPUs (the
+        trace's largest request) unless ``max_gang_gpus`` says otherwise."""
         from sim.engine import Cluster
 
         rounds = self.round_spec
         interval = float("inf") if self.decision_interval is None else self.decision_interval
         if rounds is not None and not rounds.effects:
             interval = rounds.length  # the event-driven variant: a decision every round length, no round effects
+        gang_cap = self.max_gang_gpus
+        if gang_cap is None and hardware is not None and largest_job is not None:
+            gang_cap = max(largest_job, max(h.gpus for h in hardware))
         return Cluster(
-            self.all_vm_types(),
-            tuple(self.slots()),
+            self.all_vm_types(hardware),
+            tuple(self.slots(hardware)),
             billing_quantum=self.billing_quantum,
             restart_overhead=self.restart_overhead,
             decision_interval=interval,
             gang=self.gang if self.gang is not None else self.servers is not None,
             round_length=rounds.length if rounds is not None and rounds.effects else float("inf"),
             checkpoint_interval=self.checkpoint_interval if self.checkpoint_interval is not None else float("inf"),
-            max_gang_gpus=self.max_gang_gpus,
+            max_gang_gpus=gang_cap,
         )

@@ -6,9 +6,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["file_sha256", "trace_rows"]
+__all__ = ["file_sha256", "trace_rows", "trace_hardware"]
 
 _TRACES: dict[tuple, Any] = {}
+_HARDWARE: dict[tuple, Any] = {}
 _HASHES: dict[tuple, str] = {}
 
 
@@ -44,3 +45,14 @@ def trace_rows(path: Path, format: str, options: dict[str, Any]) -> Any:
 
         _remember(_TRACES, key, validate_trace(read_trace(path, format, **options), str(path)), 16)
     return _TRACES[key]
+
+
+def trace_hardware(path: Path, format: str, options: dict[str, Any]) -> Any:
+    """The servers a trace's jobs ran on (``TraceReader.hardware``: ``sim.traces.Servers`` per kind), read once per
+    file version, format, options and process; a format that does not describe them is a CapsimError."""
+    key = (*_file_key(path), format, json.dumps(options, sort_keys=True, default=str))
+    if key not in _HARDWARE:
+        from sim.traces import TRACE_FORMATS
+
+        _remember(_HARDWARE, key, TRACE_FORMATS.build(format, **options).hardware(path), 16)
+    return _HARDWARE[key]

@@ -25,7 +25,15 @@ import numpy as np
 
 from sim.model import CapsimError
 from sim.traces.base import TRACE_FORMATS, Servers
-from sim.traces.production import ProductionTrace, epoch_seconds, numbers, peak_demand, pick_layout, read_csv
+from sim.traces.production import (
+    ProductionTrace,
+    check_quantile,
+    demand,
+    epoch_seconds,
+    numbers,
+    pick_layout,
+    read_csv,
+)
 from sim.traces.report import Cleaning
 
 if TYPE_CHECKING:
@@ -49,10 +57,10 @@ class PhillyTrace(ProductionTrace):
     options (``start``, ``end``, ``sample``, ``seed``, ``failed``, ``elastic``) are those of
     ``sim.traces.production.ProductionTrace``. ``failed: drop`` needs the ``raw`` layout, the only one with a status.
 
-    ``hardware``: each virtual cluster gets the servers that hold its jobs' peak demand as the trace records it
-    (every job running from its submission for its duration, before any queueing): 8-GPU servers for the peak demand
-    of its jobs of more than 2 GPUs, 2-GPU servers for the rest of its peak; the cluster is the sum over the kept
-    virtual clusters (replayed pooled: a job may run on any of them).
+    ``hardware``: each virtual cluster gets the servers that hold its jobs' demand as the trace records it (every
+    job running from its submission for its duration, before any queueing) ``quantile`` of the time (1: its peak):
+    8-GPU servers for the demand of its jobs of more than 2 GPUs (at least its largest job), 2-GPU servers for the
+    rest; the cluster is the sum over the kept virtual clusters, replayed pooled (a job may run on any of them).
     """
 
     file_kind = "Philly job table (CSV, may be gzip-compressed)"
@@ -66,12 +74,14 @@ class PhillyTrace(ProductionTrace):
     example_jobs = 3
 
     def __init__(self, vc: str | list[str] | None = None, start: float | None = None, end: float | None = None,
-                 sample: int | None = None, seed: int = 0, failed: str = "keep", elastic: bool = False):
+                 sample: int | None = None, seed: int = 0, failed: str = "keep", elastic: bool = False,
+                 quantile: float = 1.0):
         if vc is not None and not (isinstance(vc, str) or (isinstance(vc, list) and vc
                                                           and all(isinstance(v, str) for v in vc))):
             raise CapsimError(f"trace format 'philly': vc must be a virtual cluster's name or a list of them, got "
                               f"{vc!r}")
-        self.vc = vc
+        check_quantile(self.name, quantile)
+        self.vc, self.quantile = vc, quantile
         self._common(start, end, sample, seed, failed, elastic)
 
     def read(self, path: Path) -> pd.DataFrame:
@@ -159,8 +169,9 @@ class PhillyTrace(ProductionTrace):
             duration = jobs["duration"].to_numpy(dtype=float)
             gpus = jobs["measured_gpus"].to_numpy(dtype=float)
             big = gpus > SMALL.gpus
-            n8 = math.ceil(peak_demand(arrival[big], duration[big], gpus[big]) / LARGE.gpus)
-            rest = peak_demand(arrival, duration, gpus) - n8 * LARGE.gpus
+            n8 = math.ceil(max(demand(arrival[big], duration[big], gpus[big], self.quantile),
+                               gpus[big].max(initial=0)) / LARGE.gpus)
+            rest = demand(arrival, duration, gpus, self.quantile) - n8 * LARGE.gpus
             large += n8
-            small += max(0, math.ceil(rest / SMALL.gpus))
+            small += max(0 if n8 else 1, math.ceil(rest / SMALL.gpus))
         return tuple(Servers(s.gpu, s.gpus, n) for s, n in ((SMALL, small), (LARGE, large)) if n)

@@ -24,7 +24,8 @@ from sim.traces.report import Cleaning, check_common
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["ProductionTrace", "read_csv", "pick_layout", "epoch_seconds", "numbers", "peak_demand", "beside"]
+__all__ = ["ProductionTrace", "read_csv", "pick_layout", "epoch_seconds", "numbers", "demand", "check_quantile",
+           "beside"]
 
 
 class ProductionTrace(TraceReader):
@@ -116,15 +117,29 @@ def numbers(values: Any) -> np.ndarray:
     return pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype=float)
 
 
-def peak_demand(arrival: np.ndarray, duration: np.ndarray, gpus: np.ndarray) -> float:
-    """The most GPUs in use at once if every job ran from its arrival for its duration (ends before starts at a
-    tie): the demand the trace records, before any queueing."""
+def demand(arrival: np.ndarray, duration: np.ndarray, gpus: np.ndarray, quantile: float = 1.0) -> float:
+    """The GPUs in use at once if every job ran from its arrival for its duration (the demand the trace records,
+    before any queueing; ends before starts at a tie): its peak for ``quantile`` 1, else the level the demand stays
+    at or below for that fraction of the time between the first arrival and the last end."""
     if len(arrival) == 0:
         return 0.0
     times = np.concatenate([arrival, arrival + duration])
     delta = np.concatenate([gpus, -gpus]).astype(float)
     order = np.lexsort((delta, times))
-    return float(np.cumsum(delta[order]).max())
+    level = np.cumsum(delta[order])
+    if quantile >= 1:
+        return float(level.max())
+    held = np.diff(times[order])
+    by_level = np.argsort(level[:-1], kind="stable")
+    share = np.cumsum(held[by_level]) / max(held.sum(), 1e-300)
+    return float(level[:-1][by_level][min(int(np.searchsorted(share, quantile)), len(share) - 1)])
+
+
+def check_quantile(fmt: str, quantile: Any) -> None:
+    """The ``quantile`` option of a reader whose hardware is sized from its jobs' demand."""
+    if isinstance(quantile, bool) or not isinstance(quantile, (int, float)) or not 0 < quantile <= 1:
+        raise CapsimError(f"trace format {fmt!r}: quantile must be a fraction of the time in (0, 1] (1: the peak "
+                          f"demand), got {quantile!r}")
 
 
 def beside(path: Path, name: str | None, default: str | None) -> Path | None:

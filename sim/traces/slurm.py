@@ -22,9 +22,10 @@ from sim.traces.base import TRACE_FORMATS, Servers
 from sim.traces.production import (
     ProductionTrace,
     beside,
+    check_quantile,
+    demand,
     epoch_seconds,
     numbers,
-    peak_demand,
     pick_layout,
     read_csv,
 )
@@ -41,10 +42,11 @@ SUCCESS = "COMPLETED"
 _SLURM = ("job_id", "gpu_num", "state", "submit_time", "start_time", "duration")
 
 
-def _peak_servers(table: pd.DataFrame, gpu: str) -> tuple[Servers, ...]:
-    demand = peak_demand(table["submit_time"].to_numpy(dtype=float), table["duration"].to_numpy(dtype=float),
-                         table["measured_gpus"].to_numpy(dtype=float))
-    return (Servers(gpu, SERVER_GPUS, max(1, math.ceil(demand / SERVER_GPUS))),)
+def _demand_servers(table: pd.DataFrame, gpu: str, quantile: float) -> tuple[Servers, ...]:
+    """8-GPU servers for the demand the jobs record ``quantile`` of the time, and at least their largest job."""
+    gpus = table["measured_gpus"].to_numpy(dtype=float)
+    need = demand(table["submit_time"].to_numpy(dtype=float), table["duration"].to_numpy(dtype=float), gpus, quantile)
+    return (Servers(gpu, SERVER_GPUS, max(1, math.ceil(max(need, gpus.max(initial=0)) / SERVER_GPUS))),)
 
 
 class SlurmTrace(ProductionTrace):
@@ -160,8 +162,8 @@ class AcmeTrace(SlurmTrace):
     (module docstring), told apart by their header. ``type`` keeps one workload type (``Pretrain``, ``SFT``,
     ``Evaluation``, ...; in the converted file only ``Pretrain`` and ``Other`` are told apart) or a list; shared
     options: ``ProductionTrace`` (the converted file holds completed jobs only). ``hardware``: 8-GPU servers for
-    the jobs' peak demand as the trace records it (each job running from its submission for its duration); the
-    logs do not give the clusters' sizes."""
+    the demand the trace records (each job running from its submission for its duration) ``quantile`` of the time
+    (1: its peak), and at least its largest job; the logs do not give the clusters' sizes."""
 
     file_kind = "Acme job trace (CSV)"
     example = (
@@ -184,9 +186,11 @@ class AcmeTrace(SlurmTrace):
                               "gpu_per_worker")}
 
     def __init__(self, type: str | list[str] | None = None, start: float | None = None, end: float | None = None,
-                 sample: int | None = None, seed: int = 0, failed: str = "keep", elastic: bool = False):
+                 sample: int | None = None, seed: int = 0, failed: str = "keep", elastic: bool = False,
+                 quantile: float = 1.0):
         self._check_selection(type)
-        self.type = type
+        check_quantile(self.name, quantile)
+        self.type, self.quantile = type, quantile
         self._common(start, end, sample, seed, failed, elastic)
 
     def read(self, path: Path) -> pd.DataFrame:
@@ -210,4 +214,4 @@ class AcmeTrace(SlurmTrace):
         return self._slurm(convert, path)
 
     def hardware(self, path: Path) -> tuple[Servers, ...]:
-        return _peak_servers(self.read(path), self.gpu_name)
+        return _demand_servers(self.read(path), self.gpu_name, self.quantile)
