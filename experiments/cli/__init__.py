@@ -22,6 +22,7 @@ COMMANDS = {
     "report": "experiments.cli.report",
     "plot": "experiments.cli.plot",
     "predict": "experiments.cli.predict",
+    "spot": "experiments.cli.spot",
 }
 
 
