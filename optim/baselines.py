@@ -19,6 +19,7 @@ from typing import ClassVar
 
 from optim.base import Policy, alias, register
 from optim.common import config_table, d_star, spot_view
+from optim.queue import WaitingQueue
 from optim.room import NodeIndex, Room
 from sim.model import Assignment, JobView, Plan, Snapshot
 
@@ -44,6 +45,7 @@ class ListScheduler(Policy):
         if self.pack:
             self.may_share = True  # type: ignore[misc]
         self._index: NodeIndex | None = None
+        self._queue = WaitingQueue(type(self).order)
 
     @staticmethod
     def order(jv: JobView) -> tuple:
@@ -63,7 +65,7 @@ class ListScheduler(Policy):
         usable = ~table.spot if table.any_spot and not self.spot else None
         vms: dict[int, str] = {}
         start: list[Assignment] = []
-        for jv in sorted(snapshot.waiting, key=type(self).order):
+        for jv in self._queue.jobs(snapshot.waiting):
             if room.empty():
                 break
             mask = room.reachable()
@@ -76,6 +78,7 @@ class ListScheduler(Policy):
                 break
             parts = room.place(c, vms)
             start.append(Assignment(jv.id, parts[0][0], parts[0][1], gang=parts[1:]))
+        self._queue.started(len(start))
         return Plan(vms=vms, start=tuple(start))
 
 

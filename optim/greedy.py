@@ -26,6 +26,7 @@ import numpy as np
 
 from optim.base import Policy, register
 from optim.common import ConfigTable, config_table, d_star, d_star_ranking, spot_view
+from optim.queue import JobColumns, order
 from optim.room import NodeIndex, Room
 from sim.model import Assignment, Config, JobView, Plan, Snapshot, VMType
 
@@ -42,6 +43,7 @@ class Greedy(Policy):
 
     def __init__(self) -> None:
         self._index: NodeIndex | None = None
+        self._columns = JobColumns(_pressure_columns)
 
     def decide(self, snapshot: Snapshot) -> Plan:
         if not snapshot.waiting:
@@ -49,7 +51,7 @@ class Greedy(Policy):
         table = config_table(snapshot.configs)
         if self._index is None or self._index.table is not table:
             self._index = NodeIndex(table)
-        return construct(snapshot, index=self._index)
+        return construct(snapshot, index=self._index, queue=pressure_order(snapshot, self._columns))
 
 
 def pick_prefix(n: int, fraction: float, rng: np.random.Generator) -> int:
@@ -139,15 +141,19 @@ def construct(
     return Plan(vms=vms, start=start)
 
 
-def pressure_order(snapshot: Snapshot) -> list[JobView]:
+def pressure_order(snapshot: Snapshot, columns: JobColumns | None = None) -> list[JobView]:
     """The waiting jobs by pressure (now + fastest remaining time − deadline), highest first; then by submission
-    time and id."""
-    now = snapshot.time
+    time and id. ``columns`` keeps each waiting job's fastest remaining time, deadline and so on across decisions
+    (``optim.queue``)."""
+    waiting = snapshot.waiting
+    c = (columns or JobColumns(_pressure_columns)).of(waiting)
+    pressure = (snapshot.time + c[:, 0]) - c[:, 1]
+    return [waiting[i] for i in order([-pressure, c[:, 2], c[:, 3]])]
 
-    def pressure(jv: JobView) -> float:
-        return now + float(np.min((1.0 - jv.done) * jv.estimates)) - jv.job.deadline
 
-    return sorted(snapshot.waiting, key=lambda j: (-pressure(j), j.job.submit_time, j.id))
+def _pressure_columns(jv: JobView) -> tuple[float, float, float, float]:
+    """A waiting job's fastest remaining time, deadline, submission time and id."""
+    return (float(np.min((1.0 - jv.done) * jv.estimates)), jv.job.deadline, jv.job.submit_time, jv.id)
 
 
 def _swap_adjacent(queue: list[JobView], rng: np.random.Generator, swap: float) -> None:
