@@ -7,7 +7,7 @@ shrinks to the smallest VM of its GPU model that still holds its jobs. Any GPUs 
 new job on that VM that speeds up the most.
 
 Spot VMs (``VMType.spot``): a job's D* is taken on its expected runtime on each spot configuration
-(``optim.common.spot_view``: the revocations' expected lost work and restarts), so it rents spot where the discount
+(``sim.risk.expected_view``: the revocations' expected lost work and restarts), so it rents spot where the discount
 outweighs that; a job then goes only onto VMs of its setup's market (spot or on demand) as well as GPU model. A job
 larger than one VM (a gang, on a cluster that allows gangs) takes whole empty nodes of its VM type, then the free
 GPUs of open VMs of that type, most free first; its VMs are neither shrunk nor given to others' speed-ups.
@@ -25,29 +25,36 @@ from typing import ClassVar
 import numpy as np
 
 from optim.base import Policy, register
-from optim.common import ConfigTable, config_table, d_star, d_star_ranking, spot_view
+from optim.common import ConfigTable, config_table, d_star, d_star_ranking
 from optim.queue import JobColumns, order
 from optim.room import NodeIndex, Room
+from optim.spot.fleet import check_spot_rule, uniform_progress_snapshot
 from sim.model import Assignment, Config, JobView, Plan, Snapshot, VMType
+from sim.risk import expected_view
 
 __all__ = ["Greedy", "construct", "pick_prefix", "pressure_order"]
 
 
 @register("greedy")
 class Greedy(Policy):
-    """Pressure-ordered best-fit list scheduling with GPU sharing (no preemption)."""
+    """Pressure-ordered best-fit list scheduling with GPU sharing (no preemption). ``spot_rule: uniform_progress``
+    narrows each waiting job to the market Uniform Progress allows it (``optim.spot.fleet``)."""
 
     may_preempt: ClassVar[bool] = False
     may_share: ClassVar[bool] = True
     may_gang: ClassVar[bool] = True
 
-    def __init__(self) -> None:
+    def __init__(self, spot_rule: str | None = None):
+        self.spot_rule = spot_rule
+        check_spot_rule(self.name, spot_rule)
         self._index: NodeIndex | None = None
         self._columns = JobColumns(_pressure_columns)
 
     def decide(self, snapshot: Snapshot) -> Plan:
         if not snapshot.waiting:
             return Plan()
+        if self.spot_rule is not None:
+            snapshot = uniform_progress_snapshot(snapshot)
         table = config_table(snapshot.configs)
         if self._index is None or self._index.table is not table:
             self._index = NodeIndex(table)
@@ -101,7 +108,7 @@ def construct(
         if room.empty():
             break  # nothing left to place a job on
         mask = _reachable(table, room)
-        view = spot_view(jv, table, snapshot.restart_overhead, snapshot.checkpoint_interval) if spot else jv
+        view = expected_view(jv, snapshot) if spot else jv
         if rng is None:
             k = d_star(view, now, table, mask)
         else:

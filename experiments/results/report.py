@@ -16,10 +16,23 @@ from experiments.results.intervals import few_runs_warning, interval, method_not
 from experiments.results.labels import field_label, field_value
 from experiments.results.tables import format_table, metric_digits, metric_label
 from sim.metrics import METRICS
+from sim.model import CapsimError
+from sim.registry import did_you_mean
 
-__all__ = ["aggregate", "render", "notes", "FORMATS"]
+__all__ = ["aggregate", "render", "notes", "FORMATS", "check_metric_names"]
 
 FORMATS = ("table", "csv", "markdown", "latex")
+
+
+def check_metric_names(metrics: Sequence[str], summary: pd.DataFrame, option: str = "metrics") -> None:
+    """Each name is a declared metric or a numeric column of ``summary``; else a CapsimError naming ``option``, each
+    unknown name with a did-you-mean and the declared metrics."""
+    numeric = [c for c in summary.columns if summary[c].dtype.kind in "fiub" and c != "seed"]
+    unknown = [m for m in metrics if m not in METRICS and m not in numeric]
+    if unknown:
+        named = ", ".join(f"{m!r}{did_you_mean(m, [*METRICS, *numeric])}" for m in unknown)
+        raise CapsimError(f"{option}: unknown metric {named} (declared metrics: {', '.join(METRICS)}; "
+                          f"`capsim report DIR --metrics list` describes them)")
 
 
 def aggregate(summary: pd.DataFrame, fields: Sequence[str], metrics: Sequence[str] | None = None,
@@ -38,6 +51,9 @@ def aggregate(summary: pd.DataFrame, fields: Sequence[str], metrics: Sequence[st
         row["n"] = len(g)
         if "jobs" in g.columns:
             row["jobs"] = float(g["jobs"].mean())
+        if "deterministic" in g.columns:  # runs a wall-clock limit stopped (0) and runs it did not (1)
+            flags = g["deterministic"].to_numpy(dtype=float)
+            row["clock_runs"], row["exact_runs"] = int((flags == 0).sum()), int((flags == 1).sum())
         for m in metrics:
             v = g[m].to_numpy(dtype=float)
             v = v[~pd.isna(v)]
@@ -99,6 +115,25 @@ def notes(agg: pd.DataFrame, metrics: Sequence[str] = ()) -> list[str]:
     warning = few_runs_warning(min(ns), method)
     if warning:
         out.append("warning: " + warning)
+    clock = _clock_rows(agg)
+    if clock:
+        out.append("warning: a wall-clock time limit stopped decisions in some runs of " + "; ".join(clock)
+                   + ": their results depend on the machine's speed and load and may not repeat; without "
+                     "`time_limit` (the default node_limit) they would (docs/milp.md, 'Limits and reproducibility')")
+    return out
+
+
+def _clock_rows(agg: pd.DataFrame) -> list[str]:
+    """Rows some of whose runs a wall-clock limit stopped (summary ``deterministic`` 0): 'row (k of n runs)', the
+    rows mixing such runs with deterministic ones marked as mixed."""
+    if "clock_runs" not in agg.columns:
+        return []
+    fields = list(agg.columns[:list(agg.columns).index("policy")])
+    out = []
+    for _, r in agg[agg["clock_runs"] > 0].iterrows():
+        name = ", ".join([*(field_value(f, r[f], unit=False) for f in fields), str(r["policy"])])
+        mixed = " mixed with deterministic ones" if r["exact_runs"] > 0 else ""
+        out.append(f"{name} ({int(r['clock_runs'])} of {int(r['n'])} runs{mixed})")
     return out
 
 

@@ -3,14 +3,14 @@ rescheduling, rounds, spot and checkpoint options; and the simulator's ``Cluster
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Annotated, Any
 
 from pydantic import Discriminator, Field, Tag, field_validator, model_serializer
 
 from experiments.scenario.fields import NonNeg, PositiveFloat, PositiveInt, StrictModel
 from experiments.scenario.vms import SpotSpec, VMEntry, listed_vm_types
-from sim.cluster import MAX_BILLING_QUANTUM
-from sim.model import VMType
+from sim.model import MAX_BILLING_QUANTUM, VMType
 
 __all__ = ["ClusterSpec", "SlotGroup", "RoundsSpec"]
 
@@ -33,7 +33,7 @@ def _nodes_tag(v: Any) -> str | None:
 
 
 class RoundsSpec(StrictModel):
-    """Round-based scheduling (``sim.rounds``): decisions only at boundaries ``length`` s apart (Gavel: 360 s).
+    """Round-based scheduling (``sim.timing.rounds``): decisions only at boundaries ``length`` s apart (Gavel: 360 s).
     ``effects: false`` keeps a decision every ``length`` s but drops the round effects (admission at boundaries, no
     backfilling, whole iterations): the event-driven, work-conserving variant."""
 
@@ -179,25 +179,21 @@ class ClusterSpec(StrictModel):
         return out
 
     def build(self, hardware: Any = None, largest_job: int | None = None) -> Any:
-        """The simulator's ``sim.engine.Cluster``. On a trace's own hardware, gangs reach ``largest_job`` GPUs (the
-        trace's largest request) unless ``max_gang_gpus`` says otherwise."""
+        """The simulator's ``sim.engine.Cluster``: its VM types, its slots and its rules. Every ``ClusterRules`` field
+        this spec has under the same name passes as it is (None: the rule's default); rounds and gangs are derived.
+        On a trace's own ``hardware``, gangs reach ``largest_job`` GPUs (the trace's largest request) unless
+        ``max_gang_gpus`` says otherwise."""
         from sim.engine import Cluster
+        from sim.model import ClusterRules
 
+        given = {f.name: getattr(self, f.name) for f in fields(ClusterRules) if getattr(self, f.name, None) is not None}
         rounds = self.round_spec
-        interval = float("inf") if self.decision_interval is None else self.decision_interval
         if rounds is not None and not rounds.effects:
-            interval = rounds.length  # the event-driven variant: a decision every round length, no round effects
-        gang_cap = self.max_gang_gpus
-        if gang_cap is None and hardware is not None and largest_job is not None:
-            gang_cap = max(largest_job, max(h.gpus for h in hardware))
-        return Cluster(
-            self.all_vm_types(hardware),
-            tuple(self.slots(hardware)),
-            billing_quantum=self.billing_quantum,
-            restart_overhead=self.restart_overhead,
-            decision_interval=interval,
-            gang=self.gang if self.gang is not None else self.servers is not None,
-            round_length=rounds.length if rounds is not None and rounds.effects else float("inf"),
-            checkpoint_interval=self.checkpoint_interval if self.checkpoint_interval is not None else float("inf"),
-            max_gang_gpus=gang_cap,
-        )
+            given["decision_interval"] = rounds.length  # the event-driven variant: a decision every round length
+        elif rounds is not None:
+            given["round_length"] = rounds.length
+        given["gang"] = self.gang if self.gang is not None else self.servers is not None
+        given["unplaceable_gangs"] = self.servers is not None and rounds is not None  # Gavel's LPs price them
+        if self.max_gang_gpus is None and hardware is not None and largest_job is not None:
+            given["max_gang_gpus"] = max(largest_job, max(h.gpus for h in hardware))
+        return Cluster(self.all_vm_types(hardware), tuple(self.slots(hardware)), rules=ClusterRules(**given))

@@ -157,7 +157,7 @@ class Scenario(StrictModel):
         """The trace's rows (``sim.workload.TraceRows``; None without a trace), read and checked once per file
         version and process (``experiments.scenario.files.trace_rows``)."""
         t, tp = self.trace_spec(), self.trace_path()
-        return None if t is None or tp is None else trace_rows(tp, t.format, t.options)
+        return None if t is None or tp is None else trace_rows(tp, t.format, t.options, shown=t.path)
 
     def trace_report(self) -> Any:
         """What the trace's reader, then the cluster, did with the rows they could not use as they were (a

@@ -7,31 +7,42 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, ClassVar
 
-from optim.base import Policy, build, register
-from optim.common import spot_snapshot
+from optim.base import Policy, build, register, registry
 from optim.milp.formulation import build_model
 from optim.milp.model import Model
 from optim.milp.solution import set_warm_start, to_plan
 from optim.milp.solvers import SOLVERS, report_licence_once, solve
 from optim.milp.waiting import WAIT_ESTIMATES
+from optim.spot.fleet import check_spot_rule, uniform_progress_snapshot
 from sim.model import CapsimError, DecisionInfo, Plan, Snapshot
+from sim.registry import did_you_mean
+from sim.risk import expected_snapshot
 
-__all__ = ["MILP"]
+__all__ = ["MILP", "NODE_LIMIT"]
+
+NODE_LIMIT = 500
+"""Default branch-and-bound nodes per decision (docs/milp.md, "Limits and reproducibility", measures the choice)."""
 
 
 @register("milp")
 class MILP(Policy):
     """Joint capacity planning and scheduling by one MILP per decision (docs/milp.md); falls back on failure.
 
-    Options: ``solver`` (highs, cbc, gurobi), ``time_limit`` (s), ``gap`` (relative), ``threads``, ``warm_start``
+    Options: ``solver`` (highs, cbc, gurobi), ``node_limit`` (branch-and-bound nodes per decision: a deterministic
+    limit, so a run repeats exactly on any machine under any load), ``time_limit`` (wall-clock s per decision, off by
+    default: where it stops a decision the run depends on the machine's load and its summary says
+    ``deterministic`` 0), ``gap`` (relative), ``threads`` (a fixed count: results depend on it), ``warm_start``
     (from the fallback's plan), ``fallback`` (a policy name, default edf), ``preempt`` (running jobs may be moved,
     resized or sent back), ``urgency`` (REFERENCE §4's extra waiting charge factor, default 0), ``wait_estimate``
     (Δ in the waiting penalty: ``mean`` or ``earliest`` running completion, see ``next_decision_delay``), ``dominance``
     (``safe``: exact reductions only; ``pareto``: also drop configs beaten across VM types, faster but a heuristic),
     ``solver_path`` (a CBC binary), ``solver_options`` (passed to the solver as they are), ``extra_constraints``
-    (a callable adding constraints to the Model: research and tests only), ``msg`` (solver log on stdout).
+    (a callable adding constraints to the Model: research and tests only), ``msg`` (solver log on stdout),
+    ``spot_rule`` (``uniform_progress``: each waiting job only on the market Uniform Progress allows it, see
+    ``optim.spot.fleet``; spot at its expected runtime from the revocation rate either way).
     ``fallback_policy`` is the fallback built from its name: derived, not a parameter.
     """
 
@@ -41,7 +52,8 @@ class MILP(Policy):
     def __init__(
         self,
         solver: str = "highs",
-        time_limit: float | None = 10.0,
+        node_limit: int | None = NODE_LIMIT,
+        time_limit: float | None = None,
         gap: float | None = 0.01,
         threads: int = 1,
         warm_start: bool = True,
@@ -54,16 +66,32 @@ class MILP(Policy):
         solver_options: dict[str, Any] | None = None,
         extra_constraints: Callable[[Model], None] | None = None,
         msg: bool = False,
+        spot_rule: str | None = None,
     ):
         if solver not in SOLVERS:
             raise CapsimError(f"milp policy: unknown solver {solver!r}; choose one of {', '.join(SOLVERS)}")
         if fallback == "milp":
             raise CapsimError("milp policy: fallback must be another policy (e.g. edf), not milp itself")
-        if time_limit is not None and time_limit <= 0:
-            raise CapsimError(f"milp policy: time_limit must be positive seconds, got {time_limit}")
+        known = registry()
+        if fallback not in known:
+            raise CapsimError(f"milp policy: fallback {fallback!r} is not a policy{did_you_mean(fallback, known)} "
+                              f"(the MILP hands a decision to its fallback when a solve fails, so that no job is "
+                              f"lost: there is always one); expected one of {', '.join(sorted(known))}")
+        if time_limit is not None and (isinstance(time_limit, bool) or not isinstance(time_limit, (int, float))
+                                       or time_limit <= 0):
+            raise CapsimError(f"milp policy: time_limit must be positive seconds (or null for none), got "
+                              f"{time_limit!r}")
+        if node_limit is not None and (isinstance(node_limit, bool) or int(node_limit) != node_limit
+                                       or node_limit < 1):
+            raise CapsimError(f"milp policy: node_limit must be a whole number of nodes ≥ 1 (or null for none), "
+                              f"got {node_limit!r}")
+        if isinstance(threads, bool) or int(threads) != threads or threads < 1:
+            raise CapsimError(f"milp policy: threads must be a whole number ≥ 1, got {threads!r} (0, the solver's "
+                              "automatic choice, depends on the machine's cores, and so would the results)")
         if gap is not None and not 0 <= gap < 1:
             raise CapsimError(f"milp policy: gap is a relative gap in [0, 1), got {gap}")
         self.solver = solver
+        self.node_limit = node_limit
         self.time_limit = time_limit
         self.gap = gap
         self.threads = int(threads)
@@ -84,6 +112,8 @@ class MILP(Policy):
         self.solver_options = dict(solver_options) if solver_options is not None else None
         self.extra_constraints = extra_constraints
         self.msg = bool(msg)
+        self.spot_rule = spot_rule
+        check_spot_rule("milp", spot_rule)
 
     def _fall_back(self, snapshot: Snapshot, status: str, reason: str | None, size: tuple[int, int] | None) -> Plan:
         plan = self.fallback_policy.decide(snapshot)
@@ -95,10 +125,12 @@ class MILP(Policy):
             fallback=self.fallback,
             reason=reason,
         )
-        return Plan(plan.vms, plan.start, plan.move, plan.preempt, plan.keep_idle, info)
+        return replace(plan, info=info)
 
     def decide(self, snapshot: Snapshot) -> Plan:
-        snapshot = spot_snapshot(snapshot)  # spot configurations at their expected runtime (revocations' lost work)
+        if self.spot_rule is not None:
+            snapshot = uniform_progress_snapshot(snapshot)
+        snapshot = expected_snapshot(snapshot)  # spot at its expected runtime (the work revocations lose)
         if not snapshot.waiting and not (self.preempt and snapshot.running):
             return Plan(info=DecisionInfo(status="nothing_to_decide"))
         if not self.preempt and not any(nv.vm is None or nv.used_gpus < nv.vm.gpus for nv in snapshot.nodes):
@@ -119,7 +151,7 @@ class MILP(Policy):
             warm = set_warm_start(model, self.fallback_policy.decide(snapshot)) > 0 or self.preempt
         out = solve(
             model, self.solver, self.time_limit, self.gap, self.threads, warm, self.solver_path, self.msg,
-            self.solver_options,
+            self.solver_options, self.node_limit,
         )
         if not out.usable:
             if out.status == "licence":

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from sim.model import CapsimError, JobSpec, Measured
-from sim.traces.base import MEASURED, REQUIRED
+from sim.traces.base import COLUMNS, MEASURED, REQUIRED
 from sim.traces.report import Step, TraceReport
 
 if TYPE_CHECKING:
@@ -135,9 +135,10 @@ def validate_trace(rows: pd.DataFrame, source: str) -> TraceRows:
     measured = "duration" in cols
     missing = [c for c in (MEASURED if measured else REQUIRED) if c not in cols]
     if missing:
-        raise CapsimError(f"{source}: missing column(s) {missing}; a trace needs {list(REQUIRED)} (jobs known by "
-                          f"their work) or {list(MEASURED)} (jobs known by a measured run) and may add name, "
-                          f"deadline, weight")
+        optional = [c for c in COLUMNS if c not in REQUIRED]
+        raise CapsimError(f"{source}: missing column(s) {', '.join(missing)}; a trace needs {', '.join(REQUIRED)} "
+                          f"(jobs known by their work) or {', '.join(MEASURED)} (jobs known by a measured run) and "
+                          f"may add {', '.join(optional)}")
     if len(rows) == 0:
         raise CapsimError(f"{source}: no jobs (the trace has its columns but no rows); expected one row per job")
     c = _Checks(rows, source)
@@ -207,7 +208,8 @@ def validate_trace(rows: pd.DataFrame, source: str) -> TraceRows:
             model_sets[ms] = frozenset(p.strip() for p in ms.split("|") if p.strip())
         s = None if no_share[i] or share[i] >= 1 else float(share[i])
         specs.append(JobSpec(names["application"][i].strip(), names["framework"][i], it,
-                             1 if no_batch[i] else int(batch[i]), name[i], None, g, meas, s, model_sets[ms]))
+                             1 if no_batch[i] else int(batch[i]), name=name[i], gpus=g, measured=meas, gpu_share=s,
+                             gpu_models=model_sets[ms]))
     return TraceRows(
         source, tuple(submit.tolist()), tuple(specs),
         tuple(None if e else float(v) for v, e in zip(deadline.tolist(), no_deadline)),

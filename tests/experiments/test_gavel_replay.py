@@ -15,14 +15,15 @@ from studies.gavel_replay import CASES, REPLAY, agreement, reference, replay
 from .conftest import small_scenario, write_yaml
 
 
-@pytest.mark.parametrize("trace, policy", CASES)
+@pytest.mark.parametrize("trace, policy", [c for c in CASES if c[1] != "gandiva"])
 def test_capsim_agrees_with_gavel_on_its_traces(trace, policy):
-    """Within 3 % of Gavel's average JCT and makespan, median per-job relative JCT error at most 5 %, and the jobs
-    Gavel drops (its failed-micro-task quirk) are the ones capsim reports it would drop."""
+    """Within 2 % of Gavel's average JCT and makespan, median per-job relative JCT error at most 2 %, and the jobs
+    Gavel drops (its failed-micro-task quirk) are the ones capsim reports it would drop. (``gandiva`` co-locates
+    pairs of jobs on a GPU, which capsim does not model: docs/gavel.md.)"""
     a = agreement(trace, policy)
-    assert abs(a["avg_jct"] / a["gavel_avg_jct"] - 1) <= 0.03
-    assert abs(a["makespan"] / a["gavel_makespan"] - 1) <= 0.03
-    assert a["median_error"] <= 0.05
+    assert abs(a["avg_jct"] / a["gavel_avg_jct"] - 1) <= 0.02
+    assert abs(a["makespan"] / a["gavel_makespan"] - 1) <= 0.02
+    assert a["median_error"] <= 0.02
     assert a["dropped"] == a["gavel_dropped"]
     assert abs(a["utilisation"] - a["gavel_utilisation"]) <= 0.03
 
@@ -47,13 +48,13 @@ def test_a_fixed_cluster_from_the_brief_form_and_from_mappings(tmp_path):
     sc = load_scenario(fixed(tmp_path, servers="4:4:4", rounds=360))
     c = sc.build_cluster()
     assert [v.name for v in c.vm_types] == ["v100", "p100", "k80"] and len(c.slots) == 12
-    assert all(s.fixed for s in c.slots) and c.gang and c.round_length == 360.0
+    assert all(s.fixed for s in c.slots) and c.rules.gang and c.rules.round_length == 360.0
     assert max(cfg.gpus for cfg in c.configs if cfg.vm.name == "v100") == 4, "gangs up to every V100"
     sc = load_scenario(fixed(tmp_path, servers={"V100": 2, "K80": 1}, gpus_per_server="4:1:2",
                              server_price={"V100": 12.24}, gang=False, rounds={"length": 60, "effects": False}))
     c = sc.build_cluster()
     assert [(v.name, v.gpus, v.price_per_hour) for v in c.vm_types] == [("v100", 4, 12.24), ("k80", 2, 0.0)]
-    assert not c.gang and c.round_length == float("inf") and c.decision_interval == 60.0
+    assert not c.rules.gang and c.rules.round_length == float("inf") and c.rules.decision_interval == 60.0
     assert sc.cluster.node_count == 3 and sc.n_jobs == 80
 
 

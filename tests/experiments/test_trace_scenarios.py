@@ -93,8 +93,8 @@ def test_jobs_larger_than_the_cluster_are_reported_and_left_out(tmp_path: Path, 
     jobs = sc.build_jobs(0, truth, sc.build_cluster().configs)
     assert len(jobs) == report.kept == 319 - over.rows and max(j.spec.gpus for j in jobs) <= 256
     assert main(["run", str(path), "--out", str(tmp_path / "out"), "--quiet", "--workers", "1"]) == 0
-    out = capsys.readouterr().out
-    assert out.count("no configuration of the cluster has") == 1 and "319 rows read" in out
+    err = capsys.readouterr().err  # notes go to stderr, even with --quiet
+    assert err.count("no configuration of the cluster has") == 1 and "319 rows read" in err
 
 
 def test_mistakes_with_the_trace_hardware(tmp_path: Path) -> None:

@@ -37,7 +37,7 @@ def views(classes, state, old: tuple[NodeView, ...] = ()) -> tuple[NodeView, ...
     """Node views of ``state``, reusing an old view object where its node did not change (as the engine does)."""
     out = []
     for i, (cls, (vm, used)) in enumerate(zip(classes, state)):
-        nv = NodeView(i, cls, vm, 0.0, used)
+        nv = NodeView(i, allowed=cls, vm=vm, used_gpus=used)
         out.append(old[i] if i < len(old) and old[i] == nv else nv)
     return tuple(out)
 

@@ -22,7 +22,7 @@ from predictors.table import TablePredictor
 from sim.catalogue import job_types, vm_types
 from sim.cluster import Cluster, NodeSlot
 from sim.engine import RunResult, Simulation
-from sim.model import Job, Plan, Snapshot
+from sim.model import ClusterRules, Job, Plan, Snapshot
 
 __all__ = ["World", "worlds", "run", "recorded_run", "check", "check_plan_names", "AT_SCALE", "at_scale",
            "features"]
@@ -41,7 +41,9 @@ class World:
 
 
 @st.composite
-def worlds(draw) -> World:
+def worlds(draw, single_gpu: bool = False) -> World:
+    """A random small world; ``single_gpu``: every job that fixes its GPU count asks for one (for policies that
+    schedule single-GPU jobs only, ``single_gpu_only``)."""
     fixed = draw(st.integers(0, 3)) == 0
     rounds = draw(st.sampled_from([math.inf, math.inf, 60.0]))
     if fixed:
@@ -59,11 +61,11 @@ def worlds(draw) -> World:
             for _ in range(draw(st.integers(1, 4)))
         )
         gang = False
-    cluster = Cluster(types, slots, billing_quantum=draw(st.sampled_from([0.0, 60.0])),
+    cluster = Cluster(types, slots, rules=ClusterRules(billing_quantum=draw(st.sampled_from([0.0, 60.0])),
                       restart_overhead=draw(st.sampled_from([0.0, 5.0])),
                       decision_interval=math.inf if math.isfinite(rounds) else
                       draw(st.sampled_from([math.inf, math.inf, 45.0])),
-                      gang=gang, round_length=rounds)
+                      gang=gang, round_length=rounds))
     table = {}
     for spec in SPECS:
         for c in cluster.configs:
@@ -79,7 +81,7 @@ def worlds(draw) -> World:
                          and any(s.accepts(c.vm.name) for s in slots)
                          and f"{spec.name}/{c.vm.name}/{c.gpus}" in table})
         if fixed and draw(st.integers(0, 3)) == 0:  # rented clusters leave the count to the policy, as before
-            spec = dataclasses.replace(spec, gpus=draw(st.sampled_from(counts)))
+            spec = dataclasses.replace(spec, gpus=1 if single_gpu else draw(st.sampled_from(counts)))
         jobs.append(Job(i, spec, float(t), float(t + draw(st.integers(10, 600))),
                         draw(st.sampled_from([0.003, 0.01, 0.015]))))
     truth = None
@@ -198,7 +200,7 @@ def _check_money(cluster: Cluster, r: RunResult) -> None:
     tardiness cost is its weight × lateness, and the total is VM cost + tardiness cost."""
     nodes = r.nodes
     on = nodes.stop_time - nodes.start_time
-    q = cluster.billing_quantum
+    q = cluster.rules.billing_quantum
     for secs, length in zip(nodes.billed_seconds, on):
         assert secs >= length - 1e-6, f"billed {secs} s for {length} s on"
         if q > 0:
@@ -229,20 +231,20 @@ def features(world: World) -> set[str]:
     found = set()
     if any(v.boot_time > 0 for v in c.vm_types):
         found.add("boot time")
-    if c.billing_quantum > 0:
+    if c.rules.billing_quantum > 0:
         found.add("billing quantum")
-    if c.restart_overhead > 0:
+    if c.rules.restart_overhead > 0:
         found.add("restart overhead")
     if world.truth is not None:
         found.add("estimator != truth")
     if any(s.allowed is not None for s in c.slots):
         found.add("slot groups")
-    if math.isfinite(c.decision_interval):
+    if math.isfinite(c.rules.decision_interval):
         found.add("periodic decisions")
     return found
 
 
-def at_scale(prop: Callable[[World], None], label: str, examples: int = AT_SCALE) -> int:
+def at_scale(prop: Callable[[World], None], label: str, examples: int = AT_SCALE, single_gpu: bool = False) -> int:
     """Check ``prop`` on ``examples`` fresh random worlds (no example database, no replay); print and return how
     many ran and how often each feature of ``features`` appeared, and fail if one appeared in under 10 %."""
     from collections import Counter
@@ -254,7 +256,7 @@ def at_scale(prop: Callable[[World], None], label: str, examples: int = AT_SCALE
 
     @settings(max_examples=examples, deadline=None, database=None, phases=[Phase.generate, Phase.shrink],
               suppress_health_check=list(HealthCheck))
-    @given(world=worlds())
+    @given(world=worlds(single_gpu=single_gpu))
     def check_one(world: World) -> None:
         count[0] += 1
         seen.update(features(world))
