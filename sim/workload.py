@@ -157,7 +157,8 @@ def trace_jobs(
     order = sorted(range(n), key=lambda k: submit[k])
     return [
         Job(id=new, spec=specs[k], submit_time=submit[k], deadline=_given_or(t.deadlines[k], drawn_d[k]),
-            weight=_given_or(t.weights[k], drawn_w[k]), priority=t.priorities[k] if t.priorities else 1.0)
+            weight=_given_or(t.weights[k], drawn_w[k]), priority=t.priorities[k] if t.priorities else 1.0,
+            duration=t.durations[k] if t.durations else None)
         for new, k in enumerate(order)
     ]
 

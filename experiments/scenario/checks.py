@@ -306,7 +306,7 @@ def semantic_problems(sc: Scenario, runnable: bool = True) -> list[Problem]:
         if spec is not None:
             _check_predictor(spec, (field,), known_pred, problems)
 
-    known_pol = optim.registry()
+    known_pol = optim.kinds()
     if sc.policies is not None:
         if not sc.policies:
             problems.append(Problem(("policies",), "expected at least one policy, found an empty list"))
@@ -322,7 +322,7 @@ def semantic_problems(sc: Scenario, runnable: bool = True) -> list[Problem]:
                                         f"(also policies[{seen[p.label]}]); give each a distinct `name:`"))
             seen[p.label] = i
             _check_params(known_pol[p.kind], p.params, f"policy {p.kind!r}", ("policies", i),
-                          lambda p=p: optim.build(p.kind, **p.params), problems)
+                          lambda p=p: optim.build_any(p.kind, **p.params), problems)
     elif not known_pol:
         problems.append(Problem(("policies",), "no policies are registered; list some under `policies:`"))
     if runnable and not problems:

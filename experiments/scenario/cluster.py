@@ -42,7 +42,7 @@ class RoundsSpec(StrictModel):
 
 
 _FIXED_CLUSTER = ("servers", "gpus_per_server", "server_price", "gang", "rounds", "spot", "checkpoint_interval",
-                  "max_gang_gpus")
+                  "max_gang_gpus", "gpu")
 """ClusterSpec fields left out of the scenario's data when unset, so that scenarios without them keep their run ids."""
 
 
@@ -81,6 +81,8 @@ class ClusterSpec(StrictModel):
     spot: SpotSpec | None = None
     checkpoint_interval: PositiveFloat | None = None
     max_gang_gpus: PositiveInt | None = None
+    gpu: str | None = None
+    """The GPU model of a ``servers: "NxG"`` cluster (N servers of G GPUs of one model)."""
 
     @field_validator("servers", mode="before")
     @classmethod
@@ -95,9 +97,9 @@ class ClusterSpec(StrictModel):
     @field_validator("servers", "gpus_per_server")
     @classmethod
     def _colons(cls, v: Any, info: Any) -> Any:
-        from experiments.scenario.servers import TRACE, parse_colons
+        from experiments.scenario.servers import TRACE, parse_colons, parse_shape
 
-        if isinstance(v, str) and not (info.field_name == "servers" and v == TRACE):
+        if isinstance(v, str) and not (info.field_name == "servers" and v == TRACE) and parse_shape(v) is None:
             parse_colons(v)
         return v
 
@@ -152,7 +154,7 @@ class ClusterSpec(StrictModel):
                 raise CapsimError("cluster.servers: trace needs a workload trace whose format describes the hardware "
                                   "its jobs ran on")
             return trace_server_types(hardware, self.server_price)
-        return server_types(self.servers, self.gpus_per_server, self.server_price)
+        return server_types(self.servers, self.gpus_per_server, self.server_price, self.gpu)
 
     def all_vm_types(self, hardware: Any = None) -> tuple[VMType, ...]:
         """Every VM type of the cluster: the fixed servers' types, or those listed plus their spot variants."""

@@ -41,6 +41,8 @@ class TraceRows:
     weights: tuple[float | None, ...]
     priorities: tuple[float, ...] = ()
     report: TraceReport | None = None
+    durations: tuple[float | None, ...] = ()
+    """Seconds each job ran in the trace (its ``duration`` column; ``Job.duration``), None where not given."""
 
     def __len__(self) -> int:
         return len(self.specs)
@@ -50,7 +52,8 @@ class TraceRows:
         idx = np.flatnonzero(keep)
         pick = (lambda t: tuple(t[i] for i in idx)) if len(idx) < len(keep) else tuple
         return replace(self, submit=pick(self.submit), specs=pick(self.specs), deadlines=pick(self.deadlines),
-                       weights=pick(self.weights), priorities=pick(self.priorities) if self.priorities else ())
+                       weights=pick(self.weights), priorities=pick(self.priorities) if self.priorities else (),
+                       durations=pick(self.durations) if self.durations else ())
 
 
 def _error(source: str, row: int, column: str, value: Any, expected: str) -> CapsimError:
@@ -215,7 +218,8 @@ def validate_trace(rows: pd.DataFrame, source: str) -> TraceRows:
         tuple(None if e else float(v) for v, e in zip(deadline.tolist(), no_deadline)),
         tuple(None if e else float(v) for v, e in zip(weight.tolist(), no_weight)),
         tuple(1.0 if e else float(v) for v, e in zip(prio.tolist(), no_prio)),
-        rows.attrs.get("report") if isinstance(rows.attrs.get("report"), TraceReport) else None,
+        report=rows.attrs.get("report") if isinstance(rows.attrs.get("report"), TraceReport) else None,
+        durations=tuple(None if e else float(v) for v, e in zip(duration.tolist(), no_duration)) if measured else (),
     )
 
 
