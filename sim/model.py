@@ -16,26 +16,9 @@ from typing import TypeVar
 
 import numpy as np
 
-__all__ = [
-    "CapsimError",
-    "GPUModel",
-    "Billing",
-    "VMType",
-    "ClusterRules",
-    "MAX_BILLING_QUANTUM",
-    "Measured",
-    "JobSpec",
-    "Job",
-    "Config",
-    "per_configs",
-    "JobView",
-    "NodeView",
-    "Snapshot",
-    "Assignment",
-    "DecisionInfo",
-    "Plan",
-    "INFEASIBLE",
-]
+__all__ = ["CapsimError", "GPUModel", "Billing", "VMType", "ClusterRules", "MAX_BILLING_QUANTUM", "Measured", "JobSpec",
+           "Job", "Config", "per_configs", "JobView", "NodeView", "Snapshot", "Assignment", "DecisionInfo", "Plan",
+           "INFEASIBLE"]
 
 T = TypeVar("T")
 
@@ -228,10 +211,8 @@ class JobSpec:
     GPUs the job asks for, all started and stopped together (a gang, as in Gavel's and ElasticFlow's traces); ``None``
     lets the policy choose the count, as in the published setting.
 
-    A production trace's job may be known only by what the trace ``measured`` (application: its model if named, else
-    empty). ``gpu_share`` is the share of each of its GPUs it asks for, below 1 for a fraction of a GPU (Alibaba's
-    ``gpu_milli``): until GPUs are shared it runs on whole GPUs, rounded up, and its records say so. ``gpu_models``
-    lists the GPU models it may run on (Alibaba's ``gpu_spec``; None: any).
+    A trace job may be known only by what its trace ``measured``; ``gpu_share`` < 1 asks a fraction of each GPU (run on
+    whole GPUs, and recorded, until GPUs are shared); ``gpu_models`` limits the GPU models it may use (None: any).
     """
 
     application: str
