@@ -154,16 +154,17 @@ class ListScheduler(Policy):
     """
 
     may_preempt: ClassVar[bool] = False
-    may_share: ClassVar[bool] = False
+    may_share: ClassVar[bool] = True
+    """Several jobs on one VM: only with ``pack`` (without it every job takes a free node of its own)."""
     may_gang: ClassVar[bool] = True
 
     def __init__(self, pack: bool = False, spot: bool = False, spot_rule: str | None = None):
-        self.pack = bool(pack)
-        self.spot = bool(spot)
+        self.pack = pack
+        self.spot = spot
         self.spot_rule = spot_rule
+        self.check_param("pack", bool)
+        self.check_param("spot", bool)
         check_spot_rule(self.name, spot_rule)
-        if self.pack:
-            self.may_share = True  # type: ignore[misc]
 
     @staticmethod
     def order(jv: JobView) -> tuple:

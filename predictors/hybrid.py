@@ -21,7 +21,7 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
-from predictors.base import Predictor, TrainablePredictor, clone, register
+from predictors.base import Predictor, TrainablePredictor, register
 from predictors.measured import MeasuredPredictor
 from predictors.measurements import data_key, measured_gpu_name, row_configs, row_specs
 from predictors.memory import guard
@@ -41,11 +41,12 @@ class HybridPredictor(TrainablePredictor):
                               "(it defines the measured range)")
         if outside is not None and not isinstance(outside, TrainablePredictor):
             raise CapsimError("predictor 'hybrid': outside must be a trainable predictor, e.g. {kind: regression}")
-        self.inside, self.outside, self.anchor = inside, outside, bool(anchor)
+        self.inside, self.outside, self.anchor = inside, outside, anchor
+        self.check_param("anchor", bool)
 
     def _fit(self, runs: pd.DataFrame) -> None:
-        inside = clone(self.inside) if self.inside is not None else MeasuredPredictor()
-        outside = clone(self.outside) if self.outside is not None else RegressionPredictor()
+        inside = self.inside.clone() if self.inside is not None else MeasuredPredictor()
+        outside = self.outside.clone() if self.outside is not None else RegressionPredictor()
         assert isinstance(inside, MeasuredPredictor) and isinstance(outside, TrainablePredictor)
         inside.fit(runs)
         self.inside_: MeasuredPredictor = inside

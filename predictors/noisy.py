@@ -76,9 +76,10 @@ class NoisyPredictor(Predictor):
     def __init__(self, base: Predictor, mape: float = 0.2, bias: float = 0.0, seed: int = 0):
         if not isinstance(base, Predictor):
             raise CapsimError(f"predictor 'noisy': base must be a predictor or a mapping with 'kind', got {base!r}")
-        if not 0 <= mape or not bias > -1:
-            raise CapsimError(f"predictor 'noisy': need mape >= 0 and bias > -1, got mape={mape}, bias={bias}")
-        self.base, self.mape, self.bias, self.seed = base, float(mape), float(bias), int(seed)
+        self.base, self.mape, self.bias, self.seed = base, mape, bias, seed
+        self.check_param("mape", float, low=0.0)
+        self.check_param("bias", float, above=-1.0)
+        self.check_param("seed", int, low=0)
         self.mu, self.sigma = lognormal_params(self.mape, self.bias)
         self._keys: dict[object, int] = {}
 

@@ -133,16 +133,15 @@ class LocalSearch(Heuristic):
 
     def __init__(self, iterations: int = 100, alpha: float = 0.3, swap: float = 0.05, beta: float = 0.2,
                  elite: int = 10, neighbours: int = 10, rounds: int = 10, seed: int = 0):
-        self.iterations = int(iterations)
-        self.alpha = float(alpha)
-        self.swap = float(swap)
-        self.beta = float(beta)
-        self.elite = int(elite)
-        self.neighbours = int(neighbours)
-        self.rounds = int(rounds)
-        self.seed = int(seed)
-        self._check(iterations=self.iterations, alpha=self.alpha, beta=self.beta, elite=self.elite,
-                    neighbours=self.neighbours, rounds=self.rounds)
+        self.iterations = iterations
+        self.alpha = alpha
+        self.swap = swap
+        self.beta = beta
+        self.elite = elite
+        self.neighbours = neighbours
+        self.rounds = rounds
+        self.seed = seed
+        self._check_search("iterations", "alpha", "swap", "beta", "elite", "neighbours", "rounds", "seed")
 
     def search(self, dec: Decision, rng: np.random.Generator) -> Schedule:
         pool = greedy_pool(dec, rng, self.iterations, self.alpha, self.swap, self.beta, self.elite)

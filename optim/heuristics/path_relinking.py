@@ -83,15 +83,15 @@ class PathRelinking(Heuristic):
 
     def __init__(self, iterations: int = 100, alpha: float = 0.3, swap: float = 0.05, beta: float = 0.2,
                  elite: int = 10, depth: int | None = None, seed: int = 0):
-        self.iterations = int(iterations)
-        self.alpha = float(alpha)
-        self.swap = float(swap)
-        self.beta = float(beta)
-        self.elite = int(elite)
-        self.depth = None if depth is None else int(depth)
-        self.seed = int(seed)
-        self._check(iterations=self.iterations, alpha=self.alpha, beta=self.beta, elite=self.elite,
-                    depth=self.depth if self.depth is not None else 1)
+        self.iterations = iterations
+        self.alpha = alpha
+        self.swap = swap
+        self.beta = beta
+        self.elite = elite
+        self.depth = depth
+        self.seed = seed
+        self._check_search("iterations", "alpha", "swap", "beta", "elite", "seed")
+        self.check_param("depth", int, low=1, optional=True)
 
     def search(self, dec: Decision, rng: np.random.Generator) -> Schedule:
         pool = greedy_pool(dec, rng, self.iterations, self.alpha, self.swap, self.beta, self.elite)

@@ -6,6 +6,18 @@ subclass registered under its name, imported below, plus its tests (the conforma
 """
 
 from sim.traces import elasticflow, gavel, native  # noqa: F401  (registers elasticflow, gavel, csv)
-from sim.traces.base import COLUMNS, DEFAULT_FORMAT, REQUIRED, TRACE_FORMATS, TraceReader, read_trace
+from sim.traces.base import (
+    COLUMNS,
+    DEFAULT_FORMAT,
+    REQUIRED,
+    TRACE_FORMATS,
+    TraceReader,
+    alias,
+    build,
+    read_trace,
+    register,
+    registry,
+)
 
-__all__ = ["TraceReader", "TRACE_FORMATS", "DEFAULT_FORMAT", "REQUIRED", "COLUMNS", "read_trace"]
+__all__ = ["TraceReader", "TRACE_FORMATS", "DEFAULT_FORMAT", "REQUIRED", "COLUMNS", "read_trace", "register", "alias",
+           "registry", "build"]

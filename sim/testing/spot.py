@@ -1,10 +1,5 @@
-"""Conformance checks for components, importable by their authors: ``from sim.testing import check_spot_pricing``.
-
-Each check takes a component instance (or, where it must build fresh ones, its class and parameters), runs it on
-small hand-built cases with known answers and raises ``AssertionError`` naming the component, the case and what was
-expected and found. capsim's own suites run them over every registered component; an outside author runs them on
-theirs the same way (``tests/`` shows how).
-"""
+"""The spot check of ``sim.testing.check_policy``: a capacity-planning policy prices a spot VM at its expected cost
+under revocations (``sim.risk``), on a lone job whose right answer is known in each of four markets."""
 
 from __future__ import annotations
 
