@@ -157,7 +157,8 @@ class ClusterRules:
       ``max_gang_gpus`` caps the GPUs of a gang configuration (None: all the GPUs of the slots that accept its type).
       ``unplaceable_gangs`` also gives every VM type the gang configurations up to the largest any VM type can hold:
       they cannot be placed, and the engine shows their estimates only to policies that price them
-      (``Policy.prices_unplaceable``), as Gavel's LPs price a gang on a type too small for it.
+      (those declaring ``prices_unplaceable = True``, as Gavel's mechanism does: its LPs price a gang on a type too
+      small for it).
     """
 
     billing_quantum: float = 0.0
