@@ -30,6 +30,7 @@ from predictors.base import TrainablePredictor, build, registry
 from predictors.measurements import runs
 from predictors.protocols import CELL_KEYS, PROTOCOLS, PUBLISHED, Split, splits
 from sim.model import CapsimError
+from sim.registry import did_you_mean
 
 __all__ = ["PUBLISHED_MEANS", "TARGETS", "trainable_kinds", "parse_predictor", "noise_floor", "evaluate",
            "Evaluation", "protocol_summary", "CELL_COLUMNS"]
@@ -65,7 +66,8 @@ def parse_predictor(text: str) -> tuple[str, str, dict[str, Any]]:
         params[k] = _value(v)
     kinds = registry()
     if kind not in kinds:
-        raise CapsimError(f"unknown predictor {kind!r} for evaluation: choose from {', '.join(trainable_kinds())}")
+        raise CapsimError(f"unknown predictor {kind!r}{did_you_mean(kind, kinds)} (the kinds that can be evaluated: "
+                          f"{', '.join(trainable_kinds())})")
     if not getattr(kinds[kind], "trainable", lambda: False)():
         raise CapsimError(f"predictor {kind!r} does not learn from runs and cannot be evaluated; trainable kinds: "
                           f"{', '.join(trainable_kinds())}")

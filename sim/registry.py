@@ -10,7 +10,7 @@ in it. The registry itself imports nothing (the floor never reaches up into a ro
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from sim.model import CapsimError
@@ -20,6 +20,17 @@ __all__ = ["Registry", "did_you_mean"]
 T = TypeVar("T")
 
 
+def did_you_mean(word: str, known: Iterable[str]) -> str:
+    """A ``; did you mean 'x'?`` hint naming the closest of ``known`` to a mistyped name, or empty: every message
+    about an unknown name (a key, a policy, a VM type, a flag's value) says it the same way."""
+    word, names = str(word), list(known)
+    close = difflib.get_close_matches(word, names, n=1, cutoff=0.6)
+    if not close:  # a longer or shorter spelling of a name (an old file name such as cdf_jct_lateness for cdf)
+        close = sorted((n for n in names if len(n) >= 3 and len(word) >= 3 and (word.startswith(n) or
+                                                                              n.startswith(word))), key=len)[-1:]
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
 class _Named(Protocol):
     """What ``register`` sets on a class: its registry name."""
 
@@ -27,12 +38,6 @@ class _Named(Protocol):
 
 
 K = TypeVar("K", bound="type[_Named]")
-
-
-def did_you_mean(name: str, known: Any) -> str:
-    """``" (did you mean 'x'?)"`` for the closest of ``known`` to ``name``, or ``""``."""
-    close = difflib.get_close_matches(str(name), [str(k) for k in known], n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 class Registry(Generic[T]):
@@ -68,8 +73,8 @@ class Registry(Generic[T]):
     def build(self, kind: str, **params: Any) -> T:
         """An instance of ``kind`` with ``params``; a clear error names the known kinds or the bad parameters."""
         if kind not in self._kinds:
-            raise CapsimError(f"unknown {self.what} {kind!r}{did_you_mean(kind, self._kinds)}: known {self.what} "
-                              f"kinds are {', '.join(sorted(self._kinds))}")
+            raise CapsimError(f"unknown {self.what} {kind!r}{did_you_mean(kind, self._kinds)} (known {self.what} "
+                              f"kinds: {', '.join(sorted(self._kinds))})")
         params = {k: self.build(**v) if isinstance(v, Mapping) and "kind" in v else v for k, v in params.items()}
         try:
             return self._kinds[kind](**params)

@@ -18,6 +18,7 @@ from sim.catalogue import job_types
 from sim.contracts import Predictor
 from sim.model import CapsimError, Config, Job, JobSpec
 from sim.streams import streams
+from sim.traces.base import COLUMNS as _TRACE_COLUMNS
 from sim.traces.base import REQUIRED as _TRACE_REQUIRED
 
 __all__ = ["WorkloadSpec", "poisson_jobs", "TraceRows", "validate_trace", "trace_jobs", "fastest_runtimes"]
@@ -172,10 +173,9 @@ def validate_trace(rows: pd.DataFrame, source: str) -> TraceRows:
     """
     missing = [c for c in _TRACE_REQUIRED if c not in rows.columns]
     if missing:
-        raise CapsimError(
-            f"{source}: missing column(s) {missing}; a trace needs {list(_TRACE_REQUIRED)} and may add "
-            f"name, deadline, weight"
-        )
+        optional = [c for c in _TRACE_COLUMNS if c not in _TRACE_REQUIRED]
+        raise CapsimError(f"{source}: missing column(s) {', '.join(missing)}; a trace needs "
+                          f"{', '.join(_TRACE_REQUIRED)} and may add {', '.join(optional)}")
     if len(rows) == 0:
         raise CapsimError(f"{source}: no jobs (the trace has its columns but no rows); expected one row per job")
     has_d = "deadline" in rows.columns

@@ -88,9 +88,15 @@ def _show(args: argparse.Namespace) -> int:
         raise CapsimError("--gpus, --batch and --iterations must be positive integers")
     spec = JobSpec(application, framework, args.iterations, args.batch, name=args.app, depth=args.depth)
     vm = VMType(name=f"{args.gpu}x{args.gpus}", gpu=gpu(args.gpu), gpus=args.gpus, price_per_hour=0.0)
+    kinds = split_specs(args.predictors) or list(SHOW_DEFAULT)
+    built = []
+    for kind in kinds:
+        try:
+            built.append(build(kind))
+        except CapsimError as e:
+            raise CapsimError(f"--predictors: {e}") from None
     print(f"{application}/{framework} batch {args.batch}, {args.iterations} iterations on {args.gpus} x {args.gpu}")
-    for kind in split_specs(args.predictors) or list(SHOW_DEFAULT):
-        p = build(kind)
+    for kind, p in zip(kinds, built):
         try:
             reason = p.support(spec, vm, args.gpus)
             t = p.runtime(spec, vm, args.gpus)
@@ -202,14 +208,19 @@ def _evaluate(args: argparse.Namespace) -> int:
     from experiments.results.files import write_csv
     from predictors.evaluation import evaluate, parse_predictor, protocol_summary
     from predictors.protocols import PROTOCOLS
+    from sim.registry import did_you_mean
 
     protocols = split_specs(args.protocols) or list(PUBLISHED)
     bad = [x for x in protocols if x not in PROTOCOLS]
     if bad:
-        raise CapsimError(f"--protocols: unknown {', '.join(bad)}; choose from {', '.join(PROTOCOLS)}")
+        raise CapsimError(f"--protocols: unknown protocol {bad[0]!r}{did_you_mean(bad[0], PROTOCOLS)} (the "
+                          f"protocols: {', '.join(PROTOCOLS)})")
     names = split_specs(args.predictors) or None
     for n in names or []:
-        parse_predictor(n)
+        try:
+            parse_predictor(n)
+        except CapsimError as e:
+            raise CapsimError(f"--predictors: {e}") from None
     if args.workers < 1:
         raise CapsimError(f"--workers must be at least 1, got {args.workers}")
     out = Path(args.out)
