@@ -280,7 +280,7 @@ def semantic_problems(sc: Scenario, runnable: bool = True) -> list[Problem]:
         if spec is not None:
             _check_predictor(spec, (field,), known_pred, problems)
 
-    known_pol = optim.registry()
+    known_pol = optim.kinds()
     if sc.policies is not None:
         if not sc.policies:
             problems.append(Problem(("policies",), "expected at least one policy, found an empty list"))

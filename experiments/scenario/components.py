@@ -73,7 +73,7 @@ def select_policies(specs: list[PolicySpec], names: str | Sequence[str] | None, 
     if not wanted:
         raise CapsimError(f"{option}: expected at least one policy name, found none")
     by_label = {s.label: s for s in specs}
-    known = optim.registry()
+    known = optim.kinds()
     out: list[PolicySpec] = []
     for n in wanted:
         if any(p.label == n for p in out):
@@ -99,7 +99,7 @@ def policy_class(kind: str) -> Any:
     from sim.model import CapsimError
 
     if ":" not in kind:
-        return optim.registry().get(kind)
+        return optim.kinds().get(kind)
     module, _, name = kind.partition(":")
     try:
         found = importlib.import_module(module)
@@ -124,7 +124,7 @@ def build_policy(spec: PolicySpec, single_thread: bool = False) -> Any:
     cls = policy_class(spec.kind)
     if single_thread and "threads" not in params and cls is not None and "threads" in (param_names(cls) or ()):
         params["threads"] = 1
-    return cls(**params) if ":" in spec.kind else optim.build(spec.kind, **params)
+    return cls(**params) if ":" in spec.kind else optim.build_any(spec.kind, **params)
 
 
 _PREDICTORS: dict[str, Any] = {}
