@@ -12,8 +12,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from experiments.scenario.components import PredictorSpec, build_policy, param_names, policy_class
+from experiments.scenario.components import PredictorSpec, build_policy, param_names
 from experiments.scenario.loading import Problem, did_you_mean, pydantic_problems
+from experiments.scenario.outside import policy_class
 from experiments.scenario.spec import Scenario
 from experiments.scenario.vms import CloudSelection, CustomVM
 from experiments.scenario.workload import TraceSpec

@@ -1,18 +1,17 @@
 """The components a scenario names: policies and predictors by registry kind with their parameters, built through
 the registries (a predictor once per process and spec, since fits are costly). A policy may also be a class outside
-capsim, named ``kind: package.module:Class`` (``policy_class``; README, "Extending capsim")."""
+capsim, named ``kind: package.module:Class`` (``experiments.scenario.outside``; README, "Extending capsim")."""
 
 from __future__ import annotations
 
-import importlib
 import json
 from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["PolicySpec", "PredictorSpec", "registered_policies", "param_names", "select_policies", "policy_class",
-           "build_policy", "build_predictor", "registered_extras", "register_extras"]
+__all__ = ["PolicySpec", "PredictorSpec", "registered_policies", "param_names", "select_policies", "build_policy",
+            "build_predictor", "registered_extras", "register_extras"]
 
 
 class PolicySpec(BaseModel):
@@ -89,36 +88,10 @@ def select_policies(specs: list[PolicySpec], names: str | Sequence[str] | None, 
     return out
 
 
-def policy_class(kind: str) -> Any:
-    """The policy class ``kind`` names: a registered kind (None if there is none), or ``package.module:Class``, a
-    ``sim.contracts.Policy`` subclass in an importable module (installed, or on ``PYTHONPATH``); a CapsimError says
-    what is wrong with such a name."""
-    import optim
-    from experiments.scenario.loading import did_you_mean
-    from sim.contracts import Policy
-    from sim.model import CapsimError
-
-    if ":" not in kind:
-        return optim.kinds().get(kind)
-    module, _, name = kind.partition(":")
-    try:
-        found = importlib.import_module(module)
-    except ImportError as e:
-        raise CapsimError(f"policy {kind!r}: cannot import the module {module!r} ({e}); install it or put its "
-                          f"directory on PYTHONPATH") from None
-    cls = getattr(found, name, None)
-    if cls is None:
-        names = [n for n, v in vars(found).items() if isinstance(v, type) and issubclass(v, Policy)]
-        raise CapsimError(f"policy {kind!r}: the module {module!r} has no {name!r}{did_you_mean(name, names)}")
-    if not (isinstance(cls, type) and issubclass(cls, Policy)):
-        raise CapsimError(f"policy {kind!r}: {name!r} is not a policy class (a subclass of sim.contracts.Policy, "
-                          f"re-exported as optim.base.Policy)")
-    return cls
-
-
 def build_policy(spec: PolicySpec, single_thread: bool = False) -> Any:
     """The policy for ``spec``; with ``single_thread`` a solver's ``threads`` defaults to 1 (parallel sweeps)."""
     import optim
+    from experiments.scenario.outside import policy_class
 
     params = spec.params
     cls = policy_class(spec.kind)
