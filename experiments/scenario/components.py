@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 __all__ = ["PolicySpec", "PredictorSpec", "registered_policies", "param_names", "select_policies", "build_policy",
-            "build_predictor", "registered_extras", "register_extras"]
+           "build_predictor", "registered_extras", "register_extras"]
 
 
 class PolicySpec(BaseModel):
