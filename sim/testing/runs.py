@@ -182,6 +182,11 @@ def check_run(world: World, r: RunResult) -> None:
             used += g if kind == 2 else -g
             cap = iv[(iv.start_time <= t) & (t <= iv.stop_time)].vm_type.map(gpus).max()
             assert used <= cap, f"node {node} uses {used} GPUs at t={t}"
+    markets = cluster.markets
+    if markets is not None:
+        spot = r.nodes[r.nodes.spot]
+        for vm, start in zip(spot.vm_type, spot.start_time):
+            assert markets.available(str(vm), float(start)), f"a {vm} VM started with no zone free"
     regular = r.decisions[r.decisions.trigger != "stall"]
     assert not regular.time.duplicated().any(), "two decisions at one instant: simultaneous triggers not folded"
     _check_money(cluster, r)
