@@ -1,4 +1,4 @@
-"""FIFO, EDF and Priority scheduling: one list-scheduling core, three queue orders (REFERENCE §3).
+"""FIFO, EDF and Priority scheduling: one list-scheduling core, three queue orders (docs/reference.md §3).
 
 The head of the queue gets its D* configuration on a free node of its own and keeps that VM until it completes:
 no sharing, no preemption, strict head-of-line blocking when the head cannot be placed. Two options extend it to

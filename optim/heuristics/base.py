@@ -63,7 +63,7 @@ def greedy_pool(
     dec: Decision, rng: np.random.Generator, iterations: int, alpha: float, swap: float, beta: float, size: int
 ) -> list[Schedule]:
     """The ``size`` cheapest distinct plans among one greedy and ``iterations − 1`` randomised greedy runs
-    (HEURISTICS.md §4), cheapest first."""
+    (docs/heuristics.md §H4), cheapest first."""
     seen: dict[tuple, Schedule] = {}
     queue = pressure_order(dec.snapshot)
     for i in range(max(1, iterations)):
@@ -75,7 +75,7 @@ def greedy_pool(
 
 
 def polish(s: Schedule) -> Schedule:
-    """Postprocessing by cost (HEURISTICS.md §3.3, on the shared cost): on each slot with new jobs, hand idle GPUs
+    """Postprocessing by cost (docs/heuristics.md §H3.3, on the shared cost): on each slot with new jobs, hand idle GPUs
     to the job that gains most, and move a newly opened VM to a smaller one of the same GPU model when that pays."""
     dec = s.dec
     table = dec.table

@@ -1,4 +1,4 @@
-"""RandomGreedy (HEURISTICS.md §4): the best of one greedy and ``iterations − 1`` randomised greedy plans."""
+"""RandomGreedy (docs/heuristics.md §H4): the best of one greedy and ``iterations − 1`` randomised greedy plans."""
 
 from __future__ import annotations
 
