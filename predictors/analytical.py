@@ -89,7 +89,13 @@ def allreduce_time(bytes_: float, gpus: int, link_gbs: float, algorithm: str) ->
 
 @register("analytical")
 class AnalyticalPredictor(TrainablePredictor):
-    """Layer-graph FLOPs/bytes model with efficiencies fitted per framework × GPU (module docstring)."""
+    """Layer-graph FLOPs/bytes model with efficiencies fitted per framework × GPU (module docstring).
+
+    ``interconnect_gbs``: the links' bandwidth (GB/s); ``allreduce``: ``ring`` or ``tree``; ``branch_overlap``: how
+    far parallel branches overlap (0: they add, 1: the longest counts); ``default_efficiency``: the efficiency of a GPU
+    never measured (None: the median of the measured ones in its group); ``efficiency_by``: fit it per ``framework`` or
+    per ``application``; ``cpu_threads``: the CPU threads a job gets for its input pipeline (``max``, a number, or
+    None for no input floor)."""
 
     fit_params = ("interconnect_gbs", "allreduce", "branch_overlap", "efficiency_by")
 

@@ -2,7 +2,7 @@
 
 ``inside`` (default ``measured``) answers every configuration it supports: the measured runs and the interpolation
 between them. Everywhere else ``outside`` (default ``regression``, whose model for each kind of extrapolation was
-chosen by a validation that asks that kind of question) answers. With ``anchor`` (default), an outside answer is
+chosen by a validation that asks that kind of question) answers. With ``anchor`` (off by default), an outside answer is
 taken relative to the nearest measured configuration of the same GPU type: ``outside(q) × inside(q0) / outside(q0)``,
 where ``q0`` clamps the GPU count into the counts measured on that GPU type and then the batch into the range
 measured at that count, so the model supplies the trend and the measurements the level, and answers are continuous

@@ -68,8 +68,8 @@ def _words(text: str) -> list[int]:
 
 @register("noisy")
 class NoisyPredictor(Predictor):
-    """``base``'s answer × a log-normal error with the requested MAPE and bias, deterministic per (seed, spec,
-    configuration)."""
+    """``base``'s answer × a log-normal error with the requested ``mape`` and ``bias``, deterministic per (``seed``,
+    spec, configuration)."""
 
     test_params: ClassVar[Mapping[str, Any]] = {"base": {"kind": "measured"}, "mape": 0.2}
 

@@ -254,7 +254,11 @@ def question(ranges: dict[str, Any], gpu: str, n: int, batch: int, depth: int) -
 
 @register("regression")
 class RegressionPredictor(TrainablePredictor):
-    """Regression with one model per kind of question, chosen by validations that ask it (module docstring)."""
+    """Regression with one model per kind of question, chosen by validations that ask it (module docstring).
+
+    ``families``: the model families tried; ``degree``: the largest degree of the feature products; ``folds``: k of
+    the k-fold validations; ``max_features``: the most features forward selection keeps; ``cpu_threads``: the CPU
+    threads a job is assumed to get; ``seed``: the folds' random split."""
 
     fit_params = ("families", "degree", "folds", "max_features", "seed")
 

@@ -36,8 +36,9 @@ class MILP(Policy):
     default: where it stops a decision the run depends on the machine's load and its summary says
     ``deterministic`` 0), ``gap`` (relative), ``threads`` (a fixed count: results depend on it), ``warm_start``
     (from the fallback's plan), ``fallback`` (a policy name, default edf), ``preempt`` (running jobs may be moved,
-    resized or sent back), ``urgency`` (REFERENCE §4's extra waiting charge factor, default 0), ``wait_estimate``
-    (Δ in the waiting penalty: ``mean`` or ``earliest`` running completion, see ``next_decision_delay``), ``dominance``
+    resized or sent back), ``urgency`` (the extra waiting charge factor of docs/reference.md §4, default 0),
+    ``wait_estimate`` (Δ in the waiting penalty: ``mean`` or ``earliest`` running completion, see
+    ``next_decision_delay``), ``dominance``
     (``safe``: exact reductions only; ``pareto``: also drop configs beaten across VM types, faster but a heuristic),
     ``solver_path`` (a CBC binary), ``solver_options`` (passed to the solver as they are), ``extra_constraints``
     (a callable adding constraints to the Model: research and tests only), ``msg`` (solver log on stdout),

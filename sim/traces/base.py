@@ -24,8 +24,8 @@ REQUIRED = ("submit_time", "application", "framework", "iterations", "batch_size
 """The columns every trace table has: submission time (s), network, ``pytorch``/``tensorflow``, iterations, batch."""
 COLUMNS = REQUIRED + ("name", "deadline", "weight", "gpus", "priority", "duration")
 """``REQUIRED`` plus the optional ones: a label, an absolute deadline (s), a tardiness weight ($ per s late), the
-GPUs the job asks for (``JobSpec.gpus``; empty: the policy chooses) and a fairness weight (``Job.priority``, 1 if
-empty)."""
+GPUs the job asks for (``JobSpec.gpus``; empty: the policy chooses), a fairness weight (``Job.priority``, 1 if
+empty) and the seconds the job ran in the trace (``Job.duration``)."""
 DEFAULT_FORMAT = "csv"
 """The format of a trace given as a bare path."""
 

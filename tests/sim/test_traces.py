@@ -150,3 +150,17 @@ def test_a_trace_mapping_runs_end_to_end(tmp_path: Path) -> None:
     a, b = read_results(out["bare"]).tables, read_results(out["mapping"]).tables
     assert list(a["jobs"].end_time) == [100.0, 200.0]
     pd.testing.assert_frame_equal(a["jobs"], b["jobs"])
+
+
+def test_the_csv_columns_are_listed_where_users_read_them() -> None:
+    """The CSV reader's docstring and README's scenario example name every column of the trace table."""
+    import re
+
+    from sim.traces.native import CsvTrace
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    listed = re.search(r"CSV columns (.*?); other", readme, re.S)
+    assert listed, "README's scenario example lost its list of CSV columns"
+    for column in COLUMNS:
+        assert column in (CsvTrace.__doc__ or ""), column
+        assert column in listed.group(1), column
