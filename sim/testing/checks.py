@@ -17,7 +17,7 @@ from sim.contracts import Component, Policy, Predictor
 from sim.model import CapsimError, Config, JobSpec
 from sim.testing.runs import World, check_plan_names, check_run, recorded_run, small_worlds
 from sim.testing.spot import check_spot_pricing
-from sim.traces.base import REQUIRED, TraceReader
+from sim.traces.base import MEASURED, REQUIRED, TraceReader
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -163,9 +163,9 @@ def _no_runs() -> Any:
 
 def check_trace_reader(reader: TraceReader, path: str | Path | None = None) -> None:
     """Everything a trace reader must do: the parameter contract; a declared ``example`` of ``example_jobs`` jobs and
-    ``file_kind``; the example (or the file at ``path``) read twice into the same table, with the ``REQUIRED``
-    columns and one row per job, which ``sim.workload`` validates and turns into jobs numbered from 0 in submission
-    order, the same jobs from the same seed."""
+    ``file_kind``; the example (with its ``companions`` beside it), or the file at ``path``, read twice into the same
+    table with the ``REQUIRED`` or the ``MEASURED`` columns and one row per job, which ``sim.workload`` validates and
+    turns into jobs numbered from 0 in submission order, the same jobs from the same seed."""
     from sim.workload import trace_jobs
 
     label, cls = reader.describe(), type(reader)
@@ -175,8 +175,11 @@ def check_trace_reader(reader: TraceReader, path: str | Path | None = None) -> N
         if path is None:
             path = Path(tmp) / f"example.{cls.name}"
             path.write_text(cls.example, encoding="utf-8")
+            for name, text in cls.companions.items():
+                (Path(tmp) / name).write_text(text, encoding="utf-8")
         table = reader.read(Path(path))
-        assert len(table) == cls.example_jobs and set(REQUIRED) <= set(table.columns), \
+        columns = set(table.columns)
+        assert len(table) == cls.example_jobs and (set(REQUIRED) <= columns or set(MEASURED) <= columns), \
             f"{label}: the example gives {len(table)} rows with columns {list(table.columns)}"
         assert table.equals(reader.read(Path(path))), f"{label}: two reads of one file differ"
         jobs = trace_jobs(table, _PerIteration(), _CONFIGS, 0, str(path))
