@@ -24,11 +24,11 @@ from sim.availability import AvailabilitySeries
 from sim.catalogue import SPOT_SUFFIX
 from sim.model import CapsimError, VMType
 
-__all__ = ["SpotMarkets"]
+__all__ = ["RecordedMarkets"]
 
 
 @dataclass(frozen=True, eq=False)
-class SpotMarkets:
+class RecordedMarkets:
     """The zones (availability series, in failover order) of each spot VM type, by type name."""
 
     zones: Mapping[str, tuple[AvailabilitySeries, ...]]
@@ -47,7 +47,7 @@ class SpotMarkets:
 
     @classmethod
     def build(cls, vm_types: Iterable[VMType], series: Mapping[str, AvailabilitySeries],
-              offset: float = 0.0) -> SpotMarkets:
+              offset: float = 0.0) -> RecordedMarkets:
         """Assign ``series`` to the spot types among ``vm_types`` by name (see the module docstring); an error names a
         spot type left without a series, or series that govern nothing."""
         spot = [v for v in vm_types if v.spot]
