@@ -8,7 +8,8 @@ unavailable. Its type is available again as soon as any of its zones is.
 Which series govern which type: a series named after a spot VM type (its own name or its on-demand name) or after
 its GPU model governs that type alone (the type's name wins over the GPU's); every other series is a zone shared by
 every spot type no series is named after (so a series named after a type or GPU the cluster does not rent spot is a
-zone too). The simulation's time 0 is ``offset`` seconds into the series.
+zone too). The series start with the run (its first arrival), ``offset`` seconds into them; times here are from the
+run's start.
 
 Engine side: only the engine reads the series (they are the future); a policy sees which spot types can be started
 now and their revocation rates.

@@ -101,3 +101,9 @@ def test_markets_must_name_spot_types_of_the_cluster():
     markets = RecordedMarkets.build([SPOT], {"a": zone("a", 1)})
     with pytest.raises(CapsimError, match="not spot VM types of the cluster"):
         Cluster((SMALL,), (NodeSlot(),), markets=markets)
+
+
+def test_the_series_starts_with_the_run_at_its_first_arrival():
+    c = cluster(zone("a", 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1))
+    r = Simulation(c, [job(0, A, 5000.0)], Scripted(spot_first), TRUTH, seed=0).run()
+    assert r.jobs["start_time"].iloc[0] == 5300.0
