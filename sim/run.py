@@ -17,10 +17,10 @@ last checkpoint (``ClusterRules.checkpoint_interval`` seconds of work apart with
 pays the restart overhead when it runs again; the time model hears of it (``TimeModel.revoked``).
 
 Spot VMs of a recorded market (``Cluster.markets``, ``sim.spot_market``, whose series start with the run, at its first
-arrival) instead go to the first zone of their type available at their start and are revoked when that zone's series turns unavailable. While no zone of a type is
-available, the policy sees the type in ``Snapshot.unavailable`` (its waiting jobs' estimates there are inf) and a
-plan may not start it; when one becomes available again while jobs wait, the time model hears of it
-(``TimeModel.available``).
+arrival) instead go to the first zone of their type available at their start and are revoked when that zone's series
+turns unavailable. While no zone of a type is available, the policy sees the type in ``Snapshot.unavailable`` (its
+waiting jobs' estimates there are inf) and a plan may not start it; when one becomes available again while jobs wait,
+the time model hears of it (``TimeModel.available``).
 """
 
 from __future__ import annotations
