@@ -159,6 +159,11 @@ class ClusterRules:
       they cannot be placed, and the engine shows their estimates only to policies that price them
       (those declaring ``prices_unplaceable = True``, as Gavel's mechanism does: its LPs price a gang on a type too
       small for it).
+    - ``owned_price_per_hour``: the VM types of owned (in-house) servers, each with its amortised cost in $ per
+      server-hour (0: free). An owned server is a fixed slot (``NodeSlot.fixed``): always there, never rented, so
+      using it costs nothing more; its type is priced 0 (``VMType.price_per_hour``), which is what every policy sees,
+      and the engine bills each server this rate for its whole time on, exactly to the second whatever the billing
+      quantum (``bill``).
     """
 
     billing_quantum: float = 0.0
@@ -169,8 +174,15 @@ class ClusterRules:
     gang: bool = False
     max_gang_gpus: int | None = None
     unplaceable_gangs: bool = False
+    owned_price_per_hour: Mapping[str, float] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
+        owned = dict(self.owned_price_per_hour)
+        for name, rate in owned.items():
+            if not (isinstance(rate, Real) and not isinstance(rate, bool) and math.isfinite(rate) and rate >= 0):
+                raise CapsimError(f"cluster: owned_price_per_hour[{name!r}] must be a finite number of $ per "
+                                  f"server-hour >= 0, got {rate!r}")
+        object.__setattr__(self, "owned_price_per_hour", {k: float(v) for k, v in owned.items()})
         if not (0 <= self.billing_quantum <= MAX_BILLING_QUANTUM):
             raise CapsimError(f"cluster: billing_quantum must be a number of seconds in [0, {MAX_BILLING_QUANTUM:g}] "
                               f"(at most a day), got {self.billing_quantum}")
@@ -201,6 +213,15 @@ class ClusterRules:
         if self.billing_quantum > 0:
             return _quantum(self.billing_quantum).billed_seconds(on)
         return (vm.billing if vm is not None else _EXACT).billed_seconds(on)
+
+    def bill(self, on: float, vm: VMType) -> tuple[float, float, float]:
+        """(seconds billed, $ per hour, cost) of a VM of type ``vm`` on for ``on`` seconds: an owned server's time
+        on, exactly, at its amortised rate (``owned_price_per_hour``); a rented VM's billed seconds at its price."""
+        rate = self.owned_price_per_hour.get(vm.name)
+        if rate is not None:
+            return on, rate, on * rate / 3600.0
+        billed = self.billed_seconds(on, vm)
+        return billed, vm.price_per_hour, billed * vm.price_per_hour / 3600.0
 
 
 @lru_cache(maxsize=8)

@@ -1,8 +1,9 @@
 """Random small worlds for property tests, a run that records every decision, and the engine's invariants on a run.
 
 ``worlds()`` draws a cluster, either rented (2–4 catalogue VM types, 1–4 slots, some restricted to one type,
-optional boot time, billing quantum, restart overhead and periodic decisions) or fixed servers (1–3 VM types with
-1–3 always-present servers each, gangs across servers allowed or not), each sometimes in round mode; 3–15 jobs of the
+optional boot time, billing quantum, restart overhead and periodic decisions; sometimes 1–2 owned servers next to
+them) or fixed servers (1–3 VM types with 1–3 always-present servers each, sometimes owned, gangs across servers
+allowed or not), each sometimes in round mode; 3–15 jobs of the
 J1–J6 mix with tight or loose deadlines, on fixed servers some asking for a GPU count; an estimator table and,
 sometimes, a truth that differs from it. ``check`` asserts what any run must satisfy whatever the policy;
 ``recorded_run`` also returns every snapshot the policy saw and the plan it answered.
@@ -46,9 +47,13 @@ def worlds(draw, single_gpu: bool = False) -> World:
     schedule single-GPU jobs only, ``single_gpu_only``)."""
     fixed = draw(st.integers(0, 3)) == 0
     rounds = draw(st.sampled_from([math.inf, math.inf, 60.0]))
+    owned: dict[str, float] = {}
     if fixed:
         k = draw(st.integers(1, 3))
         types = tuple(draw(st.lists(st.sampled_from(CATALOGUE), min_size=k, max_size=k, unique_by=lambda v: v.name)))
+        if draw(st.booleans()):  # owned servers: priced 0 for the policy, billed their rate by the rules
+            owned = {v.name: v.price_per_hour for v in types}
+            types = tuple(dataclasses.replace(v, price_per_hour=0.0) for v in types)
         slots = tuple(NodeSlot(frozenset({v.name}), fixed=True) for v in types for _ in range(draw(st.integers(1, 3))))
         gang = draw(st.booleans())
     else:
@@ -60,12 +65,20 @@ def worlds(draw, single_gpu: bool = False) -> World:
             NodeSlot(frozenset({draw(st.sampled_from(types)).name}) if draw(st.booleans()) else None)
             for _ in range(draw(st.integers(1, 4)))
         )
+        if draw(st.integers(0, 3)) == 0:  # owned servers next to the rented slots, which take only rented types
+            base = draw(st.sampled_from(CATALOGUE))
+            server = dataclasses.replace(base, name="own-" + base.name, price_per_hour=0.0, boot_time=0.0)
+            owned = {server.name: draw(st.sampled_from([0.0, base.price_per_hour]))}
+            rented = frozenset(v.name for v in types)
+            slots = (tuple(NodeSlot(frozenset({server.name}), fixed=True) for _ in range(draw(st.integers(1, 2))))
+                     + tuple(NodeSlot(s.allowed or rented) for s in slots))
+            types = (server,) + types
         gang = False
     cluster = Cluster(types, slots, rules=ClusterRules(billing_quantum=draw(st.sampled_from([0.0, 60.0])),
                       restart_overhead=draw(st.sampled_from([0.0, 5.0])),
                       decision_interval=math.inf if math.isfinite(rounds) else
                       draw(st.sampled_from([math.inf, math.inf, 45.0])),
-                      gang=gang, round_length=rounds))
+                      gang=gang, round_length=rounds, owned_price_per_hour=owned))
     table = {}
     for spec in SPECS:
         for c in cluster.configs:
@@ -201,9 +214,12 @@ def _check_money(cluster: Cluster, r: RunResult) -> None:
     nodes = r.nodes
     on = nodes.stop_time - nodes.start_time
     q = cluster.rules.billing_quantum
-    for secs, length in zip(nodes.billed_seconds, on):
+    owned = cluster.rules.owned_price_per_hour
+    for name, secs, length, price in zip(nodes.vm_type, nodes.billed_seconds, on, nodes.price_per_hour):
         assert secs >= length - 1e-6, f"billed {secs} s for {length} s on"
-        if q > 0:
+        if name in owned:  # an owned server: its time on, exactly, at its amortised rate
+            assert secs == length and price == owned[name], (name, secs, length, price)
+        elif q > 0:
             assert secs < length + q + 1e-6 and math.isclose(secs / q, round(secs / q), abs_tol=1e-9), (secs, q)
         else:
             assert math.isclose(secs, length, rel_tol=1e-12, abs_tol=1e-9)
@@ -241,6 +257,8 @@ def features(world: World) -> set[str]:
         found.add("slot groups")
     if math.isfinite(c.rules.decision_interval):
         found.add("periodic decisions")
+    if c.rules.owned_price_per_hour:
+        found.add("owned servers")
     return found
 
 
