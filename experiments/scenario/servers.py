@@ -1,16 +1,21 @@
-"""Fixed clusters of servers in a scenario file, written as briefly as Gavel's ``-c 4:4:4``.
+"""Owned (in-house) servers in a scenario file, written as briefly as Gavel's ``-c 4:4:4``.
 
 ```yaml
 cluster:
   servers: "4:4:4"            # servers of V100:P100:K80 (Gavel's order; quoted), or {V100: 4, P100: 4, K80: 4}
   gpus_per_server: 1          # one number, "1:1:1", or {V100: 8, ...} (default 1)
-  server_price: 0             # $ per server-hour, one number or {V100: 3.06, ...}, for cost reports (default 0)
+  server_price: 0             # amortised $ per server-hour, one number or {V100: 3.06, ...} (default 0)
   rounds: 360                 # optional: round-based mode (or {length: 360, effects: false})
+  # nodes: 6                  # optional: rented node slots next to the servers, with vm_types (and spot)
 ```
 
-Servers are always present (fixed slots: no renting decision), one VM type per GPU model named after it in lower
-case (``v100``), and jobs may run as gangs across servers of one type unless ``gang: false``. Gavel's ``-c`` counts
-GPUs, not servers: ``-c 36:36:36 --num_gpus_per_server 4:4:4`` is ``servers: "9:9:9"`` with ``gpus_per_server: 4``.
+Owned servers are always there (fixed slots: no renting decision), never rented and never revoked, one VM type per
+GPU model named after it in lower case (``v100``). Each is billed its ``server_price`` for its whole time on, from
+the first arrival to the last job's end, whether it works or not; so a policy sees it priced 0 (using it costs
+nothing more). With ``nodes``, rented slots (and ``vm_types``, ``spot``) come next to them and take only rentable
+types. On a cluster of servers only, jobs may run as gangs across servers of one type unless ``gang: false``.
+Gavel's ``-c`` counts GPUs, not servers: ``-c 36:36:36 --num_gpus_per_server 4:4:4`` is ``servers: "9:9:9"`` with
+``gpus_per_server: 4``.
 """
 
 from __future__ import annotations
@@ -47,19 +52,21 @@ def per_model(value: Any, models: list[str], default: float) -> dict[str, Any]:
     return {m: value for m in models}
 
 
-def server_types(servers: Any, gpus_per_server: Any, price: Any) -> list[tuple[VMType, int]]:
-    """(VM type, number of servers) per GPU model of a fixed cluster, in the order the models are given."""
+def server_types(servers: Any, gpus_per_server: Any, price: Any) -> list[tuple[VMType, int, float]]:
+    """(VM type, number of servers, amortised $ per server-hour) per GPU model of the owned servers, in the order the
+    models are given. The type is priced 0: an owned server costs nothing more to use (its rate is billed by the
+    cluster's rules, ``ClusterRules.owned_price_per_hour``)."""
     from sim import catalogue
 
     counts = parse_colons(servers) if isinstance(servers, str) else dict(servers)
     models = [m for m, n in counts.items() if n > 0]
     gpus = per_model(gpus_per_server, models, 1)
     prices = per_model(price, models, 0.0)
-    return [(VMType(m.lower(), catalogue.gpu(m), int(gpus[m]), float(prices[m]), provider="fixed"), counts[m])
+    return [(VMType(m.lower(), catalogue.gpu(m), int(gpus[m]), 0.0, provider="fixed"), counts[m], float(prices[m]))
             for m in models]
 
 
-def check_servers(cluster: Any, set_fields: set[str]) -> list[tuple[tuple, str]]:
+def check_servers(cluster: Any) -> list[tuple[tuple, str]]:
     """Problems of a fixed cluster: (field path, message) for unknown GPU models, fields it excludes."""
     from sim import catalogue
 
@@ -70,9 +77,12 @@ def check_servers(cluster: Any, set_fields: set[str]) -> list[tuple[tuple, str]]
             if getattr(cluster, f) is not None:
                 out.append(((f,), f"expected no {f} without servers (it describes the servers of a fixed cluster)"))
         return out
-    for f in ("nodes", "vm_types"):
-        if f in set_fields:
-            out.append(((f,), f"expected no {f} with servers: a fixed cluster's servers are its nodes; remove one"))
+    if cluster.nodes is None:
+        for f in ("vm_types", "spot"):
+            if getattr(cluster, f) is not None:
+                out.append(((f,), f"expected rented node slots (cluster.nodes) for {f}: next to owned servers, "
+                                  f"{f} is about the VMs rented slots take, and there are none; give nodes: N (at "
+                                  f"most N rented VMs at a time) or remove {f}"))
     counts = parse_colons(cluster.servers) if isinstance(cluster.servers, str) else cluster.servers
     for field, value in (("servers", counts), ("gpus_per_server", cluster.gpus_per_server),
                          ("server_price", cluster.server_price)):
