@@ -19,9 +19,9 @@ from typing import Any
 
 from experiments.results.files import DASK_TMP, label_type
 from experiments.results.store import ResultStore, new_manifest
-from experiments.running.pool import run_tasks
+from experiments.running.dispatch import run_tasks
 from experiments.running.progress import Progress
-from experiments.running.tasks import Outcome, Task
+from experiments.running.tasks import Outcome, Task, memory_problem
 from experiments.scenario import Scenario, parse_seeds, select_policies
 from experiments.scenario.sweep import Sweep
 from sim.model import CapsimError
@@ -43,6 +43,8 @@ class Plan:
     tasks: list[Task]
     label_types: dict[str, Any] = field(default_factory=dict)
     description: str = ""
+    notes: list[str] = field(default_factory=list)
+    """What the traces' readers did with the rows they could not use, one report per distinct trace."""
 
     def manifest(self) -> dict[str, Any]:
         return new_manifest(self.kind, self.name, self.file, self.fields, self.policies, self.seeds,
@@ -65,13 +67,17 @@ def plan(what: Scenario | Sweep, policies: str | Sequence[str] | None = None,
     ``flags``: mistakes name the command-line options (``--policies``) rather than the keywords."""
     dash = "--" if flags else ""
     seed_list = _seeds(seeds, f"{dash}seeds")
+    for where, sc in [("", what)] if isinstance(what, Scenario) else [
+            (" at the grid point " + ", ".join(f"{k}={v!r}" for k, v in pt.values), pt.scenario) for pt in what.points]:
+        _check_memory(sc, what.file, where)
     if isinstance(what, Scenario):
         specs = select_policies(what.policy_specs(), policies, f"{dash}policies")
         seed_list = seed_list or what.seeds
         tasks = [Task.make(what, p, s) for p in specs for s in seed_list]
         text = (f"{what.name}: {len(specs)} policies × {len(seed_list)} seeds, {what.n_jobs} jobs on "
-                f"{what.cluster.node_count} nodes (scenario {what.file})")
-        return Plan("run", what.name, what.file, [], [p.label for p in specs], seed_list, tasks, {}, text)
+                f"{what.node_count} nodes (scenario {what.file})")
+        return Plan("run", what.name, what.file, [], [p.label for p in specs], seed_list, tasks, {}, text,
+                    _reports([what]))
     specs = select_policies(what.policies, policies, f"{dash}policies")
     seed_list = seed_list or what.seeds
     runs = what.runs(specs, seed_list)
@@ -80,7 +86,20 @@ def plan(what: Scenario | Sweep, policies: str | Sequence[str] | None = None,
     text = (f"sweep {what.name}: {len(what.points)} grid points × {len(specs)} policies × {len(seed_list)} seeds = "
             f"{len(tasks)} runs")
     return Plan("sweep", what.name, what.file, list(what.fields), [p.label for p in specs], seed_list, tasks, types,
-                text)
+                text, _reports([pt.scenario for pt in what.points]))
+
+
+def _reports(scenarios: Sequence[Scenario]) -> list[str]:
+    """The trace reports of the scenarios (``Scenario.trace_report``), each distinct one once."""
+    return list(dict.fromkeys(r.text() for r in (sc.trace_report() for sc in scenarios) if r is not None))
+
+
+def _check_memory(sc: Scenario, file: str, where: str) -> None:
+    """Refuse, before anything runs, a workload whose runs would not fit in this machine's memory."""
+    why = memory_problem(sc.n_jobs)
+    if why:
+        field = "workload.trace" if sc.workload.trace is not None else "workload.jobs"
+        raise CapsimError(f"{file}: {field}{where}: {why}")
 
 
 @dataclass
@@ -129,6 +148,8 @@ def run_plan(p: Plan, out: str | Path, workers: int = 1, dask: str | None = None
         todo = [t for t in p.tasks if t.run_id not in done]
         redo = " (--force: every run again)" if force else f"; {len(p.tasks) - len(todo)} already done"
         say(f"{p.description}{redo}, {len(todo)} to run")
+        for text in p.notes:
+            note(text)
         progress = Progress(len(todo), quiet=quiet or log is None)
 
         def on_outcome(o: Outcome) -> None:

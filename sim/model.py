@@ -16,25 +16,9 @@ from typing import TypeVar
 
 import numpy as np
 
-__all__ = [
-    "CapsimError",
-    "GPUModel",
-    "Billing",
-    "VMType",
-    "ClusterRules",
-    "MAX_BILLING_QUANTUM",
-    "JobSpec",
-    "Job",
-    "Config",
-    "per_configs",
-    "JobView",
-    "NodeView",
-    "Snapshot",
-    "Assignment",
-    "DecisionInfo",
-    "Plan",
-    "INFEASIBLE",
-]
+__all__ = ["CapsimError", "GPUModel", "Billing", "VMType", "ClusterRules", "MAX_BILLING_QUANTUM", "Measured", "JobSpec",
+           "Job", "Config", "per_configs", "JobView", "NodeView", "Snapshot", "Assignment", "DecisionInfo", "Plan",
+           "INFEASIBLE"]
 
 T = TypeVar("T")
 
@@ -159,11 +143,8 @@ class ClusterRules:
       they cannot be placed, and the engine shows their estimates only to policies that price them
       (those declaring ``prices_unplaceable = True``, as Gavel's mechanism does: its LPs price a gang on a type too
       small for it).
-    - ``owned_price_per_hour``: the VM types of owned (in-house) servers, each with its amortised cost in $ per
-      server-hour (0: free). An owned server is a fixed slot (``NodeSlot.fixed``): always there, never rented, so
-      using it costs nothing more; its type is priced 0 (``VMType.price_per_hour``), which is what every policy sees,
-      and the engine bills each server this rate for its whole time on, exactly to the second whatever the billing
-      quantum (``bill``).
+    - ``owned_price_per_hour``: owned servers' VM types with their amortised $/server-hour. Each is a fixed slot whose
+      type is priced 0 for the policies (using it costs nothing more); ``bill`` bills its whole time on at this rate.
     """
 
     billing_quantum: float = 0.0
@@ -177,12 +158,10 @@ class ClusterRules:
     owned_price_per_hour: Mapping[str, float] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
-        owned = dict(self.owned_price_per_hour)
-        for name, rate in owned.items():
+        for name, rate in self.owned_price_per_hour.items():
             if not (isinstance(rate, Real) and not isinstance(rate, bool) and math.isfinite(rate) and rate >= 0):
-                raise CapsimError(f"cluster: owned_price_per_hour[{name!r}] must be a finite number of $ per "
-                                  f"server-hour >= 0, got {rate!r}")
-        object.__setattr__(self, "owned_price_per_hour", {k: float(v) for k, v in owned.items()})
+                raise CapsimError(f"cluster: owned_price_per_hour[{name!r}] must be finite $/h >= 0, got {rate!r}")
+        object.__setattr__(self, "owned_price_per_hour", {k: float(v) for k, v in self.owned_price_per_hour.items()})
         if not (0 <= self.billing_quantum <= MAX_BILLING_QUANTUM):
             raise CapsimError(f"cluster: billing_quantum must be a number of seconds in [0, {MAX_BILLING_QUANTUM:g}] "
                               f"(at most a day), got {self.billing_quantum}")
@@ -215,18 +194,24 @@ class ClusterRules:
         return (vm.billing if vm is not None else _EXACT).billed_seconds(on)
 
     def bill(self, on: float, vm: VMType) -> tuple[float, float, float]:
-        """(seconds billed, $ per hour, cost) of a VM of type ``vm`` on for ``on`` seconds: an owned server's time
-        on, exactly, at its amortised rate (``owned_price_per_hour``); a rented VM's billed seconds at its price."""
+        """(seconds billed, $/h, cost) of ``vm`` on ``on`` s: an owned server's time on at its rate, else as rented."""
         rate = self.owned_price_per_hour.get(vm.name)
-        if rate is not None:
-            return on, rate, on * rate / 3600.0
-        billed = self.billed_seconds(on, vm)
-        return billed, vm.price_per_hour, billed * vm.price_per_hour / 3600.0
+        billed, rate = (on, rate) if rate is not None else (self.billed_seconds(on, vm), vm.price_per_hour)
+        return billed, rate, billed * rate / 3600.0
 
 
 @lru_cache(maxsize=8)
 def _quantum(q: float) -> Billing:
     return Billing(increment=q)
+
+
+@dataclass(frozen=True, slots=True)
+class Measured:
+    """A trace's measured run: ``seconds`` on ``gpus`` GPUs of model ``gpu`` (None: the trace's own, unnamed GPUs)."""
+
+    seconds: float
+    gpus: int = 1
+    gpu: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,6 +223,9 @@ class JobSpec:
     measured at several depths (ResNet inner modules), ``None`` for the standard network. ``gpus`` is the number of
     GPUs the job asks for, all started and stopped together (a gang, as in Gavel's and ElasticFlow's traces); ``None``
     lets the policy choose the count, as in the published setting.
+
+    A trace job may be known only by what its trace ``measured``; ``gpu_share`` < 1 asks a fraction of each GPU (run on
+    whole GPUs, and recorded, until GPUs are shared); ``gpu_models`` limits the GPU models it may use (None: any).
     """
 
     application: str
@@ -248,6 +236,9 @@ class JobSpec:
     name: str = ""
     depth: int | None = None
     gpus: int | None = None
+    measured: Measured | None = None
+    gpu_share: float | None = None
+    gpu_models: frozenset[str] | None = None
 
     @property
     def app_key(self) -> str:
@@ -260,7 +251,9 @@ class Job:
     """One submitted job: its spec, submission time, deadline (s) and tardiness weight ($ per second late).
 
     ``priority`` is a fairness weight (Gavel's priority weight, dimensionless): weight-aware policies such as max-min
-    fairness give a job of priority p a share p times as large. It is 1 unless a trace gives it.
+    fairness give a job of priority p a share p times as large. It is 1 unless a trace gives it. ``duration`` is the
+    seconds the job ran in its trace on the GPUs it asked for, where the trace records it (ElasticFlow's rigid
+    policies count that much service as the job's work); None otherwise.
     """
 
     id: int
@@ -270,6 +263,7 @@ class Job:
     weight: float
     _: KW_ONLY
     priority: float = 1.0
+    duration: float | None = None
 
     def __hash__(self) -> int:
         return self.id
@@ -402,7 +396,9 @@ class Snapshot:
     (restart overhead, checkpoints, billing quantum, rounds, gangs: ``ClusterRules``). ``spot_expected`` says whether
     the estimates of spot configurations are already their expected runtimes under revocations
     (``sim.risk.expected_snapshot``, which every policy weighing cost decides on); the engine's snapshot has the
-    estimator's own.
+    estimator's own. ``unavailable`` names the spot VM types whose recorded market cannot supply a VM now
+    (``sim.spot_market``): a plan may not start one, and the jobs' estimates are ``inf`` on their configurations
+    for this decision (no VM of such a type is running: a running one's zone has VMs).
     """
 
     time: float
@@ -416,6 +412,7 @@ class Snapshot:
     idle_nodes: tuple[int, ...] = ()
     rules: ClusterRules = ClusterRules()
     spot_expected: bool = False
+    unavailable: frozenset[str] = frozenset()
 
     def vm_type(self, name: str) -> VMType:
         for v in self.vm_types:

@@ -165,12 +165,38 @@ def _check_feasible(sc: Scenario, problems: list[Problem]) -> None:
 
 def _check_fixed_cluster(sc: Scenario, problems: list[Problem]) -> None:
     """A fixed cluster's GPU models and the fields it excludes; rounds exclude periodic decisions."""
-    from experiments.scenario.servers import check_servers
+    from experiments.scenario.servers import TRACE, check_servers
 
     problems.extend(Problem(("cluster",) + path, message) for path, message in check_servers(sc.cluster))
+    if sc.cluster.servers == TRACE:
+        _check_trace_servers(sc, problems)
     if sc.cluster.rounds is not None and sc.cluster.decision_interval is not None:
         problems.append(Problem(("cluster", "rounds"), "expected rounds or decision_interval, not both: in round "
                                 "mode the decisions are the round boundaries"))
+
+
+def _check_trace_servers(sc: Scenario, problems: list[Problem]) -> None:
+    """``servers: trace``: a trace whose format describes its hardware, and prices for its GPU models."""
+    at = ("cluster", "servers")
+    if sc.trace_spec() is None:
+        problems.append(Problem(at, "expected a workload trace with servers: trace (the cluster is the hardware the "
+                                "trace's jobs ran on); give workload.trace or list the servers"))
+        return
+    tp = sc.trace_path()
+    if tp is None or not tp.exists():
+        return  # the missing file is reported at workload.trace.path
+    try:
+        hardware = sc.hardware()
+    except CapsimError as e:
+        problems.append(Problem(at, str(e)))
+        return
+    price = sc.cluster.server_price
+    if isinstance(price, dict):
+        models = sorted({h.gpu for h in hardware})
+        for m in price:
+            if m not in models:
+                problems.append(Problem(("cluster", "server_price", m), f"expected a GPU model of the trace's hardware "
+                                        f"({', '.join(models)}), found {m!r}{did_you_mean(m, models)}"))
 
 
 def _check_rented_slots(sc: Scenario, problems: list[Problem]) -> None:
@@ -185,22 +211,20 @@ def _check_rented_slots(sc: Scenario, problems: list[Problem]) -> None:
         _check_spot(sc, problems)
     if len(problems) > before:
         return
-    problems.extend(Problem(("cluster",) + path, message) for path, message in slot_problems(c))
-    if c.servers is not None and len(problems) == before:
-        owned = {v.name: m for v, _, _ in c.server_types() for m in [v.gpu.name]}
-        for v in c.rentable_vm_types():
+    owned = c.owned_names(sc.hardware())
+    problems.extend(Problem(("cluster",) + path, message)
+                    for path, message in slot_problems(c, owned, c.rentable_vm_types(sc.base_dir)))
+    if owned and len(problems) == before:
+        for v in c.rentable_vm_types(sc.base_dir):
             if v.name in owned:
                 problems.append(Problem(("cluster", "vm_types"), f"expected rentable VM types named apart from the "
-                                        f"owned servers' ({', '.join(owned)}: cluster.servers names a {owned[v.name]} "
-                                        f"server {v.name!r}), found a rentable type {v.name!r}; rename it"))
+                                        f"owned servers' ({', '.join(owned)}), found a rentable type {v.name!r}; "
+                                        f"rename it"))
 
 
 def _check_spot(sc: Scenario, problems: list[Problem]) -> None:
-    """``cluster.spot``: rented slots to rent spot on, not with rounds, rates for known names, some type with a spot
-    price."""
-    from sim import catalogue
-    from sim.model import CapsimError
-
+    """``cluster.spot``: rented slots to rent spot on, not with rounds, a replayed trace that reads, rates for known
+    names, some type with a spot price."""
     spot = sc.cluster.spot
     if spot is None or sc.cluster.rented_nodes is None:  # spot without rented slots: check_servers names it
         return
@@ -211,6 +235,12 @@ def _check_spot(sc: Scenario, problems: list[Problem]) -> None:
         return
     listed = sc.cluster.listed_vm_types()
     before = len(problems)
+    if spot.trace is not None:
+        try:
+            sc.cluster.spot_markets(sc.base_dir)
+        except CapsimError as e:
+            problems.append(Problem(at + ("trace",), str(e)))
+            return
     if isinstance(spot.revocation_rate, dict):
         known = {v.name for v in listed} | {v.gpu.name for v in listed} | {"default"}
         for k in spot.revocation_rate:
@@ -223,7 +253,7 @@ def _check_spot(sc: Scenario, problems: list[Problem]) -> None:
     if len(problems) > before:
         return
     try:
-        catalogue.with_spot(listed, spot.revocation_rate, spot.only)
+        sc.cluster.rentable_vm_types(sc.base_dir)
     except CapsimError as e:
         problems.append(Problem(at + ("revocation_rate",), str(e)))
 
@@ -294,7 +324,7 @@ def semantic_problems(sc: Scenario, runnable: bool = True) -> list[Problem]:
         if spec is not None:
             _check_predictor(spec, (field,), known_pred, problems)
 
-    known_pol = optim.registry()
+    known_pol = optim.kinds()
     if sc.policies is not None:
         if not sc.policies:
             problems.append(Problem(("policies",), "expected at least one policy, found an empty list"))
@@ -310,7 +340,7 @@ def semantic_problems(sc: Scenario, runnable: bool = True) -> list[Problem]:
                                         f"(also policies[{seen[p.label]}]); give each a distinct `name:`"))
             seen[p.label] = i
             _check_params(known_pol[p.kind], p.params, f"policy {p.kind!r}", ("policies", i),
-                          lambda p=p: optim.build(p.kind, **p.params), problems)
+                          lambda p=p: optim.build_any(p.kind, **p.params), problems)
     elif not known_pol:
         problems.append(Problem(("policies",), "no policies are registered; list some under `policies:`"))
     if runnable and not problems:

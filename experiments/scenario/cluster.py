@@ -5,29 +5,17 @@ simulator's ``Cluster`` built from them."""
 from __future__ import annotations
 
 from dataclasses import fields
+from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import Discriminator, Field, Tag, field_validator, model_serializer
 
 from experiments.scenario.fields import NonNeg, PositiveFloat, PositiveInt, StrictModel
+from experiments.scenario.slots import SlotGroup, group_accepts, rentable_listed
 from experiments.scenario.vms import SpotSpec, VMEntry, resolved_vm
 from sim.model import MAX_BILLING_QUANTUM, CapsimError, VMType
 
 __all__ = ["ClusterSpec", "SlotGroup", "RoundsSpec"]
-
-
-class SlotGroup(StrictModel):
-    """``count`` rented node slots that may host only the VM types ``vm_types`` gives, written as the top level's
-    (names, inline types, cloud selections; with ``cluster.spot``, their spot variants too), or any rentable type of
-    the cluster if omitted (``experiments.scenario.slots``)."""
-
-    count: PositiveInt = 1
-    vm_types: Annotated[list[VMEntry], Field(min_length=1)] | None = None
-
-    @field_validator("vm_types", mode="before")
-    @classmethod
-    def _one_selection(cls, v: Any) -> Any:
-        return [v] if isinstance(v, dict) else v  # `vm_types: {provider: aws}` is a list of one selection
 
 
 def _nodes_tag(v: Any) -> str | None:
@@ -50,7 +38,7 @@ class RoundsSpec(StrictModel):
 
 
 _FIXED_CLUSTER = ("servers", "gpus_per_server", "server_price", "gang", "rounds", "spot", "checkpoint_interval",
-                  "max_gang_gpus")
+                  "max_gang_gpus", "gpu")
 """ClusterSpec fields left out of the scenario's data when unset, so that scenarios without them keep their run ids."""
 
 
@@ -91,6 +79,8 @@ class ClusterSpec(StrictModel):
     spot: SpotSpec | None = None
     checkpoint_interval: PositiveFloat | None = None
     max_gang_gpus: PositiveInt | None = None
+    gpu: str | None = None
+    """The GPU model of a ``servers: "NxG"`` cluster (N servers of G GPUs of one model)."""
 
     @field_validator("servers", mode="before")
     @classmethod
@@ -104,10 +94,10 @@ class ClusterSpec(StrictModel):
 
     @field_validator("servers", "gpus_per_server")
     @classmethod
-    def _colons(cls, v: Any) -> Any:
-        if isinstance(v, str):
-            from experiments.scenario.servers import parse_colons
+    def _colons(cls, v: Any, info: Any) -> Any:
+        from experiments.scenario.servers import TRACE, parse_colons, parse_shape
 
+        if isinstance(v, str) and not (info.field_name == "servers" and v == TRACE) and parse_shape(v) is None:
             parse_colons(v)
         return v
 
@@ -152,64 +142,104 @@ class ClusterSpec(StrictModel):
 
     @property
     def node_count(self) -> int:
-        owned = sum(n for _, n, _ in self.server_types()) if self.servers is not None else 0
+        """The node slots: owned servers, then rented slots (a trace's own hardware counts through ``Scenario``)."""
+        owned = sum(n for _, n, _ in self.server_types(())) if self.servers is not None else 0
         nodes = self.rented_nodes
         return owned + (0 if nodes is None else nodes if isinstance(nodes, int) else sum(g.count for g in nodes))
 
     # ----- the simulator's objects --------------------------------------------------------------------------------
+    # ``hardware`` is the trace's own servers (``sim.traces.Servers``), for ``servers: trace``.
     def listed_vm_types(self) -> tuple[VMType, ...]:
         """The rentable VM types before spot variants: those ``vm_types`` lists, else the slot groups' own when each
         names them, else the paper's catalogue (``experiments.scenario.slots``)."""
-        from experiments.scenario.slots import rentable_listed
-
         return rentable_listed(self)
 
-    def server_types(self) -> list[tuple[VMType, int, float]]:
+    def server_types(self, hardware: Any = None) -> list[tuple[VMType, int, float]]:
         """The owned servers' types (priced 0), each with its count and amortised $ per server-hour
         (``experiments.scenario.servers``)."""
-        from experiments.scenario.servers import server_types
+        from experiments.scenario.servers import TRACE, server_types, trace_server_types
 
-        return server_types(self.servers, self.gpus_per_server, self.server_price)
+        if self.servers == TRACE:
+            if hardware is None:
+                raise CapsimError("cluster.servers: trace needs a workload trace whose format describes the hardware "
+                                  "its jobs ran on")
+            return trace_server_types(hardware, self.server_price)
+        return server_types(self.servers, self.gpus_per_server, self.server_price, self.gpu)
 
-    def rentable_vm_types(self) -> tuple[VMType, ...]:
-        """The VM types rented slots may take: those listed plus their spot variants; none without rented slots."""
+    def owned_names(self, hardware: Any = None) -> list[str]:
+        """The owned servers' VM type names (none without ``servers``)."""
+        return [v.name for v, _, _ in self.server_types(hardware)] if self.servers is not None else []
+
+    def rentable_vm_types(self, base_dir: Path | None = None) -> tuple[VMType, ...]:
+        """The VM types rented slots may take: those listed plus their spot variants (with a replayed trace, at the
+        revocation rate policies are told: given, or observed in the series); none without rented slots."""
         from sim import catalogue
 
         if self.rented_nodes is None:
             return ()
         types = self.listed_vm_types()
-        return types if self.spot is None else catalogue.with_spot(types, self.spot.revocation_rate, self.spot.only)
+        if self.spot is None:
+            return types
+        rates = self.spot.revocation_rate
+        if rates is None:
+            markets = self.spot_markets(base_dir)
+            assert markets is not None
+            rates = {name.removesuffix(catalogue.SPOT_SUFFIX): markets.revocation_rate(name)
+                     for name in markets.names()}
+        return catalogue.with_spot(types, rates, self.spot.only)
 
-    def all_vm_types(self) -> tuple[VMType, ...]:
-        """Every VM type of the cluster: the owned servers' types, then the rentable ones."""
-        owned = tuple(v for v, _, _ in self.server_types()) if self.servers is not None else ()
-        return owned + self.rentable_vm_types()
+    def all_vm_types(self, base_dir: Path | None = None, hardware: Any = None) -> tuple[VMType, ...]:
+        """Every VM type of the cluster: the owned servers' types (``hardware``: the trace's own servers, for
+        ``servers: trace``), then the rentable ones."""
+        owned = tuple(v for v, _, _ in self.server_types(hardware)) if self.servers is not None else ()
+        return owned + self.rentable_vm_types(base_dir)
 
-    def resolved_vm_types(self) -> list[dict[str, Any]]:
+    def resolved_vm_types(self, base_dir: Path | None = None, hardware: Any = None) -> list[dict[str, Any]]:
         """Every VM type as plain data behind run ids: an owned server's type priced at its amortised rate (the form
         fixed servers always had), the rentable ones as they are."""
         from dataclasses import replace
 
-        owned = ([resolved_vm(replace(v, price_per_hour=rate)) for v, _, rate in self.server_types()]
+        owned = ([resolved_vm(replace(v, price_per_hour=rate)) for v, _, rate in self.server_types(hardware)]
                  if self.servers is not None else [])
-        return owned + [resolved_vm(v) for v in self.rentable_vm_types()]
+        return owned + [resolved_vm(v) for v in self.rentable_vm_types(base_dir)]
 
-    def slots(self) -> list[Any]:
+    def spot_markets(self, base_dir: Path | None = None) -> Any:
+        """The replayed spot markets (``sim.spot_market.SpotMarkets``) of ``spot.trace`` (relative paths from
+        ``base_dir``), or None for a Poisson market or no spot."""
+        from experiments.scenario.files import availability
+        from sim import catalogue
+        from sim.spot_market import SpotMarkets
+
+        t = None if self.spot is None else self.spot.trace_spec()
+        if self.spot is None or t is None:
+            return None
+        path = Path(t.path) if Path(t.path).is_absolute() or base_dir is None else base_dir / t.path
+        series = availability(path, t.format, t.encoding, t.min_count)
+        if t.market is not None:
+            if t.market not in series:
+                from experiments.scenario.loading import did_you_mean
+
+                raise CapsimError(f"{path}: no market {t.market!r}{did_you_mean(t.market, series)} (markets: "
+                                  f"{', '.join(series)})")
+            series = {t.market: series[t.market]}
+        spot = [v for v in catalogue.with_spot(self.listed_vm_types(), 0.0, self.spot.only) if v.spot]
+        return SpotMarkets.build(spot, series, self.spot.offset_hours * 3600)
+
+    def slots(self, hardware: Any = None, base_dir: Path | None = None) -> list[Any]:
         """The node slots (``sim.engine.NodeSlot``): one fixed slot per owned server, then the rented ones as
         ``nodes`` says (on a cluster with owned servers, limited to the rentable types)."""
-        from experiments.scenario.slots import group_accepts
         from sim.engine import NodeSlot
 
         out: list[Any] = []
         owned: list[str] = []
         if self.servers is not None:
-            for v, n, _ in self.server_types():
+            for v, n, _ in self.server_types(hardware):
                 owned.append(v.name)
                 out.extend(NodeSlot(frozenset({v.name}), fixed=True) for _ in range(n))
         nodes = self.rented_nodes
         if nodes is None:
             return out
-        rentable = self.rentable_vm_types()
+        rentable = self.rentable_vm_types(base_dir)
         if isinstance(nodes, int):
             allowed = frozenset(v.name for v in rentable) if owned else None
             return out + [NodeSlot(allowed) for _ in range(nodes)]
@@ -220,10 +250,11 @@ class ClusterSpec(StrictModel):
             out.extend(NodeSlot(accepted) for _ in range(g.count))
         return out
 
-    def build(self) -> Any:
+    def build(self, base_dir: Path | None = None, hardware: Any = None, largest_job: int | None = None) -> Any:
         """The simulator's ``sim.engine.Cluster``: its VM types, its slots and its rules. Every ``ClusterRules`` field
         this spec has under the same name passes as it is (None: the rule's default); rounds, gangs and the owned
-        servers' rates are derived."""
+        servers' rates are derived. On a trace's own ``hardware``, gangs reach ``largest_job`` GPUs (the trace's
+        largest request) unless ``max_gang_gpus`` says otherwise."""
         from sim.engine import Cluster
         from sim.model import ClusterRules
 
@@ -236,5 +267,8 @@ class ClusterSpec(StrictModel):
         given["gang"] = self.gang if self.gang is not None else self.servers_only
         given["unplaceable_gangs"] = self.servers_only and rounds is not None  # Gavel's LPs price them
         if self.servers is not None:
-            given["owned_price_per_hour"] = {v.name: rate for v, _, rate in self.server_types()}
-        return Cluster(self.all_vm_types(), tuple(self.slots()), rules=ClusterRules(**given))
+            given["owned_price_per_hour"] = {v.name: rate for v, _, rate in self.server_types(hardware)}
+        if self.max_gang_gpus is None and hardware is not None and largest_job is not None:
+            given["max_gang_gpus"] = max(largest_job, max(h.gpus for h in hardware))
+        return Cluster(self.all_vm_types(base_dir, hardware), tuple(self.slots(hardware, base_dir)),
+                       rules=ClusterRules(**given), markets=self.spot_markets(base_dir))

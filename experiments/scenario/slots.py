@@ -11,21 +11,46 @@ silent on-demand-only market. Owned servers (``cluster.servers``) are never rent
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Annotated, Any, Protocol
 
-from experiments.scenario.vms import CloudSelection, listed_vm_types
+from pydantic import Field, field_validator
+
+from experiments.scenario.fields import PositiveInt, StrictModel
+from experiments.scenario.vms import CloudSelection, VMEntry, listed_vm_types
 from sim.model import CapsimError, VMType
 from sim.registry import did_you_mean
 
-if TYPE_CHECKING:
-    from experiments.scenario.cluster import ClusterSpec, SlotGroup
-
-__all__ = ["groups_name_the_types", "rentable_listed", "group_accepts", "entry_problems", "slot_problems"]
+__all__ = ["SlotGroup", "groups_name_the_types", "rentable_listed", "group_accepts", "entry_problems",
+           "slot_problems"]
 
 Problems = list[tuple[tuple, str]]
 
 
-def groups_name_the_types(cluster: ClusterSpec) -> bool:
+class SlotGroup(StrictModel):
+    """``count`` rented node slots that may host only the VM types ``vm_types`` gives, written as the top level's
+    (names, inline types, cloud selections; with ``cluster.spot``, their spot variants too), or any rentable type of
+    the cluster if omitted."""
+
+    count: PositiveInt = 1
+    vm_types: Annotated[list[VMEntry], Field(min_length=1)] | None = None
+
+    @field_validator("vm_types", mode="before")
+    @classmethod
+    def _one_selection(cls, v: Any) -> Any:
+        return [v] if isinstance(v, dict) else v  # `vm_types: {provider: aws}` is a list of one selection
+
+
+class ClusterView(Protocol):
+    """What these checks read of ``experiments.scenario.cluster.ClusterSpec``."""
+
+    vm_types: Any
+    spot: Any
+
+    @property
+    def rented_nodes(self) -> int | list[SlotGroup] | None: ...
+
+
+def groups_name_the_types(cluster: ClusterView) -> bool:
     """Whether the groups' types are the cluster's: no ``cluster.vm_types`` and every slot group names its own."""
     nodes = cluster.rented_nodes
     return cluster.vm_types is None and isinstance(nodes, list) and all(g.vm_types is not None for g in nodes)
@@ -40,7 +65,7 @@ def _entry_types(entry: Any) -> tuple[VMType, ...]:
     return listed_vm_types([entry])
 
 
-def rentable_listed(cluster: ClusterSpec) -> tuple[VMType, ...]:
+def rentable_listed(cluster: ClusterView) -> tuple[VMType, ...]:
     """The rentable VM types before spot variants: ``cluster.vm_types``, else the groups' types in the order they
     name them when every group names its own, else the paper's catalogue."""
     if not groups_name_the_types(cluster):
@@ -55,7 +80,7 @@ def rentable_listed(cluster: ClusterSpec) -> tuple[VMType, ...]:
     return tuple(out.values())
 
 
-def group_accepts(cluster: ClusterSpec, gi: int, rentable: Sequence[VMType], owned: Sequence[str] = ()
+def group_accepts(cluster: ClusterView, gi: int, rentable: Sequence[VMType], owned: Sequence[str] = ()
                   ) -> tuple[frozenset[str] | None, Problems]:
     """The names of the VM types slot group ``gi`` accepts among ``rentable`` (spot variants included), or None for
     any of them, and the problems of its ``vm_types`` (paths under ``cluster``)."""
@@ -100,13 +125,13 @@ def group_accepts(cluster: ClusterSpec, gi: int, rentable: Sequence[VMType], own
     return accepted, problems
 
 
-def _group(cluster: ClusterSpec, gi: int) -> SlotGroup:
+def _group(cluster: ClusterView, gi: int) -> SlotGroup:
     nodes = cluster.rented_nodes
     assert isinstance(nodes, list)
     return nodes[gi]
 
 
-def entry_problems(cluster: ClusterSpec) -> Problems:
+def entry_problems(cluster: ClusterView) -> Problems:
     """When the groups' types are the cluster's (``groups_name_the_types``), an entry that stands for no VM type."""
     nodes = cluster.rented_nodes
     if not groups_name_the_types(cluster) or not isinstance(nodes, list):
@@ -121,15 +146,14 @@ def entry_problems(cluster: ClusterSpec) -> Problems:
     return problems
 
 
-def slot_problems(cluster: ClusterSpec) -> Problems:
+def slot_problems(cluster: ClusterView, owned: Sequence[str], rentable: Sequence[VMType]) -> Problems:
     """Every problem of the rented slot groups: a group of one type that another group (taking any type) also takes
     (the old way of writing in-house servers, which gave as many of them as there were slots), what each group
-    names, and a group left on demand only under ``spot``."""
+    names, and a group left on demand only under ``spot``. ``owned``: the owned servers' type names; ``rentable``:
+    the cluster's rentable types, spot variants included (``ClusterSpec.rentable_vm_types``)."""
     nodes = cluster.rented_nodes
     if not isinstance(nodes, list):
         return []
-    rentable = cluster.rentable_vm_types()
-    owned = [v.name for v, _, _ in cluster.server_types()] if cluster.servers is not None else []
     problems = _server_spellings(nodes, rentable)
     shown = {p[0][1] for p in problems}
     for gi in range(len(nodes)):
