@@ -12,8 +12,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from experiments.scenario.components import PredictorSpec, param_names
+from experiments.scenario.components import PredictorSpec, build_policy, param_names
 from experiments.scenario.loading import Problem, did_you_mean, pydantic_problems
+from experiments.scenario.outside import policy_class
 from experiments.scenario.spec import Scenario
 from experiments.scenario.vms import CloudSelection, CustomVM
 from experiments.scenario.workload import TraceSpec
@@ -165,19 +166,44 @@ def _check_feasible(sc: Scenario, problems: list[Problem]) -> None:
 
 def _check_fixed_cluster(sc: Scenario, problems: list[Problem]) -> None:
     """A fixed cluster's GPU models and the fields it excludes; rounds exclude periodic decisions."""
-    from experiments.scenario.servers import check_servers
+    from experiments.scenario.servers import TRACE, check_servers
 
     problems.extend(Problem(("cluster",) + path, message)
                     for path, message in check_servers(sc.cluster, sc.cluster.model_fields_set))
+    if sc.cluster.servers == TRACE:
+        _check_trace_servers(sc, problems)
     if sc.cluster.rounds is not None and sc.cluster.decision_interval is not None:
         problems.append(Problem(("cluster", "rounds"), "expected rounds or decision_interval, not both: in round "
                                 "mode the decisions are the round boundaries"))
 
 
+def _check_trace_servers(sc: Scenario, problems: list[Problem]) -> None:
+    """``servers: trace``: a trace whose format describes its hardware, and prices for its GPU models."""
+    at = ("cluster", "servers")
+    if sc.trace_spec() is None:
+        problems.append(Problem(at, "expected a workload trace with servers: trace (the cluster is the hardware the "
+                                "trace's jobs ran on); give workload.trace or list the servers"))
+        return
+    tp = sc.trace_path()
+    if tp is None or not tp.exists():
+        return  # the missing file is reported at workload.trace.path
+    try:
+        hardware = sc.hardware()
+    except CapsimError as e:
+        problems.append(Problem(at, str(e)))
+        return
+    price = sc.cluster.server_price
+    if isinstance(price, dict):
+        models = sorted({h.gpu for h in hardware})
+        for m in price:
+            if m not in models:
+                problems.append(Problem(("cluster", "server_price", m), f"expected a GPU model of the trace's hardware "
+                                        f"({', '.join(models)}), found {m!r}{did_you_mean(m, models)}"))
+
+
 def _check_spot(sc: Scenario, problems: list[Problem]) -> list[str]:
     """``cluster.spot``: not with fixed servers or rounds, rates for known names, some type with a spot price; the
     names of the spot variants (slot groups may name them)."""
-    from sim import catalogue
     from sim.model import CapsimError
 
     spot = sc.cluster.spot
@@ -189,6 +215,12 @@ def _check_spot(sc: Scenario, problems: list[Problem]) -> list[str]:
             problems.append(Problem(at, f"expected no spot VMs with cluster.{field} ({why}); remove one of them"))
             return []
     listed = sc.cluster.listed_vm_types()
+    if spot.trace is not None and not problems:
+        try:
+            sc.cluster.spot_markets(sc.base_dir)
+        except CapsimError as e:
+            problems.append(Problem(at + ("trace",), str(e)))
+            return []
     if isinstance(spot.revocation_rate, dict):
         known = {v.name for v in listed} | {v.gpu.name for v in listed} | {"default"}
         for k in spot.revocation_rate:
@@ -201,7 +233,7 @@ def _check_spot(sc: Scenario, problems: list[Problem]) -> list[str]:
     if problems:
         return []
     try:
-        return [v.name for v in catalogue.with_spot(listed, spot.revocation_rate, spot.only) if v.spot]
+        return [v.name for v in sc.cluster.all_vm_types(sc.base_dir) if v.spot]
     except CapsimError as e:
         problems.append(Problem(at + ("revocation_rate",), str(e)))
         return []
@@ -286,17 +318,22 @@ def semantic_problems(sc: Scenario, runnable: bool = True) -> list[Problem]:
             problems.append(Problem(("policies",), "expected at least one policy, found an empty list"))
         seen: dict[str, int] = {}
         for i, p in enumerate(sc.policies):
-            if p.kind not in known_pol:
+            try:
+                cls = policy_class(p.kind)
+            except CapsimError as e:
+                problems.append(Problem(("policies", i, "kind"), str(e)))
+                continue
+            if cls is None:
                 problems.append(Problem(("policies", i, "kind"), f"unknown policy {p.kind!r}"
-                                        f"{did_you_mean(p.kind, known_pol)} "
-                                        f"(known policies: {', '.join(sorted(known_pol))})"))
+                                        f"{did_you_mean(p.kind, known_pol)} (known policies: "
+                                        f"{', '.join(sorted(known_pol))}; or package.module:Class for your own)"))
                 continue
             if p.label in seen:
                 problems.append(Problem(("policies", i, "name"), f"policy name {p.label!r} is used twice "
                                         f"(also policies[{seen[p.label]}]); give each a distinct `name:`"))
             seen[p.label] = i
-            _check_params(known_pol[p.kind], p.params, f"policy {p.kind!r}", ("policies", i),
-                          lambda p=p: optim.build_any(p.kind, **p.params), problems)
+            _check_params(cls, p.params, f"policy {p.kind!r}", ("policies", i),
+                          lambda p=p: build_policy(p), problems)
     elif not known_pol:
         problems.append(Problem(("policies",), "no policies are registered; list some under `policies:`"))
     if runnable and not problems:

@@ -178,7 +178,24 @@ def test_local_search_improves_greedy_until_no_neighbour_is_cheaper(size, seed):
 def test_parameters_are_checked():
     from sim.model import CapsimError
 
-    with pytest.raises(CapsimError, match="iterations must be positive"):
+    with pytest.raises(CapsimError, match="iterations must be a whole number >= 1"):
         optim.build("random_greedy", iterations=0)
-    with pytest.raises(CapsimError, match="rounds must be positive"):
+    with pytest.raises(CapsimError, match="rounds must be a whole number >= 1"):
         optim.build("insertion", rounds=0)
+
+
+def test_a_heuristic_that_would_wait_at_a_stall_starts_what_greedy_starts():
+    """At a ``stall`` nothing runs and nothing else will happen, so waiting looks free to the shared cost; a search
+    that answers with no start is overruled by the greedy construction, else the run would end unfinished."""
+    import dataclasses
+
+    from optim.heuristics.path_relinking import PathRelinking
+
+    class Waits(PathRelinking):
+        def search(self, dec, rng):  # type: ignore[no-untyped-def]
+            return Schedule(dec)
+
+    s = snapshot(waiting=[job(0, (50.0, 40.0, 30.0)), job(1, (60.0, 50.0, 40.0))], nodes=2)
+    assert not Waits().decide(s).start
+    stalled = dataclasses.replace(s, trigger="stall")
+    assert Waits().decide(stalled).start == construct(stalled).start != ()
