@@ -20,7 +20,7 @@ import numpy as np
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Metric", "RunTables", "METRICS", "HEADLINE", "metric", "summarise", "label_with_unit"]
+__all__ = ["Metric", "RunTables", "METRICS", "HEADLINE", "DEADLINE_HEADLINE", "metric", "summarise", "label_with_unit"]
 
 
 @dataclass(frozen=True)
@@ -280,6 +280,10 @@ METRICS: Mapping[str, Metric] = {m.name: m for m in _LIST}
 
 HEADLINE = ("total_cost", "vm_cost", "tardiness_cost", "late_jobs", "mean_jct")
 """The metrics ``capsim run`` prints and tables lead with."""
+
+DEADLINE_HEADLINE = ("deadline_met", "rejected", "mean_jct", "makespan")
+"""What ``capsim run`` prints instead when every policy is a replay of a deadline scheduler's simulator (ElasticFlow's
+policies: no VM rented, no tardiness priced, so the cost columns would all be 0)."""
 
 
 def metric(name: str) -> Metric:

@@ -52,13 +52,15 @@ def metric_digits(name: str) -> int:
     return m.digits if m is not None else 2
 
 
-def policy_means(summary: pd.DataFrame, order: Sequence[str] | None = None) -> str:
-    """The ``capsim run`` table: per policy, the number of seeds and the mean over seeds of each headline metric."""
+def policy_means(summary: pd.DataFrame, order: Sequence[str] | None = None,
+                 metrics: Sequence[str] | None = None) -> str:
+    """The ``capsim run`` table: per policy, the number of seeds and the mean over seeds of each of ``metrics`` (the
+    headline ones by default)."""
     from sim.metrics import HEADLINE
 
     if summary.empty:
         return "(no finished runs)"
-    columns = [m for m in HEADLINE if m in summary.columns]
+    columns = [m for m in (metrics or HEADLINE) if m in summary.columns]
     g = summary.groupby("policy", sort=False)
     means = g[columns].mean()
     counts = g.size()
