@@ -240,7 +240,9 @@ class Job:
     ``priority`` is a fairness weight (Gavel's priority weight, dimensionless): weight-aware policies such as max-min
     fairness give a job of priority p a share p times as large. It is 1 unless a trace gives it. ``duration`` is the
     seconds the job ran in its trace on the GPUs it asked for, where the trace records it (ElasticFlow's rigid
-    policies count that much service as the job's work); None otherwise.
+    policies count that much service as the job's work); None otherwise. ``deadline_given`` is False when the workload
+    gave the job no deadline (a trace without one): ``deadline`` is then a placeholder drawn so that deadline-driven
+    policies can run, and no deadline metric counts the job.
     """
 
     id: int
@@ -251,6 +253,7 @@ class Job:
     _: KW_ONLY
     priority: float = 1.0
     duration: float | None = None
+    deadline_given: bool = True
 
     def __hash__(self) -> int:
         return self.id

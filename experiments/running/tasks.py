@@ -166,8 +166,10 @@ def _size(n: int) -> str:
 
 def _lower_bound(jobs: list[Any], cluster: Any, truth: Any) -> float:
     """The clairvoyant lower bound of ``optim.bound`` on this instance's cost, or NaN where it does not apply (fixed
-    servers rent nothing; more than ``BOUND_MAX_JOBS`` jobs) or fails: a bound never costs a finished run."""
+    servers rent nothing; more than ``BOUND_MAX_JOBS`` jobs) or fails: a bound never costs a finished run. A job
+    whose deadline is a placeholder weighs 0 in it, as its lateness does in the run's total cost."""
     import math
+    from dataclasses import replace
 
     import numpy as np
 
@@ -175,6 +177,7 @@ def _lower_bound(jobs: list[Any], cluster: Any, truth: Any) -> float:
 
     if not jobs or len(jobs) > BOUND_MAX_JOBS or any(getattr(s, "fixed", False) for s in cluster.slots):
         return math.nan
+    jobs = [j if j.deadline_given else replace(j, weight=0.0) for j in jobs]
     try:
         with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
             return float(instance_bound(jobs, cluster.configs, truth, [s.allowed for s in cluster.slots]))

@@ -112,6 +112,8 @@ def _jobs(runs: list[Run], jobs: Sequence[Job], vm: VMType) -> Jobs:
         t.revocations.append(0)
         t.lost_gpu_seconds.append(0.0)
         t.status.append("rejected" if not done else "on_time" if r.on_time else "late")
+        t.gpu_request.append(Jobs.request(s))
+    t.without_placeholders(jobs)
     return t
 
 
