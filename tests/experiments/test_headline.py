@@ -101,3 +101,14 @@ def test_a_trace_with_some_deadlines_keeps_the_cost_headline_over_those_jobs(tmp
     assert summary["tardiness_cost"].iloc[0] == pytest.approx(given["tardiness_cost"].sum())
     assert summary["deadline_met"].iloc[0] == pytest.approx((given["status"] == "on_time").mean())
     assert summary["total_cost"].iloc[0] == pytest.approx(summary["vm_cost"].iloc[0] + given["tardiness_cost"].sum())
+
+
+def test_an_elasticflow_replay_reports_its_own_metrics(tmp_path: Path, capsys) -> None:
+    scenario = ROOT / "experiments" / "elasticflow" / "replay.yaml"
+    out = tmp_path / "r"
+    assert main(["run", str(scenario), "--policies", "elasticflow_edf", "--out", str(out), "--workers", "1",
+                 "--quiet"]) == 0
+    header = capsys.readouterr().out.splitlines()[0]
+    assert header.split()[2:] == ["deadlines", "met", "rejected", "jobs", "mean", "JCT", "(s)", "makespan", "(s)"]
+    jobs = pd.concat(pd.read_parquet(p) for p in (out / "jobs").glob("*.parquet"))
+    assert jobs["deadline"].notna().all() and set(jobs["status"]) <= {"on_time", "late", "rejected"}
