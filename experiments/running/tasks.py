@@ -51,11 +51,16 @@ class Task:
         return Scenario.model_validate(self.scenario).located(Path(self.base_dir))
 
     def config_json(self) -> str:
-        """The run's configuration (scenario, policy, seed) as JSON text, to record next to its results."""
+        """The run's configuration (scenario, policy as written and as built, seed) and the versions of the key
+        packages where it ran, as JSON text, to record next to its results."""
         import json
 
-        return json.dumps({"scenario": self.scenario, "policy": self.policy, "seed": self.seed}, sort_keys=True,
-                          default=str)
+        from experiments.results.versions import package_versions
+        from experiments.scenario.components import resolved_policy
+
+        resolved = resolved_policy(PolicySpec.model_validate(self.policy))
+        return json.dumps({"scenario": self.scenario, "policy": self.policy, "policy_resolved": resolved,
+                           "seed": self.seed, "versions": package_versions()}, sort_keys=True, default=str)
 
     @property
     def policy_label(self) -> str:
