@@ -48,7 +48,7 @@ class Plan:
 
     def manifest(self) -> dict[str, Any]:
         """The folder's manifest of this command, with the versions of the key packages it ran with."""
-        from experiments.results.versions import package_versions
+        from experiments.running.versions import package_versions
 
         return {**new_manifest(self.kind, self.name, self.file, self.fields, self.policies, self.seeds,
                                [t.run_id for t in self.tasks]), "versions": package_versions()}

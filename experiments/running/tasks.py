@@ -55,7 +55,7 @@ class Task:
         packages where it ran, as JSON text, to record next to its results."""
         import json
 
-        from experiments.results.versions import package_versions
+        from experiments.running.versions import package_versions
         from experiments.scenario.components import resolved_policy
 
         resolved = resolved_policy(PolicySpec.model_validate(self.policy))
