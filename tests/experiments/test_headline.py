@@ -14,6 +14,7 @@ import yaml
 
 from experiments.cli import main
 from experiments.results.headline import headline
+from experiments.results.reading import read_results
 from sim.metrics import HEADLINE, HEADLINES, NO_DEADLINE
 
 from .conftest import small_scenario, write_yaml
@@ -58,10 +59,10 @@ def test_a_gavel_replay_reports_gavels_metrics_and_no_deadline_ones(gavel: Path,
     header = capsys.readouterr().out.splitlines()[0]
     assert "Gavel's average JCT" in header and "Gavel's utilisation" in header
     assert "tardiness" not in header and "late" not in header and "total cost" not in header
-    summary = pd.concat(pd.read_parquet(p) for p in sorted((out / "summary").glob("*.parquet")))
+    summary = read_results(out).summary
     assert len(summary) == 2 and all(summary[m].isna().all() for m in DEADLINE_METRICS)
     assert (summary["total_cost"] == summary["vm_cost"]).all() and summary["gavel_mean_jct"].gt(0).all()
-    jobs = pd.concat(pd.read_parquet(p) for p in sorted((out / "jobs").glob("*.parquet")))
+    jobs = read_results(out).jobs
     assert jobs["deadline"].isna().all() and (jobs["status"] == "no_deadline").all()
 
     assert main(["report", str(out)]) == 0
@@ -94,9 +95,9 @@ def test_a_trace_with_some_deadlines_keeps_the_cost_headline_over_those_jobs(tmp
     assert main(["run", str(write_yaml(tmp_path / "s.yaml", sc)), "--out", str(out), "--quiet", "--workers", "1"]) == 0
     header = capsys.readouterr().out.splitlines()[0]
     assert "total cost" in header and "tardiness cost" in header and "late jobs" in header
-    jobs = pd.concat(pd.read_parquet(p) for p in (out / "jobs").glob("*.parquet")).sort_values("submit_time")
+    jobs = read_results(out).jobs.sort_values("submit_time")
     assert list(jobs["deadline"].notna()) == [True, False, True, False]
-    summary = pd.concat(pd.read_parquet(p) for p in (out / "summary").glob("*.parquet"))
+    summary = read_results(out).summary
     given = jobs[jobs["deadline"].notna()]
     assert summary["tardiness_cost"].iloc[0] == pytest.approx(given["tardiness_cost"].sum())
     assert summary["deadline_met"].iloc[0] == pytest.approx((given["status"] == "on_time").mean())
@@ -110,5 +111,5 @@ def test_an_elasticflow_replay_reports_its_own_metrics(tmp_path: Path, capsys) -
                  "--quiet"]) == 0
     header = capsys.readouterr().out.splitlines()[0]
     assert header.split()[2:] == ["deadlines", "met", "rejected", "jobs", "mean", "JCT", "(s)", "makespan", "(s)"]
-    jobs = pd.concat(pd.read_parquet(p) for p in (out / "jobs").glob("*.parquet"))
+    jobs = read_results(out).jobs
     assert jobs["deadline"].notna().all() and set(jobs["status"]) <= {"on_time", "late", "rejected"}

@@ -167,3 +167,22 @@ def test_insertion_starts_jobs_on_free_owned_servers(tmp_path: Path) -> None:
             "workload": {"jobs": 20, "mean_interarrival": 30}, "policies": [{"kind": "insertion"}], "seeds": [0, 2]}
     runs = api.run(write_yaml(tmp_path / "s.yaml", data), workers=1)
     assert runs.failures.empty and len(runs.summary) == 2 and (runs.jobs["end_time"].notna()).all()
+
+
+def test_an_elasticflow_replay_bills_its_owned_servers_their_rate(tmp_path: Path) -> None:
+    """ElasticFlow's replay keeps its own node records: its servers bill server_price for their time on, not the 0
+    their VM type shows the policies."""
+    rows = (Path(__file__).resolve().parents[2] / "sim" / "data" / "elasticflow" / "elasticVpollux_e.csv"
+            ).read_text(encoding="utf-8").splitlines()[:21]
+    trace = tmp_path / "t.csv"
+    trace.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    data = {"name": "ef", "cluster": {"servers": "4x4", "gpu": "T4", "server_price": 1.5},
+            "workload": {"trace": {"path": str(trace), "format": "elasticflow"}, "weight_range": [0.0, 0.0]},
+            "predictor": {"kind": "throughput", "table": "elasticflow"}, "policies": [{"kind": "elasticflow_edf"}],
+            "seeds": [0]}
+    runs = api.run(write_yaml(tmp_path / "s.yaml", data), workers=1)
+    nodes = runs.nodes
+    on = nodes["stop_time"] - nodes["start_time"]
+    assert runs.failures.empty and len(nodes) == 4 and (on > 0).all() and (nodes["price_per_hour"] == 1.5).all()
+    assert ((nodes["cost"] - on * 1.5 / 3600.0).abs() < 1e-9).all()
+    assert math.isclose(float(nodes["cost"].sum()), float(runs.summary["vm_cost"].iloc[0]), rel_tol=1e-12)

@@ -8,10 +8,10 @@ import json
 from importlib.metadata import version
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 from experiments.cli import main
+from experiments.results.reading import read_results
 from experiments.scenario import PolicySpec, PredictorSpec, components, load_scenario
 from optim.baselines import ListScheduler
 
@@ -42,16 +42,17 @@ def test_a_predictor_is_resolved_with_its_defaults() -> None:
 def test_runs_made_under_another_default_run_again(tiny: Path, tmp_path: Path, monkeypatch, capsys) -> None:
     out = tmp_path / "r"
     assert main(["run", str(tiny), "--out", str(out), "--workers", "1", "--quiet"]) == 0
-    old = {p.stem for p in (out / "summary").glob("*.parquet")}
+    old = set(read_results(out, all_runs=True).summary["run_id"])
     # a later capsim changes fifo's default: pack=True; the folder's run was made with pack=False
     monkeypatch.setattr(ListScheduler.__init__, "__defaults__", (True, False, None))
     monkeypatch.setattr(components, "_RESOLVED", {})
     capsys.readouterr()
     assert main(["run", str(tiny), "--out", str(out), "--workers", "1"]) == 0
     assert "0 already done, 1 to run" in capsys.readouterr().err
-    new = {p.stem for p in (out / "summary").glob("*.parquet")} - old
-    assert len(new) == 1
-    config = json.loads(pd.read_parquet(out / "summary" / f"{new.pop()}.parquet")["config"].iloc[0])
+    summary = read_results(out, all_runs=True).summary
+    new = summary[~summary["run_id"].isin(old)]
+    assert len(new) == 1 and len(summary) == 2
+    config = json.loads(new["config"].iloc[0])
     assert config["policy"] == {"kind": "fifo", "name": None} and config["policy_resolved"]["pack"] is True
 
 
@@ -59,7 +60,7 @@ def test_versions_are_recorded_with_every_run_and_command(tiny: Path, tmp_path: 
     out = tmp_path / "r"
     assert main(["run", str(tiny), "--out", str(out), "--workers", "1", "--quiet"]) == 0
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
-    summary = pd.concat(pd.read_parquet(p) for p in (out / "summary").glob("*.parquet"))
+    summary = read_results(out).summary
     for versions in [manifest["versions"], *(json.loads(c)["versions"] for c in summary["config"])]:
         assert {k: versions[k] for k in ("highspy", "numpy", "pandas", "pulp", "simpy")} == {
             k: version(k) for k in ("highspy", "numpy", "pandas", "pulp", "simpy")}
