@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sim.contracts import PREDICTORS, NotFittedError, Predictor
+from sim.contracts import PREDICTORS, NotFittedError, Predictor, Source
 from sim.model import INFEASIBLE, CapsimError, Config, JobSpec, VMType
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Predictor", "TrainablePredictor", "AffinePredictor", "NotFittedError", "register", "registry", "build",
-           "from_dict", "clone", "RUN_COLUMNS"]
+__all__ = ["Predictor", "Source", "TrainablePredictor", "AffinePredictor", "NotFittedError", "register", "registry",
+           "build", "from_dict", "clone", "RUN_COLUMNS"]
 
 register = PREDICTORS.register
 """Class decorator adding a predictor to the registry under ``name`` (the YAML ``predictor.kind``)."""
@@ -123,6 +123,23 @@ class TrainablePredictor(Predictor):
         if full not in _SHARED:
             _SHARED[full] = make()
         return _SHARED[full]
+
+    def source(self, spec: JobSpec, vm: VMType, gpus: int) -> Source:
+        """The kind of question the configuration asks of the training runs (a measured configuration, one between
+        measured ones, or the extrapolation it needs), with the expected error measured for this predictor on that
+        kind (``predictors.provenance``)."""
+        from predictors.provenance import kind_of, source
+
+        if self.support(spec, vm, gpus) is not None:
+            return Source("unsupported")
+        return source(self.describe(), kind_of(self, spec, vm, gpus))
+
+    def run_sources(self, rows: pd.DataFrame) -> list[str]:
+        """The kind of answer given to each row of a runs table (how ``capsim predict evaluate`` sorts its errors
+        into expected errors): by default the kind of question each row asks of the training runs."""
+        from predictors.provenance import question_kinds
+
+        return question_kinds(self, rows)
 
     def predict_runs(self, rows: pd.DataFrame) -> np.ndarray:
         """Seconds for each row of a runs table (its GPU, GPU count, batch, iterations, depth; the CPU-thread count

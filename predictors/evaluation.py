@@ -27,12 +27,13 @@ import numpy as np
 import pandas as pd
 
 from predictors.base import TrainablePredictor, build, registry
-from predictors.measurements import runs
-from predictors.protocols import CELL_KEYS, PROTOCOLS, PUBLISHED, Split, splits
+from predictors.measurements import NO_DEPTH, runs
+from predictors.protocols import CELL_KEYS, DEFAULT, PROTOCOLS, Split, application_name, splits
+from predictors.provenance import ERROR_COLUMNS, PROTOCOL_OF, crossgpu_errors
 from sim.model import CapsimError
 
-__all__ = ["PUBLISHED_MEANS", "TARGETS", "trainable_kinds", "parse_predictor", "noise_floor", "evaluate",
-           "Evaluation", "protocol_summary", "CELL_COLUMNS"]
+__all__ = ["PUBLISHED_MEANS", "TARGETS", "trainable_kinds", "parse_label", "parse_predictor", "noise_floor", "evaluate",
+           "Evaluation", "protocol_summary", "expected_errors", "CELL_COLUMNS"]
 
 PUBLISHED_MEANS = {"batch": 0.084, "gpus": 0.138, "compute": 0.107, "depth": 0.20}
 """Mean MAPE per protocol of the published end-to-end regression on these runs."""
@@ -50,9 +51,9 @@ def trainable_kinds() -> list[str]:
     return [k for k, cls in PREDICTORS.kinds(aliases=False).items() if getattr(cls, "trainable", lambda: False)()]
 
 
-def parse_predictor(text: str) -> tuple[str, str, dict[str, Any]]:
+def parse_label(text: str) -> tuple[str, str, dict[str, Any]]:
     """(label, kind, params) from ``kind`` or ``kind(param=value, ...)`` (values: numbers, true/false, null, words;
-    ``a|b|c`` is a list)."""
+    ``a|b|c`` is a list), for any registered kind."""
     m = re.fullmatch(r"\s*([A-Za-z_][\w]*)\s*(?:\((.*)\))?\s*", text)
     if not m:
         raise CapsimError(f"predictor {text!r}: write a kind, or kind(param=value, ...)")
@@ -63,13 +64,24 @@ def parse_predictor(text: str) -> tuple[str, str, dict[str, Any]]:
             raise CapsimError(f"predictor {text!r}: {part!r} is not param=value")
         k, v = (x.strip() for x in part.split("=", 1))
         params[k] = _value(v)
-    kinds = registry()
-    if kind not in kinds:
-        raise CapsimError(f"unknown predictor {kind!r} for evaluation: choose from {', '.join(trainable_kinds())}")
-    if not getattr(kinds[kind], "trainable", lambda: False)():
+    if kind not in registry():
+        raise CapsimError(f"unknown predictor {kind!r}: choose from {', '.join(sorted(registry()))}")
+    return text.strip(), kind, params
+
+
+def parse_predictor(text: str) -> tuple[str, str, dict[str, Any]]:
+    """``parse_label`` for a predictor that can be evaluated: a trainable kind."""
+    try:
+        label, kind, params = parse_label(text)
+    except CapsimError as e:
+        if "unknown predictor" in str(e):
+            raise CapsimError(f"unknown predictor {text.split('(')[0].strip()!r} for evaluation: choose from "
+                              f"{', '.join(trainable_kinds())}") from None
+        raise
+    if not getattr(registry()[kind], "trainable", lambda: False)():
         raise CapsimError(f"predictor {kind!r} does not learn from runs and cannot be evaluated; trainable kinds: "
                           f"{', '.join(trainable_kinds())}")
-    return text.strip(), kind, params
+    return label, kind, params
 
 
 def _value(v: str) -> Any:
@@ -104,16 +116,20 @@ def _init_worker() -> None:
         os.environ[var] = "1"
 
 
-def run_split(df: pd.DataFrame, split: Split, predictors: Sequence[tuple[str, str, dict[str, Any]]]
-              ) -> list[tuple[str, np.ndarray]]:
-    """Every predictor fitted on the split's training runs and asked its test runs (seconds, NaN = declined)."""
+Answers = list[tuple[str, np.ndarray, list[str]]]
+"""Per predictor: its label, its answers to a split's test runs (seconds, NaN = declined) and each answer's source."""
+
+
+def run_split(df: pd.DataFrame, split: Split, predictors: Sequence[tuple[str, str, dict[str, Any]]]) -> Answers:
+    """Every predictor fitted on the split's training runs and asked its test runs, with the kind of each answer."""
     train, test = df.iloc[split.train], df.iloc[split.test]
     out = []
     for label, kind, params in predictors:
         p = build(kind, **params)
         assert isinstance(p, TrainablePredictor)
         with np.errstate(all="ignore"):
-            out.append((label, np.array(p.fit(train).predict_runs(test), dtype=np.float64)))
+            pred = np.array(p.fit(train).predict_runs(test), dtype=np.float64)
+            out.append((label, pred, p.run_sources(test)))
     return out
 
 
@@ -126,7 +142,7 @@ class Evaluation:
     coverage: pd.DataFrame
 
 
-def evaluate(protocols: Sequence[str] = PUBLISHED, predictors: Sequence[str] | None = None, seed: int = 0,
+def evaluate(protocols: Sequence[str] = DEFAULT, predictors: Sequence[str] | None = None, seed: int = 0,
              data: pd.DataFrame | None = None, workers: int = 1,
              progress: Callable[[int, int, str], None] | None = None) -> Evaluation:
     """Score ``predictors`` (default: every trainable kind) under ``protocols`` (module docstring); splits run on
@@ -137,7 +153,7 @@ def evaluate(protocols: Sequence[str] = PUBLISHED, predictors: Sequence[str] | N
     if bad:
         raise CapsimError(f"unknown evaluation protocol {bad[0]!r}: choose from {', '.join(PROTOCOLS)}")
     todo = [s for p in protocols for s in splits(df, p, seed) if len(s.test)]
-    results: dict[int, list[tuple[str, np.ndarray]]] = {}
+    results: dict[int, Answers] = {}
     label = lambda s: f"{s.protocol} split {s.index + 1}"  # noqa: E731
     if workers <= 1:
         for i, s in enumerate(todo):
@@ -158,7 +174,7 @@ def evaluate(protocols: Sequence[str] = PUBLISHED, predictors: Sequence[str] | N
     return _assemble(df, todo, results)
 
 
-def _assemble(df: pd.DataFrame, todo: list[Split], results: dict[int, list[tuple[str, np.ndarray]]]) -> Evaluation:
+def _assemble(df: pd.DataFrame, todo: list[Split], results: dict[int, Answers]) -> Evaluation:
     """Per-run predictions and per-cell scores; a cell spread over several splits (interpolation's folds) pools
     its runs from all of them."""
     floor = noise_floor(df)
@@ -166,10 +182,11 @@ def _assemble(df: pd.DataFrame, todo: list[Split], results: dict[int, list[tuple
     preds = []
     pooled: dict[tuple, list[tuple[np.ndarray, np.ndarray]]] = {}
     for i, s in enumerate(todo):
-        for label, pred in results[i]:
+        for label, pred, kinds in results[i]:
             cols = RUN_FEATURES + ([MACHINE] if MACHINE in df else []) + ["runtime_s"]
             frame = df.iloc[s.test][cols].rename(columns={"runtime_s": "measured"})
-            preds.append(frame.assign(protocol=s.protocol, split=s.index, predictor=label, predicted=pred))
+            preds.append(frame.assign(protocol=s.protocol, split=s.index, predictor=label, predicted=pred,
+                                      source=kinds))
             where = {p: j for j, p in enumerate(s.test)}
             for c in s.cells:
                 pooled.setdefault((*c.key, label), []).append((c.rows, pred[[where[p] for p in c.rows]]))
@@ -208,3 +225,40 @@ def protocol_summary(ev: Evaluation) -> pd.DataFrame:
                      "published": published, "floor_above_published": int((g["noise_floor"] > published).sum()),
                      "target": TARGETS.get(str(protocol), np.nan), "apps_at_target": met})
     return pd.DataFrame(rows)
+
+
+def expected_errors(ev: Evaluation, crossgpu: bool = True) -> pd.DataFrame:
+    """The expected relative error of each (predictor, kind of answer) (``predictors.provenance``): over the test
+    runs of the protocol that asks that kind of question (``PROTOCOL_OF``), the mean over its cells of the mean
+    ``|predicted − measured| / measured`` of the runs the predictor answered with that kind. The predictor is named
+    by its ``describe()`` label (``hybrid(anchor=True)``), as ``Predictor.source`` looks it up. ``crossgpu`` adds the
+    ``cloud`` predictor's cross-GPU scaling, scored by its leave-one-GPU-out test."""
+    p = ev.predictions
+    rows = []
+    if len(p):
+        ok = np.isfinite(p["predicted"]) & (p["predicted"] > 0)
+        p = p[ok].assign(err=(p["predicted"] - p["measured"]).abs() / p["measured"])
+        apps = pd.Series([application_name(a, d != NO_DEPTH) for a, d in zip(p["application"], p["depth"])],
+                         index=p.index, dtype=object)
+        p = p.assign(cell_app=apps)
+        names = {label: build(kind, **params).describe() for label, kind, params in
+                 (parse_predictor(x) for x in dict.fromkeys(p["predictor"]))}
+        for (label, kind), g in p.groupby(["predictor", "source"], sort=False):
+            protocol = PROTOCOL_OF.get(str(kind))
+            g = g[(g["protocol"] == protocol) & g["cell_app"].notna()]
+            if g.empty:
+                continue
+            keys = ["cell_app", "framework"] + CELL_GROUPS.get(str(protocol), [])
+            cells = g.groupby(keys, dropna=False)["err"].mean()
+            rows.append({"predictor": names[str(label)], "source": kind, "protocol": protocol,
+                         "error": float(cells.mean()), "cells": len(cells), "runs": len(g)})
+    if crossgpu:
+        rows.append(crossgpu_errors())
+    out = pd.DataFrame(rows, columns=ERROR_COLUMNS)
+    return out.sort_values(["predictor", "source"], kind="stable", ignore_index=True)
+
+
+CELL_GROUPS = {"batch": ["gpu", "gpus"], "batch_below": ["gpu", "gpus"], "gpus": ["gpu"], "depth": ["gpus", "split"],
+               "between": ["gpu", "gpus", "split"]}
+"""Columns beyond (application, framework) that tell a protocol's cells apart in the predictions table
+(``predictors.protocols``; a depth cell is one GPU count at one depth threshold, i.e. one split)."""

@@ -121,7 +121,7 @@ class AppFit:
         self.validated: set[str] = set()
         self.choice: dict[str, str] = {}
         self.models: dict[str, Any] = {}
-        self.ranges = _ranges(rows)
+        self.ranges = ranges_of(rows)
         self._comm: str | None = None
         self._seen: dict[tuple[str, str | None, str], float] = {}
 
@@ -217,8 +217,9 @@ class AppFit:
         return self.models[label]
 
 
-def _ranges(d: pd.DataFrame) -> dict[str, Any]:
-    """What was measured: GPU types, their counts, batch ranges per (GPU type, count) and per type, depths, CPUs."""
+def ranges_of(d: pd.DataFrame) -> dict[str, Any]:
+    """What was measured: GPU types, their counts, batch ranges per (GPU type, count) and per type, depths, CPUs,
+    and every (GPU type, count, batch, depth) run."""
     t = d["runtime_s"] / d["iterations"]
     rel = t / t.groupby([d["gpu"], d["gpus"], d["batch_size"], d["depth"]]).transform("min")
     # pandas-stubs types an index label (``idxmin``) as Hashable: here it is a CPU-thread count
@@ -231,6 +232,7 @@ def _ranges(d: pd.DataFrame) -> dict[str, Any]:
         "depth": (d["depth"].min(), d["depth"].max()),
         "cpu_best": best, "cpu_best_all": int(cast(int, rel.groupby(d["cpu_threads"]).mean().idxmin())),
         "cpu_max": int(d["cpu_threads"].max()),
+        "configs": set(zip(d["gpu"], d["gpus"], d["batch_size"], d["depth"])),
     }
 
 

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from predictors.base import Predictor, register
+from predictors.base import Predictor, Source, register
 from sim.model import INFEASIBLE, CapsimError, Config, GPUModel, JobSpec, VMType
 
 __all__ = ["ThroughputTable", "ThroughputPredictor", "TABLES", "read_gavel_json", "gavel_table", "read_elasticflow_csv",
@@ -189,6 +189,10 @@ class ThroughputPredictor(Predictor):
         if (vm.gpu.name, key, gpus) not in data.rates:
             return f"the throughput table {data.source!r} has no rate for {key} on {gpus} x {vm.gpu.name}"
         return None if rate > 0 else f"{key} does not run on {gpus} x {vm.gpu.name} (measured 0 iterations/s)"
+
+    def source(self, spec: JobSpec, vm: VMType, gpus: int) -> Source:
+        """``measured``: a rate of the table (its error is not measured: the tables have no repeats)."""
+        return Source("measured" if self.support(spec, vm, gpus) is None else "unsupported")
 
     def runtimes(self, specs: Sequence[JobSpec], configs: Sequence[Config]) -> np.ndarray:
         """Every spec on every configuration at once: one rate lookup per (job type, GPU model, GPU count)."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -24,7 +25,7 @@ from sim.registry import Registry
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Component", "Policy", "Predictor", "POLICIES", "PREDICTORS", "NotFittedError"]
+__all__ = ["Component", "Policy", "Predictor", "Source", "POLICIES", "PREDICTORS", "NotFittedError"]
 
 
 class NotFittedError(CapsimError):
@@ -147,6 +148,28 @@ class Policy(Component):
         raise NotImplementedError(self)
 
 
+@dataclass(frozen=True, slots=True)
+class Source:
+    """Which kind of answer a predictor gave for one configuration, and how far off such answers are.
+
+    ``kind`` names the source (``measured``, ``interpolated``, ``batch``, ``gpus``, ``compute``, ``scaled``, ...;
+    ``predictors.provenance.KINDS`` lists and explains them). ``error`` is the expected relative error of that kind
+    of answer: the mean of ``|predicted − actual| / actual`` that ``capsim predict evaluate`` measured for it; NaN
+    where nothing measured it.
+    """
+
+    kind: str
+    error: float = math.nan
+
+    def interval(self, seconds: float) -> tuple[float, float]:
+        """The runtimes ``t`` with ``|seconds − t| / t <= error`` (the answer's expected error read back to the
+        actual time); ``(nan, nan)`` when the error is unknown."""
+        e = self.error
+        if not math.isfinite(e) or not math.isfinite(seconds):
+            return math.nan, math.nan
+        return seconds / (1.0 + e), seconds / (1.0 - e) if e < 1.0 else math.inf
+
+
 class Predictor(Component):
     """Answers how long a whole job takes on ``gpus`` GPUs of a VM type, in seconds.
 
@@ -162,6 +185,8 @@ class Predictor(Component):
     - ``fit(runs) -> self`` (optional, trainable predictors only): learn from a table of measured runs (the layout
       of ``predictors.measurements.runs()``), storing what it learnt in attributes ending in ``_``. A trainable
       predictor that is not fitted explicitly fits itself on the shipped runs on first use.
+    - ``source(spec, vm, gpus) -> Source`` (optional): which kind of answer it gives there and that kind's expected
+      error. The default says nothing (kind ``model``, error unknown).
 
     It may cache answers and fits; it may not depend on anything but its parameters and the data it was fitted on.
     """
@@ -194,6 +219,10 @@ class Predictor(Component):
             for k, c in enumerate(configs):
                 out[i, k] = self.runtime(s, c.vm, c.gpus)
         return out
+
+    def source(self, spec: JobSpec, vm: VMType, gpus: int) -> Source:
+        """Which kind of answer ``runtime`` gives for this configuration, with its expected relative error."""
+        return Source("model")
 
     def fit(self, runs: pd.DataFrame) -> Predictor:
         """Learn from a table of measured runs and return ``self`` (trainable predictors only)."""

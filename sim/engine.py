@@ -471,7 +471,7 @@ class Simulation(Rounds):
     # ------------------------------------------------------------------ records
 
     def _result(self) -> RunResult:
-        jobs = Jobs.of(self._states, self.cluster.configs)
+        jobs = Jobs.of(self._states, self.cluster.configs, self.estimator)
         segments = self._segments.frame()
         tables = RunTables(jobs.frame(), self._nodes.frame(), self._decisions.frame(), segments)
         return RunResult(tables.jobs, tables.nodes, tables.decisions, summarise(tables), segments)
