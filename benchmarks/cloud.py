@@ -20,7 +20,7 @@ import resource
 import time
 from pathlib import Path
 
-from experiments.scenario import load_scenario
+from experiments.scenario import build_policy, load_scenario
 from sim.engine import Simulation
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,12 +38,12 @@ def run_one(path: Path, policy: str, limit: int | None, profile: bool) -> None:
         t = sc.workload.trace
         sc = sc.model_copy(update={"workload": sc.workload.model_copy(
             update={"trace": t.model_copy(update={"limit": limit})})})
-        sc._base_dir = path.parent
+        sc.located(path.parent)
     c0, w0 = time.process_time(), time.perf_counter()
     estimator, truth = sc.predictors()
     cluster = sc.build_cluster()
     jobs = sc.build_jobs(0, truth, cluster.configs)
-    sim = Simulation(cluster, jobs, sc.build_policy(specs[0]), estimator, truth, seed=0)
+    sim = Simulation(cluster, jobs, build_policy(specs[0]), estimator, truth, seed=0)
     setup_cpu, setup_wall = time.process_time() - c0, time.perf_counter() - w0
     prof = cProfile.Profile() if profile else None
     c0, w0 = time.process_time(), time.perf_counter()

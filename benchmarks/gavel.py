@@ -35,7 +35,7 @@ GAVEL_CPU_S = 68.0
 
 
 def build(jobs: int, lam: float, servers: str, seed: int):
-    from experiments.servers import server_types
+    from experiments.scenario.servers import server_types
     from sim.cluster import Cluster, NodeSlot
 
     text = generate(jobs, lam, seed, gavel_table().by_gpu("V100"), multi_gpu=True)

@@ -22,9 +22,10 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from experiments.runner import run_tasks  # noqa: E402
-from experiments.store import ResultStore  # noqa: E402
-from experiments.sweep import load_sweep  # noqa: E402
+from experiments.results.store import ResultStore  # noqa: E402
+from experiments.running.pool import run_tasks  # noqa: E402
+from experiments.running.tasks import sweep_tasks  # noqa: E402
+from experiments.scenario.sweep import load_sweep  # noqa: E402
 
 
 def sweep_file(d: Path, seeds: int, jobs: int, nodes: int, policies: list[str]) -> Path:
@@ -50,7 +51,7 @@ def timed(file: Path, out: Path, workers: int = 1, dask: str | None = None) -> t
     sweep = load_sweep(file)
     store = ResultStore(out)
     store.prepare()
-    tasks = sweep.tasks()
+    tasks = sweep_tasks(sweep)
     failed = []
     stamps: list[float] = []
 

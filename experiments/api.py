@@ -3,7 +3,7 @@
 ```python
 from experiments import api
 
-runs = api.run("experiments/scenarios/default.yaml", policies=["edf", "greedy"], seeds=[0, 1],
+runs = api.run("experiments/scenario/default.yaml", policies=["edf", "greedy"], seeds=[0, 1],
                overrides={"workload.jobs": 20})
 runs.totals()                  # per policy: seeds and mean of the headline metrics, as `capsim run` prints them
 runs.summary                   # one row per run, every metric of sim/metrics.py
@@ -31,9 +31,9 @@ from typing import Any
 
 import pandas as pd
 
-from experiments.loading import read_yaml
 from experiments.scenario import Scenario, load_scenario, parse_seeds, validate_scenario
-from experiments.sweep import Sweep, load_sweep
+from experiments.scenario.loading import read_yaml
+from experiments.scenario.sweep import Sweep, load_sweep
 from sim.model import CapsimError
 
 __all__ = ["Runs", "load", "run", "read", "tidy", "FIGURES"]
@@ -54,8 +54,8 @@ def load(path: str | Path, overrides: Mapping[str, Any] | None = None) -> Scenar
 
 
 def _override_scenario(sc: Scenario, overrides: Mapping[str, Any]) -> Scenario:
-    from experiments.loading import raise_problems
-    from experiments.sweep import _check_path, _set_path
+    from experiments.scenario.loading import raise_problems
+    from experiments.scenario.sweep import _check_path, _set_path
 
     data = sc.model_dump(mode="python")
     for key, value in overrides.items():
@@ -127,7 +127,7 @@ class Runs:
     def report(self, metrics: Sequence[str] | None = None, interval: str = "t") -> pd.DataFrame:
         """What ``capsim report`` tabulates: per grid point and policy, runs ``n`` and per metric the mean and its
         95% interval (``<metric>_mean``, ``_lo``, ``_hi``; ``interval``: ``t`` or ``bootstrap``)."""
-        from experiments.report import aggregate
+        from experiments.results.report import aggregate
         from sim.metrics import HEADLINE
 
         return aggregate(self.summary, self.fields, list(metrics or HEADLINE), self.policies, method=interval)
@@ -157,7 +157,7 @@ def read(folder: str | Path, all_runs: bool = False, recompute: bool = False) ->
     """A result folder (``capsim run`` / ``capsim sweep`` / ``run(..., out=...)``) as ``Runs``: the latest
     command's finished runs, or every run there with ``all_runs``; ``recompute`` recomputes the metrics from the
     stored tables (for a metric declared after the runs)."""
-    from experiments.store import open_results
+    from experiments.results.reading import open_results
 
     res = open_results(folder, all_runs, recompute_metrics=recompute)
     return Runs(res.tables, list(res.fields), list(res.policies))
@@ -166,7 +166,7 @@ def read(folder: str | Path, all_runs: bool = False, recompute: bool = False) ->
 def tidy(runs: Runs | str | Path) -> pd.DataFrame:
     """The runs' metrics in long form, one row per run and metric (``run_id``, grid fields, ``policy``, ``seed``,
     ``metric``, ``value``, ``label``), for seaborn-style plotting and group-bys; a folder path is read first."""
-    from experiments.tables import metric_label
+    from experiments.results.tables import metric_label
     from sim.metrics import METRICS
 
     r = runs if isinstance(runs, Runs) else read(runs)
@@ -205,8 +205,9 @@ def run(what: str | Path | Scenario | Sweep, overrides: Mapping[str, Any] | None
     """Run a scenario or sweep (a file path, or what ``load`` returned) for its policies and seeds, or those given
     (policy names of the file or registered kinds; seeds as a list or ``"0-4"``), with ``overrides`` by dotted
     path, on ``workers`` processes; results are stored in ``out`` (a temporary folder if None) and returned."""
-    from experiments.runner import run_tasks
-    from experiments.store import ResultStore, new_manifest
+    from experiments.results.store import ResultStore, new_manifest, sweep_manifest
+    from experiments.running.pool import run_tasks
+    from experiments.running.tasks import Task, sweep_tasks
 
     obj = load(what, overrides) if isinstance(what, (str, Path)) else (_override(what, overrides) if overrides
                                                                        else what)
@@ -215,8 +216,6 @@ def run(what: str | Path | Scenario | Sweep, overrides: Mapping[str, Any] | None
     except ValueError as e:
         raise CapsimError(f"seeds: {e}") from None
     if isinstance(obj, Scenario):
-        from experiments.runner import Task
-
         specs = _policies(obj.policy_specs(), policies)
         seed_list = seed_list or obj.seeds
         tasks = [Task.make(obj, p, s) for p in specs for s in seed_list]
@@ -224,8 +223,8 @@ def run(what: str | Path | Scenario | Sweep, overrides: Mapping[str, Any] | None
                                 [t.run_id for t in tasks])
     else:
         obj = dataclasses.replace(obj, policies=_policies(obj.policies, policies), seeds=seed_list or obj.seeds)
-        tasks = obj.tasks()
-        manifest = obj.manifest(tasks)
+        tasks = sweep_tasks(obj)
+        manifest = sweep_manifest(obj, tasks)
     with tempfile.TemporaryDirectory(prefix="capsim-") as tmp:
         store = ResultStore(out if out is not None else tmp)
         failed: list[str] = []

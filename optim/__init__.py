@@ -6,12 +6,13 @@ registers itself with ``@register(name)``; a new one is that module plus its nam
 conformance suite (``tests/optim/test_conformance.py``) then checks it.
 """
 
-from optim import (  # noqa: F401  (fifo, edf, priority, ps, greedy, milp, the heuristics)
+from optim import (  # noqa: F401  (fifo, edf, priority, ps, greedy, milp, the heuristics, spot strategies)
     baselines,
     gavel,  # noqa: F401  (registers fifo_perf, max_min_fairness_perf, gavel_fifo)
     greedy,
     heuristics,
     milp,
+    spot,
 )
 from optim.base import Policy, build, register, registry
 

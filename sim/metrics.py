@@ -229,7 +229,7 @@ _LIST = [
                        "times and drops the job (round mode; capsim runs it)"),
     Metric("lower_bound", "lower bound", "$", 2, None,
            description="clairvoyant LP bound on any schedule's total cost of the instance (optim.bound), supplied by "
-                       "the runner; NaN on fixed clusters and past experiments.runner.BOUND_MAX_JOBS jobs"),
+                       "the runner; NaN on fixed clusters and past experiments.running.tasks.BOUND_MAX_JOBS jobs"),
     Metric("bound_ratio", "cost / lower bound", "", 2, None,
            description="total cost / lower bound: how far the run is at most from the best possible schedule"),
     Metric("revocations", "spot revocations", "VMs", 0, _revocations, better=None,

@@ -25,8 +25,9 @@ import yaml
 
 import tests.fault_sweep  # noqa: F401  (registers `sleepy` here too, for validation)
 from experiments.cli import main
-from experiments.folders import LOCK
-from experiments.store import ResultStore, load_results
+from experiments.results.folders import LOCK
+from experiments.results.reading import load_results
+from experiments.results.store import ResultStore
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads processes from /proc")
 
@@ -119,7 +120,7 @@ def test_a_sigterm_whose_exception_python_swallowed_still_stops_the_sweep(worker
                                                                           monkeypatch, capsys) -> None:
     """Python may run the SIGTERM handler where its exception cannot escape (an at-fork hook: "Exception ignored"),
     which once let a terminated sweep run on to its end; the request is remembered and the run loops stop on it."""
-    from experiments import interrupts
+    from experiments.running import interrupts
 
     monkeypatch.setenv("CAPSIM_SLEEPY", "0")
     f, out = sweep_file(tmp_path, seeds="0-1"), tmp_path / "out"

@@ -68,7 +68,7 @@ def specs(name: str, data: PlotData, width: str = "column", run_id: str | None =
           metrics: Sequence[str] = ()) -> list[FigureSpec]:
     """The figure(s) called ``name`` (``cost_vs`` gives one per numeric swept field, ``metric`` one per metric)."""
     if name not in _BUILD:
-        from experiments.loading import did_you_mean
+        from experiments.scenario.loading import did_you_mean
 
         raise CapsimError(f"unknown figure {name!r}{did_you_mean(name, _BUILD)}; known: {', '.join(_BUILD)}")
     if width not in WIDTHS:

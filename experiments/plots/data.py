@@ -1,6 +1,6 @@
 """What the figures read: a result folder's tables with its grid fields, policy order, policy looks and intervals.
 
-``PlotData`` aggregates the summary per grid point and policy (``experiments.report.aggregate``: mean and 95%
+``PlotData`` aggregates the summary per grid point and policy (``experiments.results.report.aggregate``: mean and 95%
 interval) and adds the one derived quantity the figures show, late jobs as a share of the run's jobs, so grid points
 with different job counts compare. ``GridAxis`` places grid points along an x axis: the last grid field's values as
 ticks, grouped under the earlier fields' values.
@@ -17,11 +17,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from experiments.intervals import SHORT
-from experiments.labels import MISSING, field_equals, field_label, field_value, is_missing, same_value
 from experiments.plots.style import WIDTHS, Style, policy_styles, text_width
-from experiments.report import aggregate
-from experiments.tables import metric_label
+from experiments.results.intervals import SHORT
+from experiments.results.labels import MISSING, field_equals, field_label, field_value, is_missing, same_value
+from experiments.results.report import aggregate
+from experiments.results.tables import metric_label
 from sim.model import CapsimError
 
 __all__ = ["PlotData", "GridAxis", "DERIVED", "label_of"]

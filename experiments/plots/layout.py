@@ -18,9 +18,9 @@ from matplotlib import rc_context
 from matplotlib.figure import Figure
 from matplotlib.layout_engine import ConstrainedLayoutEngine
 
-from experiments.labels import same_value
 from experiments.plots.style import DPI, FONT_SIZE, WIDTHS, rc, text_width
-from experiments.results import atomic_write
+from experiments.results.files import atomic_write
+from experiments.results.labels import same_value
 from sim.model import CapsimError
 
 __all__ = ["Panel", "FigureSpec", "render", "draw_on", "save", "same_value"]

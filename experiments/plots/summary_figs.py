@@ -17,11 +17,11 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import NullLocator
 from matplotlib.transforms import ScaledTranslation
 
-from experiments.labels import field_label, field_value
 from experiments.plots.data import GridAxis, PlotData, label_of
 from experiments.plots.layout import FigureSpec, Panel
 from experiments.plots.style import set_scale
-from experiments.tables import metric_label
+from experiments.results.labels import field_label, field_value
+from experiments.results.tables import metric_label
 
 __all__ = ["cost_breakdown", "tardiness_late", "metric_figure", "pareto", "pareto_front", "cost_vs",
            "cost_deadlines", "policy_handles", "swept_numbers"]

@@ -18,7 +18,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from experiments.store import load_results  # noqa: E402
+from experiments.results.reading import load_results  # noqa: E402
 
 SKIP = {"figures", "sweep.json", "manifest.json", "sweep.lock"}
 ADDED_OK = False

@@ -15,8 +15,8 @@ import pytest  # noqa: E402
 
 from experiments import api  # noqa: E402
 from experiments.cli import main  # noqa: E402
-from experiments.sweep import Sweep  # noqa: E402
-from experiments.tables import policy_means  # noqa: E402
+from experiments.results.tables import policy_means  # noqa: E402
+from experiments.scenario.sweep import Sweep  # noqa: E402
 from sim.metrics import HEADLINE, METRICS  # noqa: E402
 from sim.model import CapsimError  # noqa: E402
 
@@ -48,7 +48,7 @@ def test_readme_example_gives_the_totals_of_capsim_run(tmp_path: Path, monkeypat
     assert ns["fig"].get_size_inches()[0] == pytest.approx(3.3)
 
     # the same experiment through the command line: a scenario file with the same field changed
-    default = (ROOT / "experiments" / "scenarios" / "default.yaml").read_text(encoding="utf-8")
+    default = (ROOT / "experiments" / "scenario" / "default.yaml").read_text(encoding="utf-8")
     yaml_text = default.replace("  jobs: 50\n", "  jobs: 20\n")
     assert yaml_text != default
     scenario = tmp_path / "twenty.yaml"

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from experiments.cli import main
+from experiments.results.reading import load_results
 from experiments.scenario import PolicySpec, load_scenario
-from experiments.store import load_results
 from sim import catalogue
 from sim.model import Billing, CapsimError
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from experiments.gavel_replay import CASES, REPLAY, agreement, reference, replay
 from experiments.scenario import load_scenario, registered_policies
 from sim.model import CapsimError
+from studies.gavel_replay import CASES, REPLAY, agreement, reference, replay
 
 from .conftest import small_scenario, write_yaml
 
@@ -82,7 +82,7 @@ def test_scenarios_without_the_new_fields_keep_their_data_and_run_ids(tiny):
     sc = load_scenario(tiny)
     dumped = sc.model_dump(mode="json")["cluster"]
     assert not {"servers", "gpus_per_server", "server_price", "gang", "rounds"} & set(dumped)
-    assert "fifo_perf" not in [p.kind for p in load_scenario(Path(__file__).parents[2] / "experiments" / "scenarios"
+    assert "fifo_perf" not in [p.kind for p in load_scenario(Path(__file__).parents[2] / "experiments" / "scenario"
                                                                / "default.yaml").policy_specs()]
     assert {"fifo_perf", "max_min_fairness_perf", "gavel_fifo"} <= set(registered_policies(fixed=True))
     assert not {"fifo_perf", "max_min_fairness_perf", "gavel_fifo"} & set(registered_policies(fixed=False))
@@ -103,8 +103,8 @@ def test_the_replay_scenario_runs_through_the_command_line(tmp_path):
 def test_held_out_traces_replay_within_the_engine_invariants(seed, tmp_path):
     """Traces made by Gavel's generator (not the two shipped ones), multi-GPU, replayed with each Gavel policy in
     round mode and without the round effects: every run keeps the engine's invariants."""
-    from experiments.gavel_replay import build, write_trace
     from sim.engine import Simulation
+    from studies.gavel_replay import build, write_trace
     from tests.optim.worlds import World, check
 
     path = write_trace(tmp_path / "held_out.trace", 60, 300.0, seed, multi_gpu=True)

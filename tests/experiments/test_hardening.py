@@ -14,12 +14,14 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from experiments import results
 from experiments.cli import EXIT_INTERNAL, main
-from experiments.folders import LOCK, FolderLock, slug
-from experiments.runner import TABLES
-from experiments.store import MANIFEST, ResultStore, load_results
-from experiments.sweep import load_sweep
+from experiments.results import files as results
+from experiments.results.folders import LOCK, FolderLock
+from experiments.results.reading import load_results
+from experiments.results.store import MANIFEST, ResultStore
+from experiments.running.tasks import TABLES
+from experiments.scenario.names import slug
+from experiments.scenario.sweep import load_sweep
 from sim.model import CapsimError
 
 from .conftest import small_scenario, write_yaml
@@ -282,7 +284,7 @@ def test_files_follow_the_umask(tmp_path: Path, monkeypatch) -> None:
 
 
 def test_an_unexpected_error_is_one_line_and_a_log(monkeypatch, capsys, tmp_path: Path) -> None:
-    from experiments.commands import report
+    from experiments.cli import report
 
     def broken(args):
         raise KeyError("boom")
@@ -301,7 +303,7 @@ def test_an_unexpected_error_is_one_line_and_a_log(monkeypatch, capsys, tmp_path
 
 
 def test_an_os_error_names_its_file(monkeypatch, capsys) -> None:
-    from experiments.commands import report
+    from experiments.cli import report
 
     def denied(args):
         raise PermissionError(13, "Permission denied", "/results/x/summary.csv")
@@ -367,7 +369,7 @@ def test_yaml_mistakes_are_named_precisely(tmp_path: Path) -> None:
 def test_the_readme_scenario_with_an_inline_vm_warns_nothing(tmp_path: Path) -> None:
     import warnings
 
-    from experiments.runner import Task
+    from experiments.running.tasks import Task
     from experiments.scenario import load_scenario
 
     from .test_readme import scenario_block

@@ -30,7 +30,7 @@ from experiments.plots import (
     specs,
 )
 from experiments.plots.style import FONT_SIZE, KINDS, set_scale
-from experiments.store import open_results
+from experiments.results.reading import open_results
 
 from .conftest import small_scenario, write_yaml
 
@@ -212,7 +212,7 @@ def test_timeline_of_a_chosen_run_and_bad_options(sweep_dir: Path, tmp_path: Pat
 
 
 def test_grid_values_match_as_one_grid_point() -> None:
-    from experiments.labels import same_value
+    from experiments.results.labels import same_value
 
     assert same_value(None, float("nan")) and same_value(float("nan"), float("nan"))
     assert same_value(5, "5") and same_value(30.0, 30) and same_value('{"a": 1}', '{"a": 1}')
@@ -334,11 +334,11 @@ def test_gpu_rows_never_hold_two_jobs_at_once() -> None:
 
 
 def test_the_gallery_shows_every_figure_and_only_files_that_exist() -> None:
-    from experiments.gallery import CAPTIONS, SOURCES
+    from studies.gallery import CAPTIONS, SOURCES
 
     docs = Path(__file__).resolve().parents[2] / "docs"
     text = (docs / "gallery.md").read_text(encoding="utf-8")
-    assert "python -m experiments.gallery" in text
+    assert "python -m studies.gallery" in text
     linked = re.findall(r"!\[[^]]*\]\((img/[^)]+)\)", text)
     assert linked and all((docs / link).is_file() for link in linked)
     ours = {f"img/{p.name}" for p in (docs / "img").glob("*.png")
@@ -355,8 +355,8 @@ def test_the_gallery_shows_every_figure_and_only_files_that_exist() -> None:
 
 @pytest.mark.slow
 def test_the_gallery_is_made_by_its_command(tmp_path: Path) -> None:
-    from experiments.gallery import SOURCES
-    from experiments.gallery import main as gallery
+    from studies.gallery import SOURCES
+    from studies.gallery import main as gallery
 
     assert gallery(["--results", str(tmp_path / "results"), "--docs", str(tmp_path / "docs"), "--workers", "2"]) == 0
     made = sorted(p.name for p in (tmp_path / "docs" / "img").iterdir())

@@ -14,10 +14,10 @@ import pytest
 from scipy import stats
 
 from experiments.cli import main
-from experiments.intervals import FEW_RUNS, interval
-from experiments.labels import field_equals, field_label, field_value
-from experiments.report import aggregate, notes, render
-from experiments.store import load_results
+from experiments.results.intervals import FEW_RUNS, interval
+from experiments.results.labels import field_equals, field_label, field_value
+from experiments.results.reading import load_results
+from experiments.results.report import aggregate, notes, render
 
 from .conftest import small_scenario, write_yaml
 

@@ -11,7 +11,7 @@ import pytest
 
 import optim
 from experiments.cli import main
-from experiments.tables import metric_label
+from experiments.results.tables import metric_label
 from optim.base import Policy
 from sim.model import Plan, Snapshot
 

@@ -65,10 +65,10 @@ def test_a_scenario_without_a_predictor_gets_hybrid_and_the_shipped_ones_pin_mea
     assert sc.predictor.kind == "hybrid" and sc.estimator is None and sc.truth is None
     estimator, truth = sc.predictors()
     assert estimator is truth and estimator.name == "hybrid"
-    from experiments.sweep import load_sweep
+    from experiments.scenario.sweep import load_sweep
 
     root = Path(__file__).parents[2] / "experiments"
-    assert load_scenario(root / "scenarios" / "default.yaml").predictor.kind == "measured"
+    assert load_scenario(root / "scenario" / "default.yaml").predictor.kind == "measured"
     for name in ("paper.yaml", "quickstart.yaml"):  # the published setting: their results must not change
         assert {pt.scenario.predictor.kind for pt in load_sweep(root / name).points} == {"measured"}
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from experiments.cli import main
+from experiments.results.reading import load_results
 from experiments.scenario import PolicySpec, load_scenario
-from experiments.store import load_results
 from sim.model import CapsimError
 
 from .conftest import small_scenario, write_yaml
@@ -99,7 +99,7 @@ def test_a_sweep_over_spot_reports_and_plots_the_on_demand_point_too(tmp_path: P
     """A grid value left empty (YAML null: no spot VMs) is a grid point like the others: its own report row named
     'none' and its own, non-empty panel in every faceted figure (NaN never equals NaN, so a plain == lost it)."""
     from experiments.plots import PlotData, render, specs
-    from experiments.store import open_results
+    from experiments.results.reading import open_results
 
     base = small_scenario(cluster={"nodes": 2, "vm_types": L4, "checkpoint_interval": 600}, predictor=ANYWHERE)
     sweep = {"scenario": {k: v for k, v in base.items() if k not in ("policies", "seeds")},

@@ -11,8 +11,9 @@ import pandas as pd
 import pytest
 
 from experiments.cli import main
-from experiments.runner import TABLES
-from experiments.store import MANIFEST, ResultStore, load_results, open_results, recompute
+from experiments.results.reading import load_results, open_results, recompute
+from experiments.results.store import MANIFEST, ResultStore
+from experiments.running.tasks import TABLES
 from sim import metrics as sim_metrics
 from sim.model import CapsimError
 

@@ -11,9 +11,10 @@ import pytest
 
 import optim
 from experiments.cli import main
-from experiments.runner import TABLES
-from experiments.store import ResultStore, load_results
-from experiments.sweep import load_sweep
+from experiments.results.reading import load_results
+from experiments.results.store import ResultStore
+from experiments.running.tasks import TABLES, sweep_tasks
+from experiments.scenario.sweep import load_sweep
 from optim.base import Policy
 from sim.model import CapsimError, Plan, Snapshot
 
@@ -58,14 +59,14 @@ def test_cartesian_and_zipped_grid(tmp_path: Path) -> None:
         v = dict(p.values)
         assert p.scenario.cluster.node_count == v["cluster.nodes"] and p.scenario.n_jobs == v["workload.jobs"]
         assert p.scenario.workload.mean_interarrival == v["workload.mean_interarrival"]
-    tasks = sw.tasks()
+    tasks = sweep_tasks(sw)
     assert len(tasks) == 6 * 2 * 2 and len({t.run_id for t in tasks}) == len(tasks)
 
 
 def test_run_ids_survive_a_grown_grid(tmp_path: Path) -> None:
-    small = {t.run_id for t in load_sweep(write_yaml(tmp_path / "a.yaml", sweep_data())).tasks()}
+    small = {t.run_id for t in sweep_tasks(load_sweep(write_yaml(tmp_path / "a.yaml", sweep_data())))}
     grown = sweep_data(grid={"workload.mean_interarrival": [30, 60, 90]}, seeds=[0, 1, 2])
-    big = {t.run_id for t in load_sweep(write_yaml(tmp_path / "b.yaml", grown)).tasks()}
+    big = {t.run_id for t in sweep_tasks(load_sweep(write_yaml(tmp_path / "b.yaml", grown)))}
     assert small < big and len(big) == 3 * 2 * 3
 
 
@@ -386,8 +387,8 @@ def test_expansion_covers_the_product_property(tmp_path_factory) -> None:
                   for v in (dict(p.values) for p in sw.points)}
         assert len(sw.points) == len(combos) == len(ia) * len(nodes)
         assert combos == {(a, n, 2 * n) for a in ia for n in nodes}
-        ids = [t.run_id for t in sw.tasks()]
+        ids = [t.run_id for t in sweep_tasks(sw)]
         assert len(ids) == len(set(ids)) == len(ia) * len(nodes) * 2 * seeds
-        assert ids == [t.run_id for t in load_sweep(d / "s.yaml").tasks()]
+        assert ids == [t.run_id for t in sweep_tasks(load_sweep(d / "s.yaml"))]
 
     check()

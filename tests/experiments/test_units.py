@@ -8,11 +8,11 @@ from pathlib import Path
 import pandas as pd
 
 from experiments.cli import main
-from experiments.results import read_dataset, tidy, write_parquet
-from experiments.runner import Progress
+from experiments.results.files import read_dataset, tidy, write_parquet
+from experiments.results.tables import format_table
+from experiments.running.progress import Progress
 from experiments.scenario import registered_policies
-from experiments.sweep import grid_value_label
-from experiments.tables import format_table
+from experiments.scenario.sweep import grid_value_label
 
 from .conftest import small_scenario, write_yaml
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import optim
-from experiments.runner import Task, execute
+from experiments.running.tasks import Task, execute
 from experiments.scenario import PolicySpec, Scenario
 from optim.bound import instance_bound, lower_bound
 from predictors.table import TablePredictor

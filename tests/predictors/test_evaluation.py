@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from experiments.cli import main
-from experiments.commands.predict import parse_app
+from experiments.cli.predict import parse_app
 from predictors.evaluation import CELL_COLUMNS, evaluate, noise_floor, parse_predictor, trainable_kinds
 from predictors.measurements import NO_DEPTH, runs
 from predictors.protocols import COMPUTE_TRAIN, DEPTH_KS, splits

@@ -104,8 +104,8 @@ def test_bad_files_and_options_are_clear_errors(tmp_path: Path) -> None:
 
 
 def test_a_scenario_replays_a_slice_with_a_fixed_weight(tmp_path: Path) -> None:
-    from experiments.loading import read_yaml
     from experiments.scenario import PolicySpec, validate_scenario
+    from experiments.scenario.loading import read_yaml
 
     def load_scenario(path: Path):
         """The scenario, its trace checked; whether its jobs can run is not (no shipped predictor knows them yet)."""

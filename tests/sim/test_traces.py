@@ -161,7 +161,7 @@ def test_a_bare_path_and_its_mapping_are_the_same_run(tmp_path: Path) -> None:
 
 def test_a_trace_mapping_runs_end_to_end(tmp_path: Path) -> None:
     from experiments.cli import main
-    from experiments.store import load_results
+    from experiments.results.reading import load_results
 
     (tmp_path / "jobs.csv").write_text("submit_time,application,framework,iterations,batch_size,name\n"
                                        "0,deepspeech,tensorflow,2528,4,J1\n30,deepspeech,tensorflow,2528,4,J1\n")

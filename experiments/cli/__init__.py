@@ -1,0 +1,147 @@
+"""The ``capsim`` command line: one sub-command per module of this package (``COMMANDS``).
+
+Building the parser imports only the standard library: each command module keeps its heavy imports (pandas, pyarrow,
+matplotlib, scipy, the solvers) inside the functions that run it, so ``capsim --help`` answers at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from experiments.running import interrupts
+
+# sub-command name -> its module, exposing ``HELP``, ``add_arguments(parser)`` and ``run(args) -> int``
+COMMANDS = {
+    "run": "experiments.cli.run",
+    "sweep": "experiments.cli.sweep",
+    "report": "experiments.cli.report",
+    "plot": "experiments.cli.plot",
+    "predict": "experiments.cli.predict",
+    "spot": "experiments.cli.spot",
+}
+
+
+class _Version(argparse.Action):
+    """``--version``: the installed package's version, read from its metadata only when asked."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kw: Any):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="print capsim's version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            text = version("capsim")
+        except PackageNotFoundError:
+            text = "unknown (not installed; run `pip install -e .`)"
+        print(f"capsim {text}")
+        parser.exit()
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="capsim",
+        description="Simulate online capacity planning and scheduling of deep-learning training jobs on GPU VMs.",
+        epilog="examples:\n  capsim run                      the default experiment\n"
+               "  capsim run my.yaml --out DIR    a scenario file\n"
+               "  capsim sweep experiments/quickstart.yaml --out results/qs\n"
+               "  capsim report results/qs --format markdown\n"
+               "  capsim plot results/qs",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action=_Version)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, module_name in COMMANDS.items():
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as e:
+            if e.name == module_name:
+                continue
+            raise
+        p = sub.add_parser(name, help=module.HELP.replace("%", "%%"), description=module.HELP)
+        module.add_arguments(p)
+        p.set_defaults(_run=module.run)
+    return parser
+
+
+EXIT_FAILED_RUNS, EXIT_USER_ERROR, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_TERMINATED = 1, 2, 3, 130, 143
+"""Exit codes: some runs failed (their tracebacks are stored), a mistake in the input (the message says what to
+fix), a defect in capsim (the traceback is written to a log file), Ctrl-C, SIGTERM."""
+
+
+
+
+def _crash_report(e: BaseException, argv: Sequence[str]) -> str:
+    """Write the traceback of an unexpected exception to a log file; return one line saying what failed and where
+    the traceback is."""
+    import os
+    import tempfile
+    import time
+    import traceback
+
+    text = "".join(traceback.format_exception(e))
+    frames = traceback.extract_tb(e.__traceback__)
+    where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno} in {frames[-1].name}" if frames else ""
+    what = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}".rstrip(": ")
+    try:
+        fd, log = tempfile.mkstemp(prefix=f"capsim-crash-{time.strftime('%Y%m%d-%H%M%S')}-", suffix=".log")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(f"capsim {' '.join(argv)}\n\n{text}")
+        saved = f"the full traceback is in {log}"
+    except OSError:
+        saved = "the traceback could not be saved"
+    return f"capsim: internal error (a defect in capsim, not in your input): {what}{where}; {saved}; please report it"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    from sim.model import CapsimError
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    previous = None
+    try:
+        import signal
+
+        previous = signal.signal(signal.SIGTERM, interrupts.on_sigterm)
+    except ValueError:  # not the main thread: leave SIGTERM alone
+        pass
+    try:
+        return int(args._run(args) or 0)
+    except CapsimError as e:
+        print(f"capsim: error: {e}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except BrokenPipeError:
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except OSError as e:
+        if e.filename is None:
+            print(_crash_report(e, argv), file=sys.stderr)
+            return EXIT_INTERNAL
+        target = f"{e.filename} -> {e.filename2}" if e.filename2 else str(e.filename)
+        print(f"capsim: error: {target}: {e.strerror or e}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except KeyboardInterrupt:
+        print("capsim: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except interrupts.Terminated:
+        print("capsim: terminated", file=sys.stderr)
+        return EXIT_TERMINATED
+    except Exception as e:  # noqa: BLE001 (the one place an unexpected error becomes one line, not a traceback)
+        print(_crash_report(e, argv), file=sys.stderr)
+        return EXIT_INTERNAL
+    finally:
+        interrupts.reset()
+        if previous is not None:
+            import signal
+
+            signal.signal(signal.SIGTERM, previous)
+
+

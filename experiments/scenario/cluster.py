@@ -1,0 +1,191 @@
+"""The cluster of a scenario: node slots and the VM types they may host (rented), or fixed servers; billing,
+rescheduling, rounds, spot and checkpoint options; and the simulator's ``Cluster`` built from them."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import Discriminator, Field, Tag, field_validator, model_serializer
+
+from experiments.scenario.fields import NonNeg, PositiveFloat, PositiveInt, StrictModel
+from experiments.scenario.vms import SpotSpec, VMEntry, listed_vm_types
+from sim.cluster import MAX_BILLING_QUANTUM
+from sim.model import VMType
+
+__all__ = ["ClusterSpec", "SlotGroup", "RoundsSpec"]
+
+
+class SlotGroup(StrictModel):
+    """``count`` node slots that may host only the listed VM types (all of the cluster's types if omitted)."""
+
+    count: PositiveInt = 1
+    vm_types: Annotated[list[str], Field(min_length=1)] | None = None
+
+
+def _nodes_tag(v: Any) -> str | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return "<count>"
+    if isinstance(v, list):
+        return "<groups>"
+    return None
+
+
+class RoundsSpec(StrictModel):
+    """Round-based scheduling (``sim.rounds``): decisions only at boundaries ``length`` s apart (Gavel: 360 s).
+    ``effects: false`` keeps a decision every ``length`` s but drops the round effects (admission at boundaries, no
+    backfilling, whole iterations): the event-driven, work-conserving variant."""
+
+    length: PositiveFloat = 360.0
+    effects: bool = True
+
+
+_FIXED_CLUSTER = ("servers", "gpus_per_server", "server_price", "gang", "rounds", "spot", "checkpoint_interval",
+                  "max_gang_gpus")
+"""ClusterSpec fields left out of the scenario's data when unset, so that scenarios without them keep their run ids."""
+
+
+def _no_sexagesimal(v: Any, numbers: bool) -> Any:
+    """Reject a number where YAML turned an unquoted ``4:4:4`` into one (base 60), or any number if not ``numbers``."""
+    if isinstance(v, int) and not isinstance(v, bool) and (v >= 3600 or not numbers):
+        hint = " (YAML reads an unquoted 4:4:4 as a base-60 number): write it in quotes" if v >= 3600 else ""
+        raise ValueError(f"expected a quoted text like '4:4:4' or a mapping {{V100: 4, ...}}, found the number "
+                         f"{v}{hint}")
+    return v
+
+
+class ClusterSpec(StrictModel):
+    """Node slots and the VM types they may host, billing and rescheduling options; or a fixed cluster of servers
+    (``servers``, see ``experiments.scenario.servers``), optionally scheduled in rounds. ``spot`` adds spot variants
+    of the VM types (``SpotSpec``); ``checkpoint_interval`` (s of work; none: no checkpoints) bounds what a revoked
+    job loses; ``max_gang_gpus`` caps the GPU count of a gang's configurations (``sim.cluster.Cluster``)."""
+
+    nodes: Annotated[
+        Annotated[PositiveInt, Tag("<count>")] | Annotated[list[SlotGroup], Field(min_length=1), Tag("<groups>")],
+        Discriminator(
+            _nodes_tag,
+            custom_error_type="capsim_choice",
+            custom_error_message="expected a number of nodes or a list of slot groups {count, vm_types}",
+        ),
+    ] = 5
+    vm_types: Annotated[list[VMEntry], Field(min_length=1)] | None = None
+    billing_quantum: NonNeg = 0.0
+    restart_overhead: NonNeg = 0.0
+    decision_interval: PositiveFloat | None = None
+    servers: str | dict[str, Annotated[int, Field(ge=0)]] | None = None
+    gpus_per_server: PositiveInt | str | dict[str, PositiveInt] | None = None
+    server_price: NonNeg | dict[str, NonNeg] | None = None
+    gang: bool | None = None
+    rounds: PositiveFloat | RoundsSpec | None = None
+    spot: SpotSpec | None = None
+    checkpoint_interval: PositiveFloat | None = None
+    max_gang_gpus: PositiveInt | None = None
+
+    @field_validator("servers", mode="before")
+    @classmethod
+    def _quoted_servers(cls, v: Any) -> Any:
+        return _no_sexagesimal(v, numbers=False)
+
+    @field_validator("gpus_per_server", mode="before")
+    @classmethod
+    def _quoted_gpus(cls, v: Any) -> Any:
+        return _no_sexagesimal(v, numbers=True)
+
+    @field_validator("servers", "gpus_per_server")
+    @classmethod
+    def _colons(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            from experiments.scenario.servers import parse_colons
+
+            parse_colons(v)
+        return v
+
+    @model_serializer(mode="wrap")
+    def _omit_unset(self, handler: Any) -> Any:
+        d = handler(self)
+        if isinstance(d, dict):
+            for k in _FIXED_CLUSTER:
+                if d.get(k) is None:
+                    d.pop(k, None)
+        return d
+
+    @property
+    def round_spec(self) -> RoundsSpec | None:
+        return RoundsSpec(length=self.rounds) if isinstance(self.rounds, (int, float)) else self.rounds
+
+    @field_validator("vm_types", mode="before")
+    @classmethod
+    def _one_selection(cls, v: Any) -> Any:
+        return [v] if isinstance(v, dict) else v  # `vm_types: {provider: aws}` is a list of one selection
+
+    @field_validator("billing_quantum")
+    @classmethod
+    def _quantum(cls, v: float) -> float:
+        if v > MAX_BILLING_QUANTUM:
+            raise ValueError(f"expected a billing quantum of at most {MAX_BILLING_QUANTUM:g} s (a day: longer ones "
+                             f"make every VM cost one quantum whatever it does, and huge ones bill nothing), found "
+                             f"{v:g}")
+        return v
+
+    @property
+    def node_count(self) -> int:
+        if self.servers is not None:
+            from experiments.scenario.servers import server_types
+
+            return sum(n for _, n in server_types(self.servers, self.gpus_per_server, self.server_price))
+        return self.nodes if isinstance(self.nodes, int) else sum(g.count for g in self.nodes)
+
+    # ----- the simulator's objects --------------------------------------------------------------------------------
+    def listed_vm_types(self) -> tuple[VMType, ...]:
+        """The VM types ``vm_types`` lists (the whole catalogue when unset), before spot variants."""
+        return listed_vm_types(self.vm_types)
+
+    def server_types(self) -> list[tuple[VMType, int]]:
+        """A fixed cluster's server types, each with its count (``experiments.scenario.servers``)."""
+        from experiments.scenario.servers import server_types
+
+        return server_types(self.servers, self.gpus_per_server, self.server_price)
+
+    def all_vm_types(self) -> tuple[VMType, ...]:
+        """Every VM type of the cluster: the fixed servers' types, or those listed plus their spot variants."""
+        from sim import catalogue
+
+        if self.servers is not None:
+            return tuple(v for v, _ in self.server_types())
+        types = self.listed_vm_types()
+        return types if self.spot is None else catalogue.with_spot(types, self.spot.revocation_rate, self.spot.only)
+
+    def slots(self) -> list[Any]:
+        """The node slots (``sim.engine.NodeSlot``): one per fixed server, else as ``nodes`` says."""
+        from sim.engine import NodeSlot
+
+        if self.servers is not None:
+            return [NodeSlot(frozenset({v.name}), fixed=True) for v, n in self.server_types() for _ in range(n)]
+        if isinstance(self.nodes, int):
+            return [NodeSlot(None) for _ in range(self.nodes)]
+        out: list[Any] = []
+        for g in self.nodes:
+            allowed = None if g.vm_types is None else frozenset(g.vm_types)
+            out.extend(NodeSlot(allowed) for _ in range(g.count))
+        return out
+
+    def build(self) -> Any:
+        """The simulator's ``sim.engine.Cluster``."""
+        from sim.engine import Cluster
+
+        rounds = self.round_spec
+        interval = float("inf") if self.decision_interval is None else self.decision_interval
+        if rounds is not None and not rounds.effects:
+            interval = rounds.length  # the event-driven variant: a decision every round length, no round effects
+        return Cluster(
+            self.all_vm_types(),
+            tuple(self.slots()),
+            billing_quantum=self.billing_quantum,
+            restart_overhead=self.restart_overhead,
+            decision_interval=interval,
+            gang=self.gang if self.gang is not None else self.servers is not None,
+            round_length=rounds.length if rounds is not None and rounds.effects else float("inf"),
+            checkpoint_interval=self.checkpoint_interval if self.checkpoint_interval is not None else float("inf"),
+            max_gang_gpus=self.max_gang_gpus,
+        )

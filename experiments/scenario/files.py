@@ -1,0 +1,46 @@
+"""Files a scenario reads (traces), each read, checked and hashed once per file version and process."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+__all__ = ["file_sha256", "trace_rows"]
+
+_TRACES: dict[tuple, Any] = {}
+_HASHES: dict[tuple, str] = {}
+
+
+def _file_key(path: Path) -> tuple[str, int, int]:
+    st = path.stat()
+    return str(path.resolve()), st.st_size, st.st_mtime_ns
+
+
+def _remember(cache: dict, key: Any, value: Any, size: int) -> None:
+    if len(cache) >= size:
+        cache.pop(next(iter(cache)))
+    cache[key] = value
+
+
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of a file's bytes, computed once per file version and process (traces enter run ids by it)."""
+    import hashlib
+
+    key = _file_key(path)
+    if key not in _HASHES:
+        _remember(_HASHES, key, hashlib.sha256(path.read_bytes()).hexdigest(), 64)
+    return _HASHES[key]
+
+
+def trace_rows(path: Path, format: str, options: dict[str, Any]) -> Any:
+    """A trace file's rows (``sim.workload.TraceRows``) read by its format's reader with ``options`` and checked,
+    once per file version, format, options and process; a bad file or cell is a CapsimError naming the file, the
+    row and the column."""
+    key = (*_file_key(path), format, json.dumps(options, sort_keys=True, default=str))
+    if key not in _TRACES:
+        from sim.traces import read_trace
+        from sim.workload import validate_trace
+
+        _remember(_TRACES, key, validate_trace(read_trace(path, format, **options), str(path)), 16)
+    return _TRACES[key]

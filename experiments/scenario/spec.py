@@ -1,0 +1,229 @@
+"""A scenario file's model (pydantic; unknown keys are errors) and its fully resolved configuration.
+
+``Scenario`` is composed of its parts, each a model that builds its own simulator objects: the cluster
+(``experiments.scenario.cluster``), the workload (``.workload``), the predictors and policies (``.components``).
+It resolves itself (defaults filled, catalogue names replaced by their definitions, a trace by its content hash)
+for run ids. Checks the models cannot express (unknown names, files) live in ``experiments.scenario.checks``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from pydantic import PrivateAttr, field_validator
+
+from experiments.scenario.cluster import ClusterSpec
+from experiments.scenario.components import PolicySpec, PredictorSpec, build_predictor, registered_policies
+from experiments.scenario.fields import StrictModel
+from experiments.scenario.files import file_sha256, trace_rows
+from experiments.scenario.names import name_problem
+from experiments.scenario.vms import resolved_vm
+from experiments.scenario.workload import TraceSpec, WorkloadSpec
+from sim.model import JobSpec, VMType
+from sim.traces.base import DEFAULT_FORMAT
+
+__all__ = ["Scenario", "parse_seeds", "MAX_SEEDS"]
+
+MAX_SEEDS = 100_000
+"""The most seeds one scenario or sweep may list (a range like `0-99999999` is a typo, not an experiment)."""
+
+
+_SEED_RANGE = re.compile(r"^\s*(\d+)\s*(?:-|\.\.)\s*(\d+)\s*$")
+
+
+def parse_seeds(value: Any) -> list[int]:
+    """Seeds from a list of whole numbers, one number, or an inclusive range text ``"0-4"`` / ``"0..4"``."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a list of seeds or a range like '0-4', found {value!r}")
+    if isinstance(value, int):
+        return _checked_seeds([value], value)
+    if isinstance(value, str):
+        m = _SEED_RANGE.match(value)
+        if m and int(m.group(1)) <= int(m.group(2)):
+            lo, hi = int(m.group(1)), int(m.group(2))
+            if hi - lo >= MAX_SEEDS:
+                raise ValueError(f"expected at most {MAX_SEEDS:,} seeds, found the range {value!r} of {hi - lo + 1:,}")
+            return _checked_seeds(list(range(lo, hi + 1)), value)
+        if re.fullmatch(r"\s*\d+(\s*,\s*\d+)*\s*", value):
+            return _checked_seeds([int(x) for x in value.split(",")], value)
+        raise ValueError(f"expected a list of seeds or a range like '0-4', found {value!r}")
+    if isinstance(value, list) and value and all(isinstance(x, int) and not isinstance(x, bool) for x in value):
+        return _checked_seeds(list(value), value)
+    raise ValueError(f"expected a non-empty list of whole-number seeds or a range like '0-4', found {value!r}")
+
+
+def _checked_seeds(seeds: list[int], given: Any) -> list[int]:
+    if any(not 0 <= x < 2**63 for x in seeds):
+        raise ValueError(f"expected seeds ≥ 0 (and below 2^63), found {given!r}")
+    if len(set(seeds)) != len(seeds):
+        twice = sorted({x for x in seeds if seeds.count(x) > 1})
+        raise ValueError(f"expected distinct seeds (a seed run twice would count twice in every mean), found "
+                         f"{', '.join(map(str, twice))} more than once in {given!r}")
+    if len(seeds) > MAX_SEEDS:
+        raise ValueError(f"expected at most {MAX_SEEDS:,} seeds, found {len(seeds):,}")
+    return seeds
+
+
+class Scenario(StrictModel):
+    """One experiment: cluster, workload, predictor (estimator and truth default to it), policies and seeds."""
+
+    name: str = "scenario"
+    cluster: ClusterSpec = ClusterSpec()
+    workload: WorkloadSpec = WorkloadSpec()
+    predictor: PredictorSpec = PredictorSpec(kind="hybrid")
+    estimator: PredictorSpec | None = None
+    truth: PredictorSpec | None = None
+    policies: list[PolicySpec] | None = None
+    seeds: list[int] = [0]
+
+    _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
+    _file: str = PrivateAttr(default="<scenario>")
+
+    @field_validator("seeds", mode="before")
+    @classmethod
+    def _seeds(cls, v: Any) -> list[int]:
+        return parse_seeds(v)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        why = name_problem(v)
+        if why:
+            raise ValueError(why)
+        return v
+
+    def located(self, base_dir: Path, file: str | None = None) -> Scenario:
+        """This scenario, its relative paths (a trace) read from ``base_dir``, its ``file`` named in messages."""
+        self._base_dir = base_dir
+        if file is not None:
+            self._file = file
+        return self
+
+    # ----- resolution helpers -------------------------------------------------------------------------------------
+    @property
+    def base_dir(self) -> Path:
+        return self._base_dir
+
+    @property
+    def file(self) -> str:
+        return self._file
+
+    @property
+    def n_jobs(self) -> int:
+        """The number of jobs: the trace's rows, else ``workload.jobs`` (default: 10 per node)."""
+        rows = self.trace_rows()
+        return len(rows) if rows is not None else self._poisson_jobs()
+
+    def _poisson_jobs(self) -> int:
+        return self.workload.jobs if self.workload.jobs is not None else 10 * self.cluster.node_count
+
+    def policy_specs(self) -> list[PolicySpec]:
+        """The policies to run: those listed, else every registered policy with default parameters (on a rented
+        cluster, those that plan capacity)."""
+        if self.policies is not None:
+            return list(self.policies)
+        return [PolicySpec(kind=k) for k in registered_policies(fixed=self.cluster.servers is not None)]
+
+    def trace_spec(self) -> TraceSpec | None:
+        """The trace as path, format and reader options (a bare path is a file of the default format)."""
+        return self.workload.trace_spec()
+
+    def trace_path(self) -> Path | None:
+        t = self.trace_spec()
+        if t is None:
+            return None
+        p = Path(t.path)
+        return p if p.is_absolute() else self._base_dir / p
+
+    def trace_rows(self) -> Any:
+        """The trace's rows (``sim.workload.TraceRows``; None without a trace), read and checked once per file
+        version and process (``experiments.scenario.files.trace_rows``)."""
+        t, tp = self.trace_spec(), self.trace_path()
+        return None if t is None or tp is None else trace_rows(tp, t.format, t.options)
+
+    # ----- the simulator's objects ----------------------------------------------------------------------------------
+    def vm_types(self) -> tuple[VMType, ...]:
+        """Every VM type of the cluster (``ClusterSpec.all_vm_types``)."""
+        return self.cluster.all_vm_types()
+
+    def slots(self) -> list[Any]:
+        return self.cluster.slots()
+
+    def build_cluster(self) -> Any:
+        return self.cluster.build()
+
+    def job_mix(self) -> tuple[tuple[JobSpec, float], ...]:
+        return self.workload.job_mix()
+
+    def predictors(self) -> tuple[Any, Any]:
+        """(estimator, truth) built from their specs; both default to ``predictor``, shared when identical."""
+        est_spec = self.estimator or self.predictor
+        truth_spec = self.truth or self.predictor
+        est = build_predictor(est_spec)
+        truth = est if truth_spec == est_spec else build_predictor(truth_spec)
+        return est, truth
+
+    def build_jobs(self, seed: int, truth: Any, configs: Any) -> list[Any]:
+        """The workload for ``seed``: Poisson arrivals of the mix, or the trace file's jobs."""
+        from sim import workload as wl
+
+        w = self.workload
+        deadline_factor = (w.deadline_factor[0], w.deadline_factor[1])
+        weight_range = (w.weight_range[0], w.weight_range[1])
+        rows = self.trace_rows()
+        if rows is not None:
+            return list(wl.trace_jobs(rows, truth, configs, seed, rows.source, deadline_factor=deadline_factor,
+                                      weight_range=weight_range))
+        spec = wl.WorkloadSpec(
+            n_jobs=self.n_jobs,
+            mean_interarrival=w.mean_interarrival,
+            mix=self.job_mix(),
+            deadline_factor=deadline_factor,
+            weight_range=weight_range,
+        )
+        return list(wl.poisson_jobs(spec, truth, configs, seed))
+
+    # ----- identity -------------------------------------------------------------------------------------------------
+
+    def resolved(self, policy: PolicySpec | None = None, seed: int | None = None) -> dict[str, Any]:
+        """The fully resolved configuration as plain data: defaults filled, catalogue names replaced by their
+        definitions (VM types, job types), a trace by its content hash."""
+        d = self.model_dump(mode="json", exclude={"policies", "seeds"})
+        d["cluster"]["vm_types"] = [resolved_vm(v) for v in self.vm_types()]
+        if self.workload.trace is None:
+            d["workload"]["mix"] = [
+                {"name": s.name, "application": s.application, "framework": s.framework, "iterations": s.iterations,
+                 "batch_size": s.batch_size, "depth": s.depth, "weight": w} for s, w in self.job_mix()
+            ]
+        d["workload"]["jobs"] = self._poisson_jobs()  # also with a trace: run ids of trace scenarios stay as they were
+        d["estimator"] = d["estimator"] or d["predictor"]
+        d["truth"] = d["truth"] or d["predictor"]
+        t, tp = self.trace_spec(), self.trace_path()
+        if t is not None and tp is not None:
+            d["workload"]["trace"] = {"sha256": file_sha256(tp)}
+            if t.format != DEFAULT_FORMAT or t.options:  # a bare path hashes as it always did
+                d["workload"]["trace"].update(format=t.format, options=t.options)
+        if policy is not None:
+            d["policy"] = policy.model_dump(mode="json")
+        if seed is not None:
+            d["seed"] = seed
+        return d
+
+    def run_id(self, policy: PolicySpec, seed: int) -> str:
+        """A stable id: the hash of the fully resolved configuration of this policy and seed (the name aside)."""
+        return _hash_without_name(self.resolved(policy, seed))
+
+    def scenario_id(self) -> str:
+        """The hash of the fully resolved configuration without policy and seed (the name aside): every run of this
+        scenario shares it."""
+        return _hash_without_name(self.resolved())
+
+
+def _hash_without_name(resolved: dict[str, Any]) -> str:
+    resolved.pop("name")
+    blob = json.dumps(resolved, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]

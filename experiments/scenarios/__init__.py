@@ -1,1 +1,0 @@
-"""Embedded scenario files shipped as package data."""
