@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from experiments.cli import main
-from experiments.pareto import Job, pareto_table
+from experiments.cli.predict_pareto import Job, pareto_table
 from predictors.table import TablePredictor
 from sim.catalogue import gpu
 from sim.contracts import Source
