@@ -6,6 +6,7 @@ from predictors import (  # noqa: F401
     hybrid,
     measured,
     noisy,
+    online,
     regression,
     table,
     throughput,

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from sim.model import CapsimError, Config, JobSpec, Plan, Snapshot, VMType
+from sim.model import CapsimError, Config, Job, JobSpec, Plan, Progress, Snapshot, VMType
 from sim.registry import Registry
 
 if TYPE_CHECKING:
@@ -187,6 +187,9 @@ class Predictor(Component):
       predictor that is not fitted explicitly fits itself on the shipped runs on first use.
     - ``source(spec, vm, gpus) -> Source`` (optional): which kind of answer it gives there and that kind's expected
       error. The default says nothing (kind ``model``, error unknown).
+    - ``refine(job, estimates, progress) -> estimates`` (optional, with ``observes`` true): a job's estimates on
+      every configuration once ``progress`` (``sim.model.Progress``) was observed of it running. The engine asks at
+      every decision while the job runs and shows policies the answer (``JobView``).
 
     It may cache answers and fits; it may not depend on anything but its parameters and the data it was fitted on.
     """
@@ -223,6 +226,16 @@ class Predictor(Component):
     def source(self, spec: JobSpec, vm: VMType, gpus: int) -> Source:
         """Which kind of answer ``runtime`` gives for this configuration, with its expected relative error."""
         return Source("model")
+
+    @property
+    def observes(self) -> bool:
+        """Whether the engine shows it the progress of running jobs, to ``refine`` their estimates."""
+        return False
+
+    def refine(self, job: Job, estimates: np.ndarray, progress: Progress) -> np.ndarray:
+        """``job``'s whole-job runtime on every configuration now that ``progress`` was observed (an estimator that
+        ``observes``); the default keeps ``estimates``."""
+        return estimates
 
     def fit(self, runs: pd.DataFrame) -> Predictor:
         """Learn from a table of measured runs and return ``self`` (trainable predictors only)."""

@@ -37,6 +37,7 @@ from sim.cluster import Cluster, NodeSlot
 from sim.contracts import Policy, Predictor
 from sim.metrics import RunTables, summarise
 from sim.model import CapsimError, Job, JobView, Plan, VMType
+from sim.observe import observe
 from sim.records import DECISION_COLUMNS, JOB_COLUMNS, NODE_COLUMNS, SEGMENT_COLUMNS, Decisions, Jobs, Nodes, Segments
 from sim.rounds import Rounds
 from sim.rules import PlanRejected, check_plan
@@ -290,6 +291,8 @@ class Simulation(Rounds):
 
     def _decide(self, trigger: str, now: float) -> None:
         """Ask the policy, check its plan against the rules, apply it, and record the decision."""
+        if self.estimator.observes:
+            observe(self._world, now, self.estimator, self._round_mode)
         snap = self._world.snapshot(now, trigger)
         t0 = perf_counter()
         plan = self.policy.decide(snap)
@@ -370,6 +373,7 @@ class Simulation(Rounds):
                 since = ready
         overhead = self.cluster.restart_overhead if st.ran else 0.0
         st.node, st.cfg, st.gpus, st.since, st.overhead, st.parts = n, k, g, since, overhead, parts
+        st.run_start = st.steps if self._round_mode else int(st.done * st.job.spec.iterations + 1e-9)
         st.runs += 1
         self._idle_ticks = 0
         if st.runs == 1 or st.first_start != st.first_start:  # first run, or every earlier one lifted before it began

@@ -22,6 +22,7 @@ __all__ = [
     "JobSpec",
     "Job",
     "Config",
+    "Progress",
     "JobView",
     "NodeView",
     "Snapshot",
@@ -179,6 +180,23 @@ class Config:
 
 
 @dataclass(frozen=True, slots=True)
+class Progress:
+    """What an observer of a job that has run sees of it at ``time``: the configuration it ran on last (an index into
+    ``Snapshot.configs``), the iterations it has done in all, and, of its latest run, the iterations done and the
+    seconds they took (after its VM was ready and any restart overhead). The engine shows it to an estimator that
+    observes (``Predictor.observes``) at every decision while the job runs; a preempted or revoked job keeps the
+    last one seen. In capsim a job trains at a constant pace on one configuration, so ``run_seconds /
+    run_iterations`` is that pace; ``predictors.online`` models how far a real window of iterations strays from it.
+    """
+
+    config: int
+    iterations: int
+    run_iterations: int
+    run_seconds: float
+    time: float
+
+
+@dataclass(frozen=True, slots=True)
 class JobView:
     """A job as a policy sees it at a decision.
 
@@ -190,6 +208,11 @@ class JobView:
     In round mode (``Snapshot.round_length`` finite) a running job's view is renewed at every round boundary: ``since``
     is the boundary and ``done`` the work completed by then. ``parts`` lists, for a job spread over several nodes (a
     gang), its ``(node, GPUs)`` on each, ``node`` being the first; it is empty for a job on one node.
+
+    With an estimator that observes running jobs (``Predictor.observes``, the ``online`` estimator), a job that has
+    run carries what was seen of it (``progress``) and ``estimates`` refined from it; a running job's view is then
+    renewed at every decision: ``since`` is the decision time and ``done`` the iterations done by then over its
+    iterations.
     """
 
     job: Job
@@ -199,6 +222,7 @@ class JobView:
     config: int | None = None
     since: float | None = None
     parts: tuple[tuple[int, int], ...] = ()
+    progress: Progress | None = None
 
     @property
     def id(self) -> int:

@@ -85,6 +85,7 @@ class Jobs(Table):
     cost_share: list[float]
     """Its share of the VM cost, by GPU-seconds on each interval it ran on."""
     est_runtime: list[float]
+    """The estimator's runtime of the whole job on its last configuration, as known before it ran."""
     est_source: list[str]
     """The kind of answer the estimator gave for the job's last configuration (``Predictor.source``: measured,
     interpolated, an extrapolation, scaled, ...)."""
@@ -134,7 +135,7 @@ class Jobs(Table):
         t.lateness = [max(0.0, st.end - j.deadline) for st, j in zip(states, jobs)]
         t.tardiness_cost = [j.weight * late for j, late in zip(jobs, t.lateness)]
         t.cost_share = [st.cost_share for st in states]
-        t.est_runtime = [float(st.est[st.cfg]) for st in states]
+        t.est_runtime = [float(st.base[st.cfg]) for st in states]
         t.est_source = [s.kind for s in sources]
         t.est_error = [s.error for s in sources]
         t.true_runtime = [float(st.true[st.cfg]) for st in states]
