@@ -37,12 +37,13 @@ GAVEL_CPU_S = 68.0
 def build(jobs: int, lam: float, servers: str, seed: int):
     from experiments.scenario.servers import server_types
     from sim.cluster import Cluster, NodeSlot
+    from sim.model import ClusterRules
 
     text = generate(jobs, lam, seed, gavel_table().by_gpu("V100"), multi_gpu=True)
     types = server_types(servers, 1, 0.0)
     cluster = Cluster(tuple(v for v, _ in types),
                       tuple(NodeSlot(frozenset({v.name}), fixed=True) for v, n in types for _ in range(n)),
-                      gang=True, round_length=360.0)
+                      rules=ClusterRules(gang=True, round_length=360.0))
     predictor = predictors.build("throughput")
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bench.trace"

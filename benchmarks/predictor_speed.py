@@ -38,7 +38,7 @@ def tables(n: int, seed: int) -> dict[str, list[JobSpec]]:
     types = list(job_types().values())
     cat = [types[i] for i in rng.integers(len(types), size=n)]
     scale = rng.choice([0.5, 1.0, 2.0], size=n)
-    catalogue = [JobSpec(s.application, s.framework, max(1, int(s.iterations * f)), s.batch_size, s.name)
+    catalogue = [JobSpec(s.application, s.framework, max(1, int(s.iterations * f)), s.batch_size, name=s.name)
                  for s, f in zip(cat, scale)]
     distinct = [JobSpec(*APPS[i % len(APPS)], 1000 + i, int(rng.choice([8, 16, 32, 64]))) for i in range(n)]
     return {"catalogue": catalogue, "distinct": distinct}

@@ -182,7 +182,7 @@ class ListScheduler(Policy):
             if usable is not None:
                 mask = usable if mask is None else mask & usable
             if self.spot:
-                jv = spot_view(jv, table, snapshot.restart_overhead, snapshot.checkpoint_interval)
+                jv = spot_view(jv, table, snapshot.rules)
             c = d_star(jv, snapshot.time, table, mask)
             if c is None:
                 break

@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from sim.model import Config, JobView, NodeView, Snapshot, VMType
+from sim.model import ClusterRules, Config, JobView, NodeView, Snapshot, VMType
 
 __all__ = ["ConfigTable", "config_table", "d_star", "d_star_ranking", "standalone_cost", "standalone_costs", "where",
            "hosted", "expected_on_spot", "spot_view", "spot_snapshot"]
@@ -150,7 +150,7 @@ def expected_on_spot(remaining: np.ndarray, table: ConfigTable, restart: float, 
     return out
 
 
-def spot_view(jv: JobView, table: ConfigTable, restart: float, checkpoint: float) -> JobView:
+def spot_view(jv: JobView, table: ConfigTable, rules: ClusterRules) -> JobView:
     """``jv`` with its spot estimates raised so that its remaining time on each spot configuration is the expected
     one (``expected_on_spot``): a policy that compares prices × remaining times then weighs a spot VM's discount
     against the expected cost of the work it loses. The same view when the table has no spot configuration."""
@@ -159,7 +159,8 @@ def spot_view(jv: JobView, table: ConfigTable, restart: float, checkpoint: float
     left = 1.0 - jv.done
     if left <= 0:
         return jv
-    return replace(jv, estimates=expected_on_spot(left * jv.estimates, table, restart, checkpoint) / left)
+    return replace(jv, estimates=expected_on_spot(left * jv.estimates, table, rules.restart_overhead,
+                                                  rules.checkpoint_interval) / left)
 
 
 def spot_snapshot(snapshot: Snapshot) -> Snapshot:
@@ -174,7 +175,7 @@ def spot_snapshot(snapshot: Snapshot) -> Snapshot:
         key = (id(jv.estimates), jv.done)
         est = shared.get(key)
         if est is None:
-            est = shared[key] = spot_view(jv, table, snapshot.restart_overhead, snapshot.checkpoint_interval).estimates
+            est = shared[key] = spot_view(jv, table, snapshot.rules).estimates
             est.setflags(write=False)
         return replace(jv, estimates=est)
 

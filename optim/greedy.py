@@ -87,7 +87,7 @@ def construct(
         if not empty and not any(free.values()):
             break  # nothing left to place a job on
         mask = _reachable(snapshot, table, vm_of, free, empty)
-        view = spot_view(jv, table, snapshot.restart_overhead, snapshot.checkpoint_interval) if spot else jv
+        view = spot_view(jv, table, snapshot.rules) if spot else jv
         if rng is None:
             k = d_star(view, now, table, mask)
         else:

@@ -96,7 +96,7 @@ class HybridPredictor(TrainablePredictor):
             a = self.anchor_of(s, measured_gpu_name(c.vm.gpu), c.gpus)
             if a is None:
                 continue
-            s0 = JobSpec(s.application, s.framework, s.iterations, a[1], s.name, s.depth)
+            s0 = JobSpec(s.application, s.framework, s.iterations, a[1], name=s.name, depth=s.depth)
             c0 = Config(VMType(f"{c.vm.name}-anchor", c.vm.gpu, max(a[0], c.vm.gpus), 0.0), a[0])
             m0 = float(inside.runtimes([s0], [c0])[0, 0])
             r0 = self._outside_as(self._kind(s, c.vm, c.gpus), [s0], [c0])

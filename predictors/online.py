@@ -18,9 +18,9 @@ iterations done), so an estimate is a function of what was observed. ``expected_
 relative error.
 
 ``window: 0`` never observes: the predictor then answers as its base alone, everywhere (the baseline a sweep compares
-with). Other configurations keep the base's answers (``transfer: false``): the base's error on one configuration says little
-about its error on another when errors are drawn independently (``noisy``). ``transfer: true`` scales every answer by
-the ratio observed on the configuration run, for bases whose errors are shared across configurations.
+with). Other configurations keep the base's answers (``transfer: false``): the base's error on one configuration says
+little about its error on another when errors are drawn independently (``noisy``). ``transfer: true`` scales every
+answer by the ratio observed on the configuration run, for bases whose errors are shared across configurations.
 """
 
 from __future__ import annotations

@@ -130,7 +130,7 @@ class Policy(Component):
     - ``may_preempt``: ``Plan.preempt`` (a running job back to the queue, its work kept) and ``Plan.move`` (restart
       elsewhere or with another GPU count, paying the cluster's restart overhead).
     - ``may_gang``: a job spread over several nodes of one VM type (``Assignment.gang``), on a cluster that allows
-      gangs (``Cluster.gang``). A policy without it never sees the configurations only a gang can run: their
+      gangs (``ClusterRules.gang``). A policy without it never sees the configurations only a gang can run: their
       estimates are ``inf``.
 
     A plan that breaks a rule is rejected with a ``CapsimError`` naming the policy and the rule; the run stops.

@@ -3,8 +3,8 @@
 Decision points are arrivals, completions, VM boots finishing (when jobs are queued or were assigned to the booting
 VM) and, optionally, every H seconds. Triggers falling at one instant are folded into one decision taken after every
 other event of that instant. The engine checks each plan against the rules of ``sim.rules`` before applying it, and
-keeps the policy's view up to date incrementally (``sim.state.World``). In round mode (``Cluster.round_length``) the
-decision points are round boundaries instead (``sim.rounds``).
+keeps the policy's view up to date incrementally (``sim.state.World``). In round mode
+(``ClusterRules.round_length``) the decision points are round boundaries instead (``sim.rounds``).
 
 Fixed servers (``NodeSlot.fixed``) run from the start of the run to its end. A gang (a job on several nodes) starts
 and stops on all of them at once; each of its parts is a run segment on its node.
@@ -15,7 +15,7 @@ interval's cost is split among the jobs that ran on it by GPU-seconds, and an in
 Spot VMs (``VMType.spot``): each one started draws its lifetime from an exponential distribution of mean 1 /
 ``revocation_rate`` hours, from its node's own stream of the run's seed (``sim.workload.spot_streams``). When it ends
 the VM is revoked: billing stops, every job on it (a gang on all its nodes) is lifted keeping only the work up to its
-last checkpoint (``Cluster.checkpoint_interval`` seconds of work apart within a run), returns to the queue and pays
+last checkpoint (``ClusterRules.checkpoint_interval`` seconds of work apart within a run), returns to the queue and pays
 the restart overhead when it runs again; the policy decides at once (trigger ``revocation``).
 """
 
@@ -168,8 +168,8 @@ class Simulation(Rounds):
                 self._start_vm(self._world.nodes[n], self._world.vm_types[name], t0)
             if self._states:
                 self._clock.at(t0, self._on_arrival, self._states[0])
-                if math.isfinite(self.cluster.decision_interval):
-                    self._clock.at(t0 + self.cluster.decision_interval, self._on_periodic)
+                if math.isfinite(self.cluster.rules.decision_interval):
+                    self._clock.at(t0 + self.cluster.rules.decision_interval, self._on_periodic)
             self._clock.run()
             if self._completed != len(self._states):
                 raise CapsimError(
@@ -255,7 +255,7 @@ class Simulation(Rounds):
         world = self._world
         for st in list(node.jobs.values()):
             self._detach(st, now, revoked=True)
-            world.add_waiting(JobView(st.job, st.est, st.done))
+            world.add_waiting(JobView(st.job, st.est, done=st.done))
         self._stop_vm(node, now, revoked=True)
         self._trigger(_REVOCATION, now)
 
@@ -265,7 +265,7 @@ class Simulation(Rounds):
                 self._pending |= _PERIODIC
             return
         self._trigger(_PERIODIC, call.time)
-        self._clock.at(call.time + self.cluster.decision_interval, self._on_periodic)
+        self._clock.at(call.time + self.cluster.rules.decision_interval, self._on_periodic)
 
     def _on_decide(self, call: Call) -> None:
         mask, self._pending = self._pending, 0
@@ -275,7 +275,7 @@ class Simulation(Rounds):
         world = self._world
         if (world.waiting and not world.running and not self._pending and not self._booting
                 and self._next_arrival >= len(self._states)):
-            if math.isfinite(self.cluster.decision_interval):
+            if math.isfinite(self.cluster.rules.decision_interval):
                 # Periodic ticks are always pending: a policy may wait one tick, not two with nothing changing.
                 self._idle_ticks += bool(mask & _PERIODIC)
                 if self._idle_ticks < 2:
@@ -319,7 +319,7 @@ class Simulation(Rounds):
         for jid in plan.preempt:
             st = jobs[jid]
             self._detach(st, now)
-            world.add_waiting(JobView(st.job, st.est, st.done))
+            world.add_waiting(JobView(st.job, st.est, done=st.done))
         for a in plan.move:
             self._detach(jobs[a.job_id], now)
         for key, name in plan.vms.items():
@@ -371,7 +371,7 @@ class Simulation(Rounds):
             ready = nodes[m].ready_at
             if ready > since:
                 since = ready
-        overhead = self.cluster.restart_overhead if st.ran else 0.0
+        overhead = self.cluster.rules.restart_overhead if st.ran else 0.0
         st.node, st.cfg, st.gpus, st.since, st.overhead, st.parts = n, k, g, since, overhead, parts
         st.run_start = st.steps if self._round_mode else int(st.done * st.job.spec.iterations + 1e-9)
         st.runs += 1
@@ -386,8 +386,8 @@ class Simulation(Rounds):
             node.jobs[jid] = st
             node.used += gm
             world.job_placed(m)
-        world.add_running(JobView(st.job, st.est, st.done, n, k, since) if single else
-                          JobView(st.job, st.est, st.done, n, k, since, parts))
+        world.add_running(JobView(st.job, st.est, done=st.done, node=n, config=k, since=since) if single else
+                          JobView(st.job, st.est, done=st.done, node=n, config=k, since=since, parts=parts))
 
     def _end_segment(self, st: JobState, now: float) -> None:
         """Record the job's current run segment (one per node) up to ``now``, credit its GPU-seconds, and take it
@@ -423,7 +423,7 @@ class Simulation(Rounds):
             if elapsed > 0:
                 worked = max(0.0, elapsed - st.overhead)
                 if revoked:
-                    c = self.cluster.checkpoint_interval
+                    c = self.cluster.rules.checkpoint_interval
                     kept = math.floor(worked / c) * c if math.isfinite(c) else 0.0
                     st.lost += (worked - kept) * st.gpus
                     worked = kept
@@ -459,7 +459,7 @@ class Simulation(Rounds):
             self._clock.cancel(iv.revocation)
             iv.revocation = None
         vm = iv.vm
-        billed = self.cluster.billed_seconds(now - iv.start, vm)
+        billed = self.cluster.rules.billed_seconds(now - iv.start, vm)
         cost = billed * vm.price_per_hour / 3600.0
         busy = sum(iv.gpu_secs.values())
         if busy > 0:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import KW_ONLY, dataclass, field, replace
+from functools import lru_cache
 from numbers import Real
 from types import MappingProxyType
 
@@ -19,6 +20,8 @@ __all__ = [
     "GPUModel",
     "Billing",
     "VMType",
+    "ClusterRules",
+    "MAX_BILLING_QUANTUM",
     "JobSpec",
     "Job",
     "Config",
@@ -51,6 +54,7 @@ class GPUModel:
     """
 
     name: str
+    _: KW_ONLY
     sms: int
     boost_mhz: float
     fp32_tflops: float
@@ -88,6 +92,9 @@ class Billing:
         return max(billed, self.minimum)
 
 
+_EXACT = Billing()
+
+
 @dataclass(frozen=True, slots=True)
 class VMType:
     """A rentable VM: ``gpus`` GPUs of one model for ``price_per_hour`` dollars, ready ``boot_time`` s after start.
@@ -97,13 +104,15 @@ class VMType:
 
     ``spot`` marks a VM rented on the spot market (``sim.catalogue.spot_variant``: its ``price_per_hour`` is then the
     spot price): the provider revokes it at random, ``revocation_rate`` times per hour on average (a Poisson process
-    from its start), and the jobs on it lose the work since their last checkpoint (``Cluster.checkpoint_interval``).
+    from its start), and the jobs on it lose the work since their last checkpoint
+    (``ClusterRules.checkpoint_interval``).
     """
 
     name: str
     gpu: GPUModel
     gpus: int
     price_per_hour: float
+    _: KW_ONLY
     boot_time: float = 0.0
     provider: str = "cloud"
     billing: Billing = Billing()
@@ -118,6 +127,76 @@ class VMType:
     @property
     def price_per_second(self) -> float:
         return self.price_per_hour / 3600.0
+
+
+MAX_BILLING_QUANTUM = 86_400.0
+"""The longest billing quantum (s): one day. Clouds bill per second, minute or hour; with a quantum longer than a run
+every VM costs one quantum whatever it does, so VM cost no longer tells policies apart, and ``billed_seconds``
+rounds ``on / q`` with a tolerance of 1e-9, so a quantum above 1e9 times a VM's time on bills it nothing at all."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClusterRules:
+    """The rules of money and time a cluster plays by, built once from the scenario and shown to every policy as
+    ``Snapshot.rules``. A new cluster-wide knob is a field here, read by the engine and the policies that need it.
+
+    - ``billing_quantum`` q: 0 bills each VM interval by its VM type's own rule (``VMType.billing``; the paper's
+      catalogue bills exactly per second); q > 0 overrides every rule and bills ``ceil(on / q) * q`` seconds.
+    - ``restart_overhead``: seconds a preempted, moved or revoked job pays when it runs again.
+    - ``checkpoint_interval`` C: a running job writes a checkpoint after every C seconds of work of its run (inf:
+      never); when its spot VM is revoked it keeps the work up to its last checkpoint. A spot market itself is a
+      property of its VM type (``VMType.spot``, ``VMType.revocation_rate``).
+    - ``decision_interval`` H: a periodic decision every H seconds (inf: only on arrivals, completions, boots).
+    - ``round_length`` R (finite): round mode (``sim.rounds``): decisions only at round boundaries, arrivals admitted
+      at the first boundary at or after them, no backfilling inside a round; it excludes ``decision_interval``.
+    - ``gang``: a job may run on several nodes of one VM type at once (for policies with ``may_gang``);
+      ``max_gang_gpus`` caps the GPUs of a gang configuration (None: all the GPUs of the slots that accept its type).
+    """
+
+    billing_quantum: float = 0.0
+    restart_overhead: float = 0.0
+    checkpoint_interval: float = math.inf
+    decision_interval: float = math.inf
+    round_length: float = math.inf
+    gang: bool = False
+    max_gang_gpus: int | None = None
+
+    def __post_init__(self) -> None:
+        if not (0 <= self.billing_quantum <= MAX_BILLING_QUANTUM):
+            raise CapsimError(f"cluster: billing_quantum must be a number of seconds in [0, {MAX_BILLING_QUANTUM:g}] "
+                              f"(at most a day), got {self.billing_quantum}")
+        if not (self.restart_overhead >= 0 and math.isfinite(self.restart_overhead)):
+            raise CapsimError(f"cluster: restart_overhead must be a finite number >= 0, got {self.restart_overhead}")
+        if not self.decision_interval > 0:
+            raise CapsimError(f"cluster: decision_interval must be > 0 (inf for none), got {self.decision_interval}")
+        if not self.round_length > 0:
+            raise CapsimError(f"cluster: round_length must be > 0 (inf for no rounds), got {self.round_length}")
+        if math.isfinite(self.round_length) and math.isfinite(self.decision_interval):
+            raise CapsimError("cluster: round_length and decision_interval exclude each other: in round mode the "
+                              "decisions are the round boundaries; give one of them")
+        if not self.checkpoint_interval > 0:
+            raise CapsimError(f"cluster: checkpoint_interval must be a number of seconds > 0 (inf for no "
+                              f"checkpoints), got {self.checkpoint_interval}")
+        if self.max_gang_gpus is not None and not (isinstance(self.max_gang_gpus, int) and self.max_gang_gpus >= 1):
+            raise CapsimError(f"cluster: max_gang_gpus must be a whole number >= 1 (or None), got "
+                              f"{self.max_gang_gpus!r}")
+
+    @property
+    def rounds(self) -> bool:
+        """Whether decisions happen in rounds (``round_length`` finite)."""
+        return math.isfinite(self.round_length)
+
+    def billed_seconds(self, on: float, vm: VMType | None = None) -> float:
+        """Seconds billed for a VM of type ``vm`` that was on for ``on`` seconds: by the quantum if one is set, else
+        by the VM type's own rule (exactly, when no type is given)."""
+        if self.billing_quantum > 0:
+            return _quantum(self.billing_quantum).billed_seconds(on)
+        return (vm.billing if vm is not None else _EXACT).billed_seconds(on)
+
+
+@lru_cache(maxsize=8)
+def _quantum(q: float) -> Billing:
+    return Billing(increment=q)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +214,7 @@ class JobSpec:
     framework: str
     iterations: int
     batch_size: int
+    _: KW_ONLY
     name: str = ""
     depth: int | None = None
     gpus: int | None = None
@@ -158,6 +238,7 @@ class Job:
     submit_time: float
     deadline: float
     weight: float
+    _: KW_ONLY
     priority: float = 1.0
 
     def __hash__(self) -> int:
@@ -205,9 +286,9 @@ class JobView:
     of work already completed (observable progress, 0 for a job that never ran). For a running job ``node`` and
     ``config`` (an index into ``Snapshot.configs``) say where it runs and ``since`` when its current run began;
     its ``done`` is the fraction completed when that run began (use ``remaining_at(now)`` for what is left now).
-    In round mode (``Snapshot.round_length`` finite) a running job's view is renewed at every round boundary: ``since``
-    is the boundary and ``done`` the work completed by then. ``parts`` lists, for a job spread over several nodes (a
-    gang), its ``(node, GPUs)`` on each, ``node`` being the first; it is empty for a job on one node.
+    In round mode (``ClusterRules.round_length`` finite) a running job's view is renewed at every round boundary:
+    ``since`` is the boundary and ``done`` the work completed by then. ``parts`` lists, for a job spread over several
+    nodes (a gang), its ``(node, GPUs)`` on each, ``node`` being the first; it is empty for a job on one node.
 
     With an estimator that observes running jobs (``Predictor.observes``, the ``online`` estimator), a job that has
     run carries what was seen of it (``progress``) and ``estimates`` refined from it; a running job's view is then
@@ -217,6 +298,7 @@ class JobView:
 
     job: Job
     estimates: np.ndarray
+    _: KW_ONLY
     done: float = 0.0
     node: int | None = None
     config: int | None = None
@@ -267,6 +349,7 @@ class NodeView:
     """
 
     index: int
+    _: KW_ONLY
     allowed: frozenset[str] | None = None
     vm: VMType | None = None
     ready_at: float = 0.0
@@ -281,7 +364,7 @@ class NodeView:
         return self.allowed is None or vm_name in self.allowed
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Snapshot:
     """Everything a policy may know at a decision point; it never contains true runtimes or future arrivals.
 
@@ -290,11 +373,8 @@ class Snapshot:
     ``JobView.estimates`` is indexed by. ``empty_nodes`` lists node indices with no VM, in index order.
     ``idle_nodes`` lists, in index order, the nodes whose VM hosts no job (e.g. just freed by a completion): the
     engine stops those VMs after this decision unless the plan places a job there or keeps them (``keep_idle``);
-    a fixed server (``NodeView.fixed``) is never stopped. ``round_length`` is R in round mode (decisions only at
-    round boundaries, see ``sim.rounds``), inf otherwise. ``gang`` says whether the cluster lets a job spread over
-    several nodes of one VM type (``Assignment.gang``, for policies with ``may_gang``). ``checkpoint_interval`` is
-    the seconds of a run's work between two checkpoints (inf: none): a job on a spot VM (``VMType.spot``) that is
-    revoked keeps only the work up to its last checkpoint.
+    a fixed server (``NodeView.fixed``) is never stopped. ``rules`` are the cluster's rules of money and time
+    (restart overhead, checkpoints, billing quantum, rounds, gangs: ``ClusterRules``).
     """
 
     time: float
@@ -305,12 +385,8 @@ class Snapshot:
     waiting: tuple[JobView, ...]
     running: tuple[JobView, ...]
     empty_nodes: tuple[int, ...] = ()
-    restart_overhead: float = 0.0
-    billing_quantum: float = 0.0
     idle_nodes: tuple[int, ...] = ()
-    round_length: float = math.inf
-    gang: bool = False
-    checkpoint_interval: float = math.inf
+    rules: ClusterRules = ClusterRules()
 
     def vm_type(self, name: str) -> VMType:
         for v in self.vm_types:
@@ -331,6 +407,7 @@ class Assignment:
     job_id: int
     node: int
     gpus: int
+    _: KW_ONLY
     gang: tuple[tuple[int, int], ...] = ()
 
     @property
@@ -343,7 +420,7 @@ class Assignment:
         return self.gpus + sum(g for _, g in self.gang)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class DecisionInfo:
     """What a policy reports about how it decided: solver, status, objective, gap, model size, any fallback."""
 
@@ -361,7 +438,7 @@ def _frozen(m: Mapping[int, str | None] | None) -> Mapping[int, str | None]:
     return MappingProxyType(dict(m or {}))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Plan:
     """A policy's answer to a snapshot.
 

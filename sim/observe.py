@@ -47,4 +47,5 @@ def observe(world: World, now: float, estimator: Predictor, rounds: bool) -> Non
             continue
         seen = Progress(st.cfg, total, run, run * true / iterations, now)
         st.est = estimator.refine(st.job, st.est, seen)
-        world.add_running(JobView(st.job, st.est, total / iterations, st.node, st.cfg, now, jv.parts, seen))
+        world.add_running(JobView(st.job, st.est, done=total / iterations, node=st.node, config=st.cfg, since=now,
+                                  parts=jv.parts, progress=seen))

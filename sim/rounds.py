@@ -1,4 +1,4 @@
-"""Round mode: the engine's decision points and job progress when ``Cluster.round_length`` R is finite (Gavel's
+"""Round mode: the engine's decision points and job progress when ``ClusterRules.round_length`` R is finite (Gavel's
 round-based scheduling, as Gavel's simulator runs it; see ``docs/gavel.md``).
 
 - Decisions happen only at round boundaries (trigger ``round``). A job that arrives waits for the first boundary at
@@ -52,7 +52,7 @@ class Rounds:
         def _on_complete(self, call: Call) -> None: ...
 
     def _reset_rounds(self) -> None:
-        self._round_mode = self.cluster.rounds
+        self._round_mode = self.cluster.rules.rounds
         self._arrived: list[JobState] = []
         self._boundary = False
 
@@ -76,9 +76,10 @@ class Rounds:
                 st.steps += st.pending
                 st.pending = 0
                 st.done = st.steps / st.job.spec.iterations
-            world.add_running(JobView(st.job, st.est, st.done, st.node, st.cfg, now, jv.parts))
+            world.add_running(JobView(st.job, st.est, done=st.done, node=st.node, config=st.cfg, since=now,
+                                      parts=jv.parts))
         for st in self._arrived:
-            world.add_waiting(JobView(st.job, st.est, st.done))
+            world.add_waiting(JobView(st.job, st.est, done=st.done))
         self._arrived.clear()
         if self._completed == len(self._states):
             return  # the last jobs just completed: nothing is left to decide
@@ -95,7 +96,7 @@ class Rounds:
 
     def _dispatch(self, now: float) -> None:
         """Give every running job its micro-task for the round that starts at ``now``; schedule the round's end."""
-        length = self.cluster.round_length
+        length = self.cluster.rules.round_length
         jobs = self._world.jobs
         clock = self._clock
         end_max = -1.0

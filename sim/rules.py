@@ -169,7 +169,7 @@ def _gang(a: Any, world: World, changes: dict[int, VMType | None], policy: Polic
     jid = a.job_id
     if not policy.may_gang:
         raise PlanRejected(f"job {jid} is spread over several nodes, but the policy does not declare may_gang")
-    if not world.cluster.gang:
+    if not world.cluster.rules.gang:
         raise PlanRejected(f"job {jid} is spread over several nodes, but the cluster does not allow gangs")
     last = len(world.nodes) - 1
     first: VMType | None = None

@@ -125,7 +125,7 @@ class World:
         """Nodes without a VM, in index order."""
         self.idle: set[int] = set()
         """Nodes whose VM hosts no job."""
-        self._node_views = [NodeView(i, s.allowed, fixed=s.fixed) for i, s in enumerate(cluster.slots)]
+        self._node_views = [NodeView(i, allowed=s.allowed, fixed=s.fixed) for i, s in enumerate(cluster.slots)]
         self._dirty: set[int] = set()
         self._nodes_t = tuple(self._node_views)
         self._waiting_t: tuple[JobView, ...] | None = None
@@ -133,9 +133,7 @@ class World:
         self._empty_t: tuple[int, ...] | None = tuple(self.empty)
         self._idle_t: tuple[int, ...] | None = ()
         self._vm_types_t = cluster.vm_types
-        self._overhead, self._quantum = cluster.restart_overhead, cluster.billing_quantum
-        self._round_length, self._gang = cluster.round_length, cluster.gang
-        self._checkpoint = cluster.checkpoint_interval
+        self._rules = cluster.rules
 
     # The engine reports every change through these, so the snapshot knows what to rebuild.
 
@@ -190,7 +188,8 @@ class World:
             views = self._node_views
             for n in self._dirty:
                 node = self.nodes[n]
-                views[n] = NodeView(n, node.slot.allowed, node.vm, node.ready_at, node.used, node.slot.fixed)
+                views[n] = NodeView(n, allowed=node.slot.allowed, vm=node.vm, ready_at=node.ready_at,
+                                    used_gpus=node.used, fixed=node.slot.fixed)
             self._dirty.clear()
             self._nodes_t = tuple(views)
         if self._waiting_t is None:
@@ -201,6 +200,6 @@ class World:
             self._empty_t = tuple(self.empty)
         if self._idle_t is None:
             self._idle_t = tuple(sorted(self.idle))
-        return Snapshot(now, trigger, self.configs, self._vm_types_t, self._nodes_t, self._waiting_t, self._running_t,
-                        self._empty_t, self._overhead, self._quantum, self._idle_t, self._round_length, self._gang,
-                        self._checkpoint)
+        return Snapshot(time=now, trigger=trigger, configs=self.configs, vm_types=self._vm_types_t,
+                        nodes=self._nodes_t, waiting=self._waiting_t, running=self._running_t,
+                        empty_nodes=self._empty_t, idle_nodes=self._idle_t, rules=self._rules)

@@ -53,7 +53,7 @@ def instance(slots: int, jobs: int, seed: int, table: dict[str, np.ndarray]) -> 
             submit = now - float(rng.uniform(0, 3000))
             job = Job(jid, job_types()[name], submit, submit + float(rng.uniform(1, 3)) * float(np.min(est)),
                       float(rng.uniform(0.003, 0.015)))
-            running.append(JobView(job, est, float(rng.uniform(0, 0.8)), n, k, submit))
+            running.append(JobView(job, est, done=float(rng.uniform(0, 0.8)), node=n, config=k, since=submit))
             used += configs[k].gpus
             jid += 1
         nodes.append(NodeView(n, vm=vm, ready_at=0.0, used_gpus=used))

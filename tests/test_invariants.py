@@ -52,7 +52,7 @@ class RandomPolicy(Policy):
         waiting = list(s.waiting)
         rng.shuffle(waiting)
         for jv in movers + waiting:
-            a = self._gang(s, jv, free, holders) if s.gang and rng.random() < 0.5 else None
+            a = self._gang(s, jv, free, holders) if s.rules.gang and rng.random() < 0.5 else None
             if a is None:
                 spot = self._spot(s, jv, free, holders, vms)
                 if spot is None:
@@ -84,7 +84,7 @@ class RandomPolicy(Policy):
         k = config_table(s.configs).index.get((name, sum(g for _, g in parts)))
         if k is None or not math.isfinite(jv.estimates[k]):
             return None
-        return Assignment(jv.id, parts[0][0], parts[0][1], parts[1:])
+        return Assignment(jv.id, parts[0][0], parts[0][1], gang=parts[1:])
 
     def _spot(self, s, jv, free, holders, vms):
         rng = self.rng

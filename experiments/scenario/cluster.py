@@ -3,14 +3,14 @@ rescheduling, rounds, spot and checkpoint options; and the simulator's ``Cluster
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Annotated, Any
 
 from pydantic import Discriminator, Field, Tag, field_validator, model_serializer
 
 from experiments.scenario.fields import NonNeg, PositiveFloat, PositiveInt, StrictModel
 from experiments.scenario.vms import SpotSpec, VMEntry, listed_vm_types
-from sim.cluster import MAX_BILLING_QUANTUM
-from sim.model import VMType
+from sim.model import MAX_BILLING_QUANTUM, VMType
 
 __all__ = ["ClusterSpec", "SlotGroup", "RoundsSpec"]
 
@@ -171,21 +171,16 @@ class ClusterSpec(StrictModel):
         return out
 
     def build(self) -> Any:
-        """The simulator's ``sim.engine.Cluster``."""
+        """The simulator's ``sim.engine.Cluster``: its VM types, its slots and its rules. Every ``ClusterRules`` field
+        this spec has under the same name passes as it is (None: the rule's default); rounds and gangs are derived."""
         from sim.engine import Cluster
+        from sim.model import ClusterRules
 
+        given = {f.name: getattr(self, f.name) for f in fields(ClusterRules) if getattr(self, f.name, None) is not None}
         rounds = self.round_spec
-        interval = float("inf") if self.decision_interval is None else self.decision_interval
         if rounds is not None and not rounds.effects:
-            interval = rounds.length  # the event-driven variant: a decision every round length, no round effects
-        return Cluster(
-            self.all_vm_types(),
-            tuple(self.slots()),
-            billing_quantum=self.billing_quantum,
-            restart_overhead=self.restart_overhead,
-            decision_interval=interval,
-            gang=self.gang if self.gang is not None else self.servers is not None,
-            round_length=rounds.length if rounds is not None and rounds.effects else float("inf"),
-            checkpoint_interval=self.checkpoint_interval if self.checkpoint_interval is not None else float("inf"),
-            max_gang_gpus=self.max_gang_gpus,
-        )
+            given["decision_interval"] = rounds.length  # the event-driven variant: a decision every round length
+        elif rounds is not None:
+            given["round_length"] = rounds.length
+        given["gang"] = self.gang if self.gang is not None else self.servers is not None
+        return Cluster(self.all_vm_types(), tuple(self.slots()), rules=ClusterRules(**given))

@@ -130,6 +130,7 @@ def listed_vm_types(entries: list[str | CustomVM | CloudSelection] | None) -> tu
             out.extend(catalogue.select_vm_types(v.provider, v.region, v.gpu, v.gpus, v.boot_time))
         else:
             billing = Billing() if v.billing is None else Billing(v.billing.increment, v.billing.minimum)
-            out.append(VMType(v.name, catalogue.gpu(v.gpu), v.gpus, v.price_per_hour, v.boot_time, v.provider,
-                              billing, v.spot_price_per_hour, v.region))
+            out.append(VMType(v.name, catalogue.gpu(v.gpu), v.gpus, v.price_per_hour, boot_time=v.boot_time,
+                              provider=v.provider, billing=billing, spot_price_per_hour=v.spot_price_per_hour,
+                              region=v.region))
     return tuple(out)

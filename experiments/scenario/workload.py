@@ -117,7 +117,7 @@ class WorkloadSpec(StrictModel):
             if j.application is None or j.framework is None or j.iterations is None or j.batch_size is None:
                 out.append((known[j.name], j.weight))  # the model holds a full spec or only a catalogue name
             else:
-                spec = JobSpec(j.application, j.framework, j.iterations, j.batch_size, j.name, j.depth)
+                spec = JobSpec(j.application, j.framework, j.iterations, j.batch_size, name=j.name, depth=j.depth)
                 out.append((spec, j.weight))
         return tuple(out)
 

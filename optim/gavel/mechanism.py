@@ -86,7 +86,7 @@ class TimeSliced(Policy):
         opened = self._servers(s)
         if not self._types:
             return Plan(vms=opened)
-        credit = (s.round_length if math.isfinite(s.round_length) else _DEFAULT_ROUND) / 2.0
+        credit = (s.rules.round_length if s.rules.rounds else _DEFAULT_ROUND) / 2.0
         self._account(s, credit)
         if "stall" in s.trigger:
             self._last_reset = 0.0
@@ -262,7 +262,7 @@ class TimeSliced(Policy):
             nodes = open_nodes.get(w)
             if nodes is None:
                 nodes = open_nodes[w] = [n for n in self._nodes[w] if free[n] > 0]
-            parts = _fit(nodes, free, int(t.sf[r, w]), s.gang)
+            parts = _fit(nodes, free, int(t.sf[r, w]), s.rules.gang)
             if parts is None:
                 if jv.running:
                     preempt.append(jid)
@@ -272,7 +272,7 @@ class TimeSliced(Policy):
                 free[n] -= g
             if any(free[n] == 0 for n, _ in parts):
                 nodes[:] = [n for n in nodes if free[n] > 0]
-            a = Assignment(jid, parts[0][0], parts[0][1], tuple(parts[1:]))
+            a = Assignment(jid, parts[0][0], parts[0][1], gang=tuple(parts[1:]))
             (move if jv.running else start).append(a)
             t.type[r], t.done[r] = w, jv.at(now).done
         keep = frozenset(self._node_gpus)

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from optim.base import Policy, build, register
@@ -95,7 +96,7 @@ class MILP(Policy):
             fallback=self.fallback,
             reason=reason,
         )
-        return Plan(plan.vms, plan.start, plan.move, plan.preempt, plan.keep_idle, info)
+        return replace(plan, info=info)
 
     def decide(self, snapshot: Snapshot) -> Plan:
         snapshot = spot_snapshot(snapshot)  # spot configurations at their expected runtime (revocations' lost work)

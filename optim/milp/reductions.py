@@ -111,7 +111,7 @@ def _candidates(
         if jv.running and jv.config is not None and jv.config not in keep:
             keep = keep + [jv.config]
         cands[jv.id] = sorted(keep)
-    overheads = [snapshot.restart_overhead if jv.running else 0.0 for jv in jobs]
+    overheads = [snapshot.rules.restart_overhead if jv.running else 0.0 for jv in jobs]
     p = waiting_penalties(jobs, snapshot, delta, accepted_any, overheads, urgency)
     penalties = {jv.id: float(v) for jv, v in zip(jobs, p)}
     return cands, exact, penalties
@@ -240,7 +240,7 @@ def _placements(
     now, nodes = snapshot.time, snapshot.nodes
     table = config_table(snapshot.configs)
     vm_of, gpus_of = table.vm_of, table.gpus.tolist()
-    overhead = snapshot.restart_overhead
+    overhead = snapshot.rules.restart_overhead
     rows, ok, wait = _node_options(snapshot, kept_nodes, pinned)
     if not rows:
         return []

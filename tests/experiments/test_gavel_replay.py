@@ -47,13 +47,13 @@ def test_a_fixed_cluster_from_the_brief_form_and_from_mappings(tmp_path):
     sc = load_scenario(fixed(tmp_path, servers="4:4:4", rounds=360))
     c = sc.build_cluster()
     assert [v.name for v in c.vm_types] == ["v100", "p100", "k80"] and len(c.slots) == 12
-    assert all(s.fixed for s in c.slots) and c.gang and c.round_length == 360.0
+    assert all(s.fixed for s in c.slots) and c.rules.gang and c.rules.round_length == 360.0
     assert max(cfg.gpus for cfg in c.configs if cfg.vm.name == "v100") == 4, "gangs up to every V100"
     sc = load_scenario(fixed(tmp_path, servers={"V100": 2, "K80": 1}, gpus_per_server="4:1:2",
                              server_price={"V100": 12.24}, gang=False, rounds={"length": 60, "effects": False}))
     c = sc.build_cluster()
     assert [(v.name, v.gpus, v.price_per_hour) for v in c.vm_types] == [("v100", 4, 12.24), ("k80", 2, 0.0)]
-    assert not c.gang and c.round_length == float("inf") and c.decision_interval == 60.0
+    assert not c.rules.gang and c.rules.round_length == float("inf") and c.rules.decision_interval == 60.0
     assert sc.cluster.node_count == 3 and sc.n_jobs == 80
 
 

@@ -32,7 +32,7 @@ def test_spot_adds_a_variant_after_each_type_with_a_spot_price(tmp_path: Path) -
     assert [(v.spot, v.revocation_rate) for v in vms] == [(False, 0.0), (True, 0.2), (False, 0.0), (True, 0.5)]
     assert vms[1].price_per_hour == vms[0].spot_price_per_hour
     cluster = sc.build_cluster()
-    assert cluster.checkpoint_interval == 900.0 and cluster.vm_types == vms
+    assert cluster.rules.checkpoint_interval == 900.0 and cluster.vm_types == vms
     resolved = {v["name"]: v for v in sc.resolved(FIFO, 0)["cluster"]["vm_types"]}
     assert resolved["g2-standard-48-spot"]["spot"] is True and resolved["g2-standard-48-spot"]["revocation_rate"] == 0.5
     assert "spot" not in resolved["g2-standard-48"]
@@ -43,7 +43,7 @@ def test_spot_adds_a_variant_after_each_type_with_a_spot_price(tmp_path: Path) -
 def test_scenarios_without_spot_keep_their_run_ids(tmp_path: Path) -> None:
     plain = _load(tmp_path)
     assert not {"spot", "checkpoint_interval", "max_gang_gpus"} & set(plain.resolved()["cluster"])
-    assert plain.build_cluster().checkpoint_interval == float("inf")
+    assert plain.build_cluster().rules.checkpoint_interval == float("inf")
     assert _load(tmp_path, checkpoint_interval=600).run_id(FIFO, 0) != plain.run_id(FIFO, 0)
     assert _load(tmp_path, spot={"revocation_rate": 0.1}).run_id(FIFO, 0) != plain.run_id(FIFO, 0)
 

@@ -57,7 +57,7 @@ def best_by_enumeration(
             cost += r.job.weight * max(0.0, now + span - r.job.deadline)
         ok = True
         for jv, choice in zip(deciding, combo):
-            overhead = snapshot.restart_overhead if jv.running else 0.0
+            overhead = snapshot.rules.restart_overhead if jv.running else 0.0
             if choice is None:
                 cost += waiting_penalty(jv, snapshot, delta, accepted, overhead, urgency)
                 continue

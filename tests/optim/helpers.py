@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from sim.catalogue import configurations, gpu
-from sim.model import Job, JobSpec, JobView, NodeView, Snapshot, VMType
+from sim.model import ClusterRules, Job, JobSpec, JobView, NodeView, Snapshot, VMType
 
 SMALL = VMType("small", gpu("K80"), 1, 3.6)
 BIG = VMType("big", gpu("K80"), 2, 7.2)
@@ -30,7 +30,7 @@ def job(
     """A job view with explicit per-configuration runtimes (inf = unsupported)."""
     est = np.asarray(estimates, dtype=float)
     est.setflags(write=False)
-    return JobView(Job(jid, SPEC, submit, deadline, weight), est, done, node, config, since)
+    return JobView(Job(jid, SPEC, submit, deadline, weight), est, done=done, node=node, config=config, since=since)
 
 
 def snapshot(
@@ -54,5 +54,5 @@ def snapshot(
         waiting=tuple(waiting),
         running=tuple(running),
         empty_nodes=tuple(n.index for n in nodes if n.vm is None),
-        restart_overhead=restart_overhead,
+        rules=ClusterRules(restart_overhead=restart_overhead),
     )

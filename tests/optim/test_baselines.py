@@ -149,7 +149,7 @@ def test_restricted_slots_steer_d_star():
 
 def _idle_snapshot(vm):
     """Node 0 hosts an idle ``vm`` just left by a completion; node 1 is empty; one job waits."""
-    nodes = [NodeView(0, None, vm, 0.0, 0), NodeView(1)]
+    nodes = [NodeView(0, allowed=None, vm=vm, ready_at=0.0, used_gpus=0), NodeView(1)]
     snap = snapshot([job(7, RT, deadline=1000.0)], [], nodes, time=50.0)
     from dataclasses import replace
 

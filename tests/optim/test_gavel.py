@@ -14,7 +14,7 @@ from predictors.table import TablePredictor
 from sim.catalogue import gpu
 from sim.cluster import Cluster, NodeSlot
 from sim.engine import Simulation
-from sim.model import Job, JobSpec, VMType
+from sim.model import ClusterRules, Job, JobSpec, VMType
 from tests.optim.worlds import World, check
 
 V100, P100, K80 = (VMType(n.lower(), gpu(n), 1, 0.0) for n in ("V100", "P100", "K80"))
@@ -95,7 +95,7 @@ RUNTIMES = TablePredictor({f"{n}/{v.name}/{s.gpus}": float(s.iterations) * f
 def servers(*types: tuple[VMType, int]) -> Cluster:
     vms = tuple(v for v, _ in types)
     return Cluster(vms, tuple(NodeSlot(frozenset({v.name}), fixed=True) for v, n in types for _ in range(n)),
-                   gang=True, round_length=360.0)
+                   rules=ClusterRules(gang=True, round_length=360.0))
 
 
 def run(cluster: Cluster, arrivals: list[tuple[str, float]], kind: str, **params) -> dict[int, tuple[float, float]]:

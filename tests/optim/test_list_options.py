@@ -13,7 +13,7 @@ from predictors.table import TablePredictor
 from sim.catalogue import gpu, spot_variant
 from sim.cluster import Cluster, NodeSlot
 from sim.engine import Simulation
-from sim.model import Job, JobSpec, VMType
+from sim.model import ClusterRules, Job, JobSpec, VMType
 from tests.optim.helpers import job, snapshot
 
 SRV = VMType("srv", gpu("K80"), 4, 0.0)
@@ -23,7 +23,8 @@ TABLE = TablePredictor({"one/srv/1": 100.0, "eight/srv/8": 50.0})
 
 
 def servers(n: int = 2) -> Cluster:
-    return Cluster((SRV,), tuple(NodeSlot(frozenset({"srv"}), fixed=True) for _ in range(n)), gang=True)
+    return Cluster((SRV,), tuple(NodeSlot(frozenset({"srv"}), fixed=True) for _ in range(n)),
+                   rules=ClusterRules(gang=True))
 
 
 def jobs(spec: JobSpec, count: int) -> list[Job]:

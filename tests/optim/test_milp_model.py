@@ -50,17 +50,17 @@ def random_instance(seed: int):
         ok = [k for k, c in enumerate(configs) if allowed is None or c.vm.name in allowed]
         state = rng.integers(3)
         if state == 0:
-            nodes.append(NodeView(n, allowed))
+            nodes.append(NodeView(n, allowed=allowed))
         elif state == 1:
             vm = configs[int(rng.choice(ok))].vm
-            nodes.append(NodeView(n, allowed, vm, ready_at=now + float(rng.choice([0.0, 10.0]))))
+            nodes.append(NodeView(n, allowed=allowed, vm=vm, ready_at=now + float(rng.choice([0.0, 10.0]))))
         else:
             k = int(rng.choice(ok))
             est = estimates()
             est[k] = float(rng.uniform(100, 300))
             running.append(job(jid, est, deadline(), done=0.4, node=n, config=k, since=50.0, weight=0.05))
             jid += 1
-            nodes.append(NodeView(n, allowed, configs[k].vm, ready_at=60.0, used_gpus=configs[k].gpus))
+            nodes.append(NodeView(n, allowed=allowed, vm=configs[k].vm, ready_at=60.0, used_gpus=configs[k].gpus))
     waiting = [job(jid + i, estimates(), deadline(), weight=float(rng.uniform(0.01, 0.1)))
                for i in range(int(rng.integers(1, 4 - len(running))))]
     snap = snapshot(waiting, running, nodes, time=now, vm_types=vms, restart_overhead=15.0)
@@ -103,7 +103,7 @@ def test_running_jobs_count_the_time_already_run():
     est = [math.inf] * len(CONFIGS)
     est[k] = 100.0
     running = job(0, est, node=0, config=k, since=0.0)
-    snap = snapshot([job(1, [50.0] * len(CONFIGS))], [running], [NodeView(0, None, BIG, 0.0, 1), NodeView(1)],
+    snap = snapshot([job(1, [50.0] * len(CONFIGS))], [running], [NodeView(0, vm=BIG, used_gpus=1), NodeView(1)],
                     time=60.0)
     model = build_model(snap)
     assert next_decision_delay(model.snapshot, "earliest") == pytest.approx(40.0)
@@ -121,7 +121,7 @@ def test_expected_wait_is_the_mean_or_the_earliest_running_completion():
         est = [math.inf] * len(CONFIGS)
         est[k] = rt
         views.append(job(node, est, node=node, config=k, since=0.0))
-    nodes = [NodeView(0, None, SMALL, 0.0, 1), NodeView(1, None, BIG, 0.0, 1)]
+    nodes = [NodeView(0, allowed=None, vm=SMALL, ready_at=0.0, used_gpus=1), NodeView(1, vm=BIG, used_gpus=1)]
     model = build_model(snapshot([job(9, [50.0] * len(CONFIGS))], views, nodes, time=40.0))  # 60 s and 260 s left
     assert next_decision_delay(model.snapshot, "earliest") == pytest.approx(60.0)
     assert next_decision_delay(model.snapshot, "mean") == pytest.approx(160.0)

@@ -13,7 +13,7 @@ import optim
 import optim.milp.solvers as milp_solvers
 import predictors
 from sim.catalogue import configurations, vm_types
-from sim.model import CapsimError
+from sim.model import CapsimError, ClusterRules
 from tests.instances import instance, runtime_table
 from tests.optim.helpers import job, snapshot
 
@@ -28,7 +28,7 @@ VMS = tuple(vm_types().values())
 def run(policy, nodes: int = 3, n_jobs: int = 12, interarrival: float = 30.0, seed: int = 0, burst: bool = False,
         **cluster):
     """Run ``policy`` through the engine; ``burst`` submits every job at time 0 (one large first decision)."""
-    cl = Cluster(VMS, tuple(NodeSlot() for _ in range(nodes)), **cluster)
+    cl = Cluster(VMS, tuple(NodeSlot() for _ in range(nodes)), rules=ClusterRules(**cluster))
     jobs = poisson_jobs(WorkloadSpec(n_jobs, interarrival), PRED, cl.configs, seed)
     if burst:
         jobs = [dataclasses.replace(j, submit_time=0.0) for j in jobs]

@@ -22,7 +22,7 @@ from predictors.table import TablePredictor
 from sim.catalogue import job_types, vm_types
 from sim.cluster import Cluster, NodeSlot
 from sim.engine import RunResult, Simulation
-from sim.model import Job, Plan, Snapshot
+from sim.model import ClusterRules, Job, Plan, Snapshot
 
 __all__ = ["World", "worlds", "run", "recorded_run", "check", "check_plan_names", "AT_SCALE", "at_scale",
            "features"]
@@ -59,11 +59,11 @@ def worlds(draw) -> World:
             for _ in range(draw(st.integers(1, 4)))
         )
         gang = False
-    cluster = Cluster(types, slots, billing_quantum=draw(st.sampled_from([0.0, 60.0])),
+    cluster = Cluster(types, slots, rules=ClusterRules(billing_quantum=draw(st.sampled_from([0.0, 60.0])),
                       restart_overhead=draw(st.sampled_from([0.0, 5.0])),
                       decision_interval=math.inf if math.isfinite(rounds) else
                       draw(st.sampled_from([math.inf, math.inf, 45.0])),
-                      gang=gang, round_length=rounds)
+                      gang=gang, round_length=rounds))
     table = {}
     for spec in SPECS:
         for c in cluster.configs:
@@ -198,7 +198,7 @@ def _check_money(cluster: Cluster, r: RunResult) -> None:
     tardiness cost is its weight × lateness, and the total is VM cost + tardiness cost."""
     nodes = r.nodes
     on = nodes.stop_time - nodes.start_time
-    q = cluster.billing_quantum
+    q = cluster.rules.billing_quantum
     for secs, length in zip(nodes.billed_seconds, on):
         assert secs >= length - 1e-6, f"billed {secs} s for {length} s on"
         if q > 0:
@@ -229,15 +229,15 @@ def features(world: World) -> set[str]:
     found = set()
     if any(v.boot_time > 0 for v in c.vm_types):
         found.add("boot time")
-    if c.billing_quantum > 0:
+    if c.rules.billing_quantum > 0:
         found.add("billing quantum")
-    if c.restart_overhead > 0:
+    if c.rules.restart_overhead > 0:
         found.add("restart overhead")
     if world.truth is not None:
         found.add("estimator != truth")
     if any(s.allowed is not None for s in c.slots):
         found.add("slot groups")
-    if math.isfinite(c.decision_interval):
+    if math.isfinite(c.rules.decision_interval):
         found.add("periodic decisions")
     return found
 

@@ -61,7 +61,7 @@ def test_anchored_answers_carry_the_model_trend_from_the_nearest_measurement() -
     inside, outside = h.parts()
     j5, v = job_types()["J5"], vm_type("inhouse1")
     assert h.anchor_of(j5, "QuadroP600", 2) == (2, 16)  # the P600 ran ResNet-50/PyTorch up to batch 16 on 2 GPUs
-    q0 = j5.__class__(j5.application, j5.framework, j5.iterations, 16, j5.name)
+    q0 = j5.__class__(j5.application, j5.framework, j5.iterations, 16, name=j5.name)
     kind = outside.question(j5, v, 2)[0]
     expect = outside.runtime(j5, v, 2) * inside.runtime(q0, v, 2) / float(outside.runtimes([q0], [
         configurations([v])[1]], kind=kind)[0, 0])

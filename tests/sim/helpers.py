@@ -9,7 +9,7 @@ from optim.base import Policy
 from predictors.table import TablePredictor
 from sim.catalogue import gpu
 from sim.cluster import Cluster, NodeSlot
-from sim.model import Assignment, Job, JobSpec, Plan, Snapshot, VMType
+from sim.model import Assignment, ClusterRules, Job, JobSpec, Plan, Snapshot, VMType
 
 K80 = gpu("K80")
 SMALL = VMType("small", K80, 1, 3.6)          # $0.001 per second
@@ -29,7 +29,7 @@ def table(**overrides: float) -> TablePredictor:
 
 
 def cluster(n: int = 1, types: tuple[VMType, ...] = (SMALL, BIG), **kw) -> Cluster:
-    return Cluster(types, tuple(NodeSlot() for _ in range(n)), **kw)
+    return Cluster(types, tuple(NodeSlot() for _ in range(n)), rules=ClusterRules(**kw))
 
 
 def job(i: int, spec: JobSpec, submit: float, deadline: float = 1e9, weight: float = 0.01) -> Job:

@@ -106,6 +106,6 @@ def test_the_cluster_billing_quantum_overrides_every_rule(runtime: float, by_rul
     vm = _vm("rented", PER_SECOND_MIN_MINUTE)
     assert _run(vm, runtime).nodes.billed_seconds[0] == by_rule
     assert _run(vm, runtime, billing_quantum=60.0).nodes.billed_seconds[0] == by_quantum
-    c = cluster(1, (SMALL, vm), billing_quantum=60.0)
-    assert c.billed_seconds(runtime, vm) == c.billed_seconds(runtime) == by_quantum
-    assert cluster(1, (SMALL, vm)).billed_seconds(runtime) == runtime, "no VM type given: exact"
+    rules = cluster(1, (SMALL, vm), billing_quantum=60.0).rules
+    assert rules.billed_seconds(runtime, vm) == rules.billed_seconds(runtime) == by_quantum
+    assert cluster(1, (SMALL, vm)).rules.billed_seconds(runtime) == runtime, "no VM type given: exact"

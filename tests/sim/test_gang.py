@@ -11,7 +11,7 @@ from predictors.table import TablePredictor
 from sim.catalogue import gpu
 from sim.cluster import Cluster, NodeSlot
 from sim.engine import Simulation
-from sim.model import Assignment, CapsimError, Job, JobSpec, Plan, Snapshot, VMType
+from sim.model import Assignment, CapsimError, ClusterRules, Job, JobSpec, Plan, Snapshot, VMType
 from tests.optim.worlds import World, check
 from tests.sim.helpers import Scripted
 
@@ -24,7 +24,8 @@ RUNTIMES = TablePredictor({"G/v100/4": 100.0, "G/v100/1": 300.0, "S/v100/1": 50.
 
 
 def servers(n: int = 4, vm: VMType = V100, gang: bool = True, **kw) -> Cluster:
-    return Cluster((vm,), tuple(NodeSlot(frozenset({vm.name}), fixed=True) for _ in range(n)), gang=gang, **kw)
+    return Cluster((vm,), tuple(NodeSlot(frozenset({vm.name}), fixed=True) for _ in range(n)),
+                   rules=ClusterRules(gang=gang, **kw))
 
 
 class GangFirstFit(Scripted):
@@ -44,7 +45,7 @@ class GangFirstFit(Scripted):
             if g > len(idle):
                 break
             take, idle = idle[:g], idle[g:]
-            start.append(Assignment(jv.id, take[0], 1, tuple((n, 1) for n in take[1:])))
+            start.append(Assignment(jv.id, take[0], 1, gang=tuple((n, 1) for n in take[1:])))
         return Plan(start=tuple(start))
 
 
@@ -106,7 +107,7 @@ def test_a_policy_without_may_gang_never_sees_gang_configurations():
 
 
 def gang(nodes, gpus=1):
-    return Assignment(0, nodes[0], gpus, tuple((n, gpus) for n in nodes[1:]))
+    return Assignment(0, nodes[0], gpus, gang=tuple((n, gpus) for n in nodes[1:]))
 
 
 REJECTED = {
@@ -131,8 +132,8 @@ def test_bad_gangs_are_rejected(case):
 def test_a_gang_over_two_vm_types_is_rejected():
     cluster = Cluster((V100, BIG),
                       (NodeSlot(frozenset({"v100"}), fixed=True), NodeSlot(frozenset({"big"}), fixed=True)),
-                      gang=True)
-    policy = Scripted(lambda s: Plan(start=(Assignment(0, 0, 1, ((1, 3),)),)) if s.waiting else Plan())
+                      rules=ClusterRules(gang=True))
+    policy = Scripted(lambda s: Plan(start=(Assignment(0, 0, 1, gang=((1, 3),)),)) if s.waiting else Plan())
     policy.may_gang = True  # type: ignore[misc]
     with pytest.raises(CapsimError, match="spread over v100 and big: a gang runs on one VM type"):
         Simulation(cluster, [Job(0, GANG, 0.0, 1e9, 0.0)], policy, RUNTIMES).run()

@@ -13,7 +13,7 @@ from predictors import build
 from predictors.online import OnlinePredictor, run_to_run_variation
 from sim.engine import Simulation
 from sim.model import Assignment, Job, Plan, Progress
-from tests.sim.helpers import SMALL, A, B, Scripted, cluster, job, preempt_job0_at_10, table
+from tests.sim.helpers import A, B, Scripted, cluster, job, preempt_job0_at_10, table
 
 # The truth says A takes 100 s (100 iterations) on a small VM; the estimator's base says 200 s.
 TRUTH = table()

@@ -9,7 +9,7 @@ import pytest
 
 from sim.cluster import Cluster, NodeSlot
 from sim.engine import Simulation
-from sim.model import Assignment, CapsimError, Plan
+from sim.model import Assignment, CapsimError, ClusterRules, Plan
 from tests.sim.helpers import BIG, SMALL, A, B, Scripted, job, table
 
 START_A = Plan(vms={0: "small"}, start=(Assignment(0, 0, 1),))
@@ -61,7 +61,7 @@ PREEMPTING = {
 
 
 def world(**kw):
-    return Cluster((SMALL, BIG), (NodeSlot(), NodeSlot(frozenset({"big"}))), **kw)
+    return Cluster((SMALL, BIG), (NodeSlot(), NodeSlot(frozenset({"big"}))), rules=ClusterRules(**kw))
 
 
 @pytest.mark.parametrize("case", list(CASES) + list(PREEMPTING))

@@ -10,7 +10,7 @@ from predictors.table import TablePredictor
 from sim.catalogue import gpu
 from sim.cluster import Cluster, NodeSlot
 from sim.engine import Simulation
-from sim.model import Assignment, CapsimError, Job, JobSpec, Plan, Snapshot, VMType
+from sim.model import Assignment, CapsimError, ClusterRules, Job, JobSpec, Plan, Snapshot, VMType
 from tests.optim.worlds import World, check
 from tests.sim.helpers import Scripted
 
@@ -24,7 +24,8 @@ RUNTIMES = TablePredictor({"LONG/v100/1": 1000.0, "SHORT/v100/1": 100.0, "HALF/v
 
 
 def servers(n: int, **kw) -> Cluster:
-    return Cluster((GPU,), tuple(NodeSlot(frozenset({"v100"}), fixed=True) for _ in range(n)), round_length=360.0, **kw)
+    return Cluster((GPU,), tuple(NodeSlot(frozenset({"v100"}), fixed=True) for _ in range(n)),
+                   rules=ClusterRules(round_length=360.0, **kw))
 
 
 def run(cluster: Cluster, jobs: list[Job], policy):
@@ -105,7 +106,7 @@ def test_running_views_are_renewed_at_each_boundary():
     at_360 = next(s for s in seen if s.time == 360.0)
     (jv,) = at_360.running
     assert (jv.id, jv.since, jv.done) == (0, 360.0, 0.72)
-    assert at_360.round_length == 360.0 and at_360.trigger == "round"
+    assert at_360.rules.round_length == 360.0 and at_360.trigger == "round"
 
 
 def test_a_stall_in_round_mode_asks_the_policy_again():
@@ -128,8 +129,8 @@ def test_gavels_metrics_beside_capsims():
     average JCT. SHORT runs first on one server (0-100); the gang waits for all four."""
     gang = JobSpec("resnet", "pytorch", 363, 64, name="GANG", gpus=4)
     truth = TablePredictor({"GANG/v100/4": 363.0, "SHORT/v100/1": 100.0})
-    cluster = Cluster((GPU,), tuple(NodeSlot(frozenset({"v100"}), fixed=True) for _ in range(4)), gang=True,
-                      round_length=360.0)
+    cluster = Cluster((GPU,), tuple(NodeSlot(frozenset({"v100"}), fixed=True) for _ in range(4)),
+                      rules=ClusterRules(gang=True, round_length=360.0))
 
     class GangFirst(Scripted):
         may_gang = True
@@ -138,7 +139,7 @@ def test_gavels_metrics_beside_capsims():
         if s.waiting and not s.running:
             jv = s.waiting[0]
             if jv.job.spec.gpus == 4:
-                return Plan(start=(Assignment(jv.id, 0, 1, ((1, 1), (2, 1), (3, 1))),))
+                return Plan(start=(Assignment(jv.id, 0, 1, gang=((1, 1), (2, 1), (3, 1))),))
             return Plan(start=(Assignment(jv.id, 0, 1),))
         return Plan()
 

@@ -10,7 +10,7 @@ import pytest
 from sim.catalogue import cloud_vm_types, spot_variant, with_spot
 from sim.cluster import Cluster, NodeSlot
 from sim.engine import Simulation
-from sim.model import Assignment, Billing, CapsimError, Plan, VMType
+from sim.model import Assignment, Billing, CapsimError, ClusterRules, Plan, VMType
 from sim.workload import STREAMS, spot_streams, streams
 from tests.sim.helpers import BIG, K80, SMALL, A, Scripted, job, table
 
@@ -34,7 +34,8 @@ def spot_then_on_demand(s):
 
 
 def run_one(runtime: float, checkpoint: float, overhead: float = 0.0, seed: int = 3):
-    cl = Cluster((SMALL, SPOT), (NodeSlot(),), restart_overhead=overhead, checkpoint_interval=checkpoint)
+    cl = Cluster((SMALL, SPOT), (NodeSlot(),),
+                 rules=ClusterRules(restart_overhead=overhead, checkpoint_interval=checkpoint))
     truth = table(**{"A_small_1": runtime, "A_small-spot_1": runtime})
     return Simulation(cl, [job(0, A, 0.0)], Scripted(spot_then_on_demand), truth, seed=seed).run()
 
@@ -87,7 +88,8 @@ def test_a_revocation_during_the_restart_overhead_loses_no_work():
         return Plan()
 
     overhead = 2 * life  # the second spot VM dies before the restart overhead is paid
-    cl = Cluster((SMALL, SPOT), (NodeSlot(),), restart_overhead=overhead, checkpoint_interval=first / 2.5)
+    cl = Cluster((SMALL, SPOT), (NodeSlot(),),
+                 rules=ClusterRules(restart_overhead=overhead, checkpoint_interval=first / 2.5))
     truth = table(A_small_1=10 * first, **{"A_small-spot_1": 10 * first})
     r = Simulation(cl, [job(0, A, 0.0)], Scripted(twice_spot), truth, seed=3).run()
     j = r.jobs.iloc[0]
@@ -109,7 +111,7 @@ def test_a_gang_loses_all_its_parts_when_one_node_is_revoked():
 
     policy = Scripted(gang_then_big)
     policy.may_gang = True  # type: ignore[misc]
-    cl = Cluster((BIG, BIG_SPOT), (NodeSlot(), NodeSlot()), gang=True, checkpoint_interval=math.inf)
+    cl = Cluster((BIG, BIG_SPOT), (NodeSlot(), NodeSlot()), rules=ClusterRules(gang=True, checkpoint_interval=math.inf))
     runtime = 10 * max(lives)
     truth = table(A_big_4=runtime, **{"A_big-spot_4": runtime})
     r = Simulation(cl, [job(0, A, 0.0)], policy, truth, seed=5).run()
@@ -159,11 +161,11 @@ def test_spot_variants_of_the_catalogue():
 
 def test_spot_types_are_refused_where_they_cannot_be_modelled():
     with pytest.raises(CapsimError, match="not modelled in round mode"):
-        Cluster((SPOT,), (NodeSlot(),), round_length=360.0)
+        Cluster((SPOT,), (NodeSlot(),), rules=ClusterRules(round_length=360.0))
     with pytest.raises(CapsimError, match="fixed servers cannot be spot"):
         Cluster((SPOT,), (NodeSlot(frozenset({"small-spot"}), fixed=True),))
     with pytest.raises(CapsimError, match="checkpoint_interval must be"):
-        Cluster((SMALL,), (NodeSlot(),), checkpoint_interval=0.0)
+        Cluster((SMALL,), (NodeSlot(),), rules=ClusterRules(checkpoint_interval=0.0))
     bad = VMType("x", K80, 1, 1.0, spot=True, revocation_rate=-1.0, billing=Billing())
     with pytest.raises(CapsimError, match="revocation_rate >= 0"):
         Cluster((bad,), (NodeSlot(),))
