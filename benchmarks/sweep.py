@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from experiments.results.store import ResultStore  # noqa: E402
 from experiments.running.pool import run_tasks  # noqa: E402
-from experiments.running.tasks import sweep_tasks  # noqa: E402
+from experiments.runs import plan  # noqa: E402
 from experiments.scenario.sweep import load_sweep  # noqa: E402
 
 
@@ -51,7 +51,7 @@ def timed(file: Path, out: Path, workers: int = 1, dask: str | None = None) -> t
     sweep = load_sweep(file)
     store = ResultStore(out)
     store.prepare()
-    tasks = sweep_tasks(sweep)
+    tasks = plan(sweep).tasks
     failed = []
     stamps: list[float] = []
 

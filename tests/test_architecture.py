@@ -6,8 +6,8 @@
 - The engine side of ``sim/`` imports only ``sim``.
 - ``optim/`` and ``predictors/`` import only the floor and themselves, never each other.
 - Only ``experiments/`` imports everything; inside it the parts are layered: ``scenario`` (what to run) imports no
-  other part, ``running`` only ``scenario``, ``results`` only those two, ``plots`` those three, ``api`` everything
-  but the command line, and ``cli`` everything.
+  other part, ``running`` only ``scenario``, ``results`` only those two, ``runs`` (the one run path) those three,
+  ``plots`` those four, ``api`` everything but the command line, and ``cli`` everything.
 - ``studies/`` and ``benchmarks/`` (run from the checkout) may import every room; no room imports them or ``tests``.
 - No import circle between modules; no module over the size limit; no package over ``MAX_MODULES`` modules without
   subpackages.
@@ -26,8 +26,8 @@ OUTSIDE = ("studies", "benchmarks")
 """Checkout-only code: scripts that may import every room and that no room imports."""
 PROJECT = (*ROOMS, *OUTSIDE, "tests")
 FLOOR = {"sim.model", "sim.registry", "sim.contracts", "sim.catalogue", "sim.metrics", "sim.spotjob"}
-LAYERS = ("experiments.scenario", "experiments.running", "experiments.results", "experiments.plots", "experiments.api",
-          "experiments.cli")
+LAYERS = ("experiments.scenario", "experiments.running", "experiments.results", "experiments.runs", "experiments.plots",
+          "experiments.api", "experiments.cli")
 """The parts of ``experiments/``, bottom up: a part imports only the parts below it (and itself)."""
 MAX_LINES = 500
 MAX_MODULES = 20

@@ -26,7 +26,7 @@ import yaml
 import tests.fault_sweep  # noqa: F401  (registers `sleepy` here too, for validation)
 from experiments.cli import main
 from experiments.results.folders import LOCK
-from experiments.results.reading import load_results
+from experiments.results.reading import read_results
 from experiments.results.store import ResultStore
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads processes from /proc")
@@ -134,7 +134,7 @@ def test_a_sigterm_whose_exception_python_swallowed_still_stops_the_sweep(worker
     assert ResultStore(out).load_checked(all_runs=True)[1] == {}
     assert main(["sweep", str(f), "--out", str(out), "--workers", workers, "--quiet"]) == 0, \
         "the request ends with its command: the next one runs"
-    assert len(load_results(out)["summary"]) == 8
+    assert len(read_results(out).tables["summary"]) == 8
 
 
 @pytest.mark.slow
@@ -213,7 +213,7 @@ def test_a_sweep_killed_at_20_random_points_loses_nothing(tmp_path: Path, monkey
         names = sorted(p.name for p in (ref / table).glob("*.parquet"))
         assert names == sorted(p.name for p in (out / table).glob("*.parquet")) and len(names) == 40
         assert all((ref / table / n).read_bytes() == (out / table / n).read_bytes() for n in names), table
-    a, b = load_results(ref), load_results(out)
+    a, b = read_results(ref).tables, read_results(out).tables
     for table in ("summary", "decisions"):
         cols = [c for c in a[table].columns if "wall" not in c]
         pd.testing.assert_frame_equal(a[table][cols], b[table][cols], check_exact=True)

@@ -36,13 +36,13 @@ def run(args: argparse.Namespace) -> int:
 
     from experiments.cli.report import choose_metrics
     from experiments.plots import FIGURES, ON_REQUEST, plot_all
-    from experiments.results.reading import open_results
+    from experiments.results.reading import read_results
     from experiments.scenario.loading import did_you_mean
     from sim.model import CapsimError
 
     if args.dpi < 20:
         raise CapsimError(f"--dpi: expected a resolution of at least 20 dots per inch, found {args.dpi}")
-    res = open_results(args.dir, args.all, recompute_metrics=args.recompute)
+    res = read_results(args.dir, args.all, recompute=args.recompute)
     summary = res.tables["summary"]
     if args.run and args.run not in set(summary["run_id"]):
         known = ", ".join(list(summary["run_id"])[:5])

@@ -62,14 +62,14 @@ def choose_metrics(text: str | None, summary: pd.DataFrame, directory: str, reco
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    from experiments.results.reading import open_results
+    from experiments.results.reading import read_results
     from experiments.results.report import aggregate, notes, render
     from sim.model import CapsimError
 
     if args.metrics and args.metrics.strip() == "list":
         print(metrics_table())
         return 0
-    res = open_results(args.dir, args.all, recompute_metrics=args.recompute)
+    res = read_results(args.dir, args.all, recompute=args.recompute)
     summary = res.tables["summary"]
     metrics = choose_metrics(args.metrics, summary, args.dir, args.recompute)
     agg = aggregate(summary, res.fields, metrics, res.policies, method=args.interval)

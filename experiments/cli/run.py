@@ -1,19 +1,15 @@
-"""``capsim run``: run one scenario (every policy × seed), print a table, store the results (``results.store``)."""
+"""``capsim run``: run one scenario (every policy × seed) into its result folder and print the table of means."""
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
-import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from experiments.scenario import PolicySpec, Scenario
+    from experiments.runs import Ran
 
-HELP = "run a scenario (the embedded default if none is given) for every policy and seed"
-
-LABELS = ["policy", "seed"]
+HELP = "run a scenario (the embedded default if none is given) for every policy and seed; finished runs are kept"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -21,38 +17,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", metavar="DIR", help="output directory (default: results/<scenario name>/)")
     p.add_argument("--seeds", metavar="SEEDS", help="seeds to run instead of the scenario's: '0-4' or '0,3,7'")
     p.add_argument("--policies", metavar="NAMES", help="comma-separated policy names or registered kinds to run")
+    add_run_options(p)
+
+
+def add_run_options(p: argparse.ArgumentParser) -> None:
+    """The options ``run`` and ``sweep`` share: workers, force, quiet."""
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1, metavar="N",
                    help="worker processes (default: the core count; 1 runs in this process)")
-    p.add_argument("--quiet", action="store_true", help="no progress line")
-
-
-def select_policies(sc: Scenario, names: str | None) -> list[PolicySpec]:
-    """The scenario's policies, or those named (a scenario policy's name or any registered kind)."""
-    from experiments.scenario import PolicySpec
-    from sim.model import CapsimError
-
-    specs = sc.policy_specs()
-    if not names:
-        return specs
-    import optim
-
-    by_label = {s.label: s for s in specs}
-    known = optim.registry()
-    out: list[PolicySpec] = []
-    for n in (x.strip() for x in names.split(",") if x.strip()):
-        if any(p.label == n for p in out):
-            raise CapsimError(f"--policies: {n!r} is named twice; each policy runs once per seed (a second would "
-                              f"count twice in every mean)")
-        if n in by_label:
-            out.append(by_label[n])
-        elif n in known:
-            out.append(PolicySpec(kind=n))
-        else:
-            raise CapsimError(
-                f"--policies: unknown policy {n!r}; the scenario has {', '.join(by_label)}"
-                f" and the registered kinds are {', '.join(sorted(known))}"
-            )
-    return out
+    p.add_argument("--force", action="store_true", help="run every run again, even those already finished in DIR")
+    p.add_argument("--quiet", action="store_true", help="no header and no progress line on stderr")
 
 
 def check_workers(n: int) -> int:
@@ -64,55 +37,40 @@ def check_workers(n: int) -> int:
     return n
 
 
+def report_failures(ran: Ran, limit: int = 5) -> None:
+    """The failed runs of a command on stderr: the last line of each traceback (the first ``limit``) and where the
+    tracebacks are."""
+    import sys
+
+    for o in ran.failures[:limit]:
+        last = (o.error or "").strip().splitlines()[-1:] or ["?"]
+        grid = ", ".join(f"{k}={v}" for k, v in o.task.labels)
+        print(f"capsim: run {o.task.run_id} failed ({o.task.policy_label}, seed {o.task.seed}"
+              f"{', ' + grid if grid else ''}): {last[0]}", file=sys.stderr)
+    print(f"capsim: {len(ran.failures)} of {ran.attempted} runs failed; tracebacks in {ran.out}/failures/ "
+          f"(run the command again to retry them)", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
-    from experiments.results.files import summary_frame
+    import sys
+
     from experiments.results.folders import output_dir
-    from experiments.results.store import ResultStore, new_manifest
+    from experiments.results.reading import read_results
     from experiments.results.tables import policy_means
-    from experiments.running.pool import run_tasks
-    from experiments.running.progress import Progress
-    from experiments.running.tasks import Outcome, Task
-    from experiments.scenario import load_scenario, parse_seeds
-    from sim.model import CapsimError
+    from experiments.runs import plan, run_plan
+    from experiments.scenario import load_scenario
 
     check_workers(args.workers)
     sc = load_scenario(args.scenario)
-    seeds = sc.seeds
-    if args.seeds:
-        try:
-            seeds = parse_seeds(args.seeds)
-        except ValueError as e:
-            raise CapsimError(f"--seeds: {e}") from None
-    policies = select_policies(sc, args.policies)
+    p = plan(sc, args.policies, args.seeds, flags=True)
     out = output_dir(args.out, sc.name)
-    tasks = [Task.make(sc, p, s) for p in policies for s in seeds]
-    order = [p.label for p in policies]
-
-    print(f"{sc.name}: {len(policies)} policies × {len(seeds)} seeds, {sc.n_jobs} jobs on "
-          f"{sc.cluster.node_count} nodes (scenario {sc.file})", flush=True)
-    store = ResultStore(out)
-    outcomes: list[Outcome] = []
-    progress = Progress(len(tasks), quiet=args.quiet)
-
-    def collect(o: Outcome) -> None:
-        store.write(o)
-        outcomes.append(o)
-        progress.update(o.ok)
-
-    t0 = time.perf_counter()
-    manifest = new_manifest("run", sc.name, sc.file, [], order, seeds, [t.run_id for t in tasks])
-    with store.writing(manifest, log=lambda line: print(f"capsim: {line}", file=sys.stderr)):
-        run_tasks(tasks, collect, workers=max(1, min(args.workers, os.cpu_count() or 1, len(tasks))))
-    ok = [o for o in outcomes if o.ok]
-    failed = [o for o in outcomes if not o.ok]
-    summary = summary_frame([o.summary for o in ok if o.summary is not None], LABELS)
-    print()
-    print(policy_means(summary, order))
-    print(f"\n{len(ok)} runs in {time.perf_counter() - t0:.1f} s; results in {out}/")
-    for o in failed:
-        last = o.error.strip().splitlines()[-1] if o.error else "?"
-        print(f"capsim: run failed: policy {o.task.policy_label}, seed {o.task.seed}: {last}", file=sys.stderr)
-    if failed:
-        print(f"capsim: {len(failed)} of {len(tasks)} runs failed; tracebacks in {out}/failures/", file=sys.stderr)
+    ran = run_plan(p, out, workers=args.workers, force=args.force, quiet=args.quiet)
+    res = read_results(out, empty_ok=True)
+    if not res.summary.empty:
+        print(policy_means(res.summary, p.policies))
+    print(f"{sc.name}: {ran.finished} runs finished in {ran.wall:.1f} s, {ran.already} were already done; results in "
+          f"{out}/", file=sys.stderr)
+    if ran.failures:
+        report_failures(ran)
         return 1
     return 0

@@ -29,9 +29,7 @@ __all__ = [
     "write_parquet",
     "read_parquet_bytes",
     "write_csv",
-    "tidy",
     "summary_frame",
-    "read_dataset",
     "clean_temp_files",
     "pid_alive",
     "label_type",
@@ -145,19 +143,6 @@ def write_csv(df: pd.DataFrame, path: str | Path) -> None:
     atomic_write(Path(path), lambda tmp: df.to_csv(tmp, index=False, float_format="%.12g", lineterminator="\n"))
 
 
-def tidy(frames: Iterable[pd.DataFrame], by: list[str]) -> pd.DataFrame:
-    """Concatenate per-run frames and sort rows stably by the label columns ``by`` (row order within a run kept)."""
-    frames = [f for f in frames if f is not None]
-    nonempty = [f for f in frames if len(f)]
-    if not nonempty:
-        return frames[0].iloc[0:0].reset_index(drop=True) if frames else pd.DataFrame()
-    df = pd.concat(nonempty, ignore_index=True, sort=False)
-    keys = [c for c in by if c in df.columns]
-    if keys:
-        df = df.sort_values(keys, kind="mergesort").reset_index(drop=True)
-    return df
-
-
 def summary_frame(rows: list[dict[str, Any]] | pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """Summary rows as a frame with the label columns ``by``, then ``SUMMARY_FIRST``, first; rows sorted stably by
     ``by``."""
@@ -168,20 +153,6 @@ def summary_frame(rows: list[dict[str, Any]] | pd.DataFrame, by: list[str]) -> p
     first += [c for c in SUMMARY_FIRST if c in df.columns and c not in first]
     df = df[first + [c for c in df.columns if c not in first]]
     return df.sort_values([c for c in by if c in df.columns], kind="mergesort").reset_index(drop=True)
-
-
-def read_dataset(directory: str | Path, only: set[str] | None = None) -> pd.DataFrame:
-    """Read the Parquet files of one table directory into one frame (temporary files ignored).
-
-    ``only`` keeps the files whose stem (run id) is in it, so leftovers of unfinished runs are never opened.
-    """
-    d = Path(directory)
-    files = sorted(p for p in d.glob("*.parquet") if not p.name.startswith(".") and (only is None or p.stem in only))
-    if not files:
-        return pd.DataFrame()
-    tables = [pq.read_table(p) for p in files]
-    table = pa.concat_tables(tables, promote_options="permissive")
-    return table.to_pandas()
 
 
 def _owner_alive(name: str, prefix: str) -> bool:

@@ -6,7 +6,6 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from sim.model import CapsimError

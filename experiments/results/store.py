@@ -28,10 +28,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +39,6 @@ import pyarrow as pa
 from experiments.results.files import (
     atomic_write_bytes,
     clean_temp_files,
-    label_type,
     read_parquet_bytes,
     sha256,
     summary_frame,
@@ -50,10 +47,9 @@ from experiments.results.files import (
 )
 from experiments.results.folders import FolderLock
 from experiments.running.tasks import TABLES, Outcome, Task
-from experiments.scenario.sweep import Sweep
 from sim.model import CapsimError
 
-__all__ = ["ResultStore", "new_manifest", "sweep_manifest", "grid_label_types", "MANIFEST"]
+__all__ = ["ResultStore", "new_manifest", "MANIFEST"]
 
 MANIFEST = "manifest.json"
 _LEGACY_MANIFEST = "sweep.json"
@@ -71,17 +67,6 @@ def new_manifest(kind: str, name: str, file: str, fields: Sequence[str], policie
     """What one command into a folder covers: reports show these runs unless asked for every run there."""
     return {"format": FORMAT, "kind": kind, "name": name, "file": file, "grid_fields": list(fields),
             "policies": list(policies), "seeds": list(seeds), "run_ids": sorted(set(run_ids))}
-
-
-def sweep_manifest(sweep: Sweep, tasks: Sequence[Task]) -> dict[str, Any]:
-    """What a sweep covers, for reports: grid fields, policy order, seeds and the run ids of ``tasks``."""
-    return new_manifest("sweep", sweep.name, sweep.file, sweep.fields, [p.label for p in sweep.policies], sweep.seeds,
-                        [t.run_id for t in tasks])
-
-
-def grid_label_types(sweep: Sweep) -> dict[str, pa.DataType]:
-    """The one Arrow type of each grid field's column in every table (``results.files.label_type``)."""
-    return {f: label_type(values) for f, values in sweep.grid_values().items()}
 
 
 class ResultStore:

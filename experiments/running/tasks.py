@@ -16,9 +16,8 @@ from typing import Any
 import pandas as pd
 
 from experiments.scenario import PolicySpec, Scenario, build_policy
-from experiments.scenario.sweep import Sweep
 
-__all__ = ["Task", "Outcome", "execute", "sweep_tasks", "TABLES"]
+__all__ = ["Task", "Outcome", "execute", "TABLES"]
 
 TABLES = ("jobs", "nodes", "decisions", "segments")
 """The per-run record tables of ``sim.engine.RunResult`` that are stored (one row per job, node interval, decision,
@@ -134,8 +133,3 @@ def _lower_bound(jobs: list[Any], cluster: Any, truth: Any) -> float:
             return float(instance_bound(jobs, cluster.configs, truth, [s.allowed for s in cluster.slots]))
     except Exception:  # noqa: BLE001 (the run's own results stand without it)
         return math.nan
-
-
-def sweep_tasks(sweep: Sweep) -> list[Task]:
-    """The tasks of every run of ``sweep`` (``Sweep.runs``), in order."""
-    return [Task.make(r.scenario, r.policy, r.seed, r.labels, r.run_id) for r in sweep.runs()]

@@ -15,7 +15,13 @@ from pathlib import Path
 
 from experiments.scenario.checks import semantic_problems, validate_scenario
 from experiments.scenario.cluster import ClusterSpec
-from experiments.scenario.components import PolicySpec, PredictorSpec, build_policy, registered_policies
+from experiments.scenario.components import (
+    PolicySpec,
+    PredictorSpec,
+    build_policy,
+    registered_policies,
+    select_policies,
+)
 from experiments.scenario.loading import Source, raise_problems, read_yaml
 from experiments.scenario.spec import Scenario, parse_seeds
 from experiments.scenario.workload import TraceSpec, WorkloadSpec
@@ -34,6 +40,7 @@ __all__ = [
     "parse_seeds",
     "registered_policies",
     "build_policy",
+    "select_policies",
 ]
 
 

@@ -4,11 +4,13 @@ the registries (a predictor once per process and spec, since fits are costly).""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["PolicySpec", "PredictorSpec", "registered_policies", "param_names", "build_policy", "build_predictor"]
+__all__ = ["PolicySpec", "PredictorSpec", "registered_policies", "param_names", "select_policies", "build_policy",
+           "build_predictor"]
 
 
 class PolicySpec(BaseModel):
@@ -53,6 +55,36 @@ def registered_policies(fixed: bool = True) -> list[str]:
     import optim
 
     return [k for k, cls in optim.registry(aliases=False).items() if fixed or getattr(cls, "plans_capacity", True)]
+
+
+def select_policies(specs: list[PolicySpec], names: str | Sequence[str] | None, option: str) -> list[PolicySpec]:
+    """The policies to run: ``specs`` (a file's), or those ``names`` names (comma-separated text or a list), each a
+    policy name of the file or a registered kind, each once (a policy run twice per seed would count twice in
+    every mean); a mistake is a CapsimError naming ``option`` with a did-you-mean."""
+    import optim
+    from experiments.scenario.loading import did_you_mean
+    from sim.model import CapsimError
+
+    if names is None:
+        return list(specs)
+    wanted = [n.strip() for n in (names.split(",") if isinstance(names, str) else names) if str(n).strip()]
+    if not wanted:
+        raise CapsimError(f"{option}: expected at least one policy name, found none")
+    by_label = {s.label: s for s in specs}
+    known = optim.registry()
+    out: list[PolicySpec] = []
+    for n in wanted:
+        if any(p.label == n for p in out):
+            raise CapsimError(f"{option}: {n!r} is named twice; each policy runs once per seed (a second would count "
+                              f"twice in every mean)")
+        if n in by_label:
+            out.append(by_label[n])
+        elif n in known:
+            out.append(PolicySpec(kind=n))
+        else:
+            raise CapsimError(f"{option}: unknown policy {n!r}{did_you_mean(n, [*by_label, *known])} (the file has "
+                              f"{', '.join(by_label)}; the registered kinds are {', '.join(sorted(known))})")
+    return out
 
 
 def build_policy(spec: PolicySpec, single_thread: bool = False) -> Any:

@@ -10,14 +10,16 @@ import difflib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, get_args, get_origin
+from types import UnionType
+from typing import Annotated, Any, Union, get_args, get_origin
 
 import yaml
 from pydantic import BaseModel, ValidationError
 
 from sim.model import CapsimError
 
-__all__ = ["Source", "Problem", "read_yaml", "raise_problems", "pydantic_problems", "did_you_mean", "path_str"]
+__all__ = ["Source", "Problem", "read_yaml", "raise_problems", "pydantic_problems", "did_you_mean", "path_str",
+           "inner_model", "free_mapping"]
 
 Path_ = tuple[str | int, ...]
 
@@ -247,11 +249,11 @@ def _model_at(model: type[BaseModel], loc: Sequence[Any]) -> type[BaseModel] | N
         if isinstance(part, str) and part.startswith("<"):
             current = _tagged(current, part) or current
             continue
-        fields = getattr(_inner_model(current), "model_fields", None)
+        fields = getattr(inner_model(current), "model_fields", None)
         if not fields or part not in fields:
             return None
         current = fields[part].annotation
-    current = _inner_model(current)
+    current = inner_model(current)
     return current if isinstance(current, type) and issubclass(current, BaseModel) else None
 
 
@@ -269,17 +271,31 @@ def _tagged(annotation: Any, tag: str) -> Any:
     return None
 
 
-def _inner_model(annotation: Any) -> Any:
+def inner_model(annotation: Any) -> Any:
+    """The first pydantic model inside a field's annotation (through unions, ``Annotated`` and containers), or None:
+    the model that owns the keys below the field (error locations, dotted paths of a sweep's grid)."""
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return annotation
     for arg in getattr(annotation, "__args__", ()) or ():
-        found = _inner_model(arg)
+        found = inner_model(arg)
         if found is not None:
             return found
     meta = getattr(annotation, "__origin__", None)
     if meta is not None:
-        return _inner_model(meta)
+        return inner_model(meta)
     return None
+
+
+def free_mapping(annotation: Any) -> bool:
+    """Whether a field takes a mapping of free keys (``dict[str, ...]``, alone or as a member of a union): its keys
+    are data, not fields of a model."""
+    if get_origin(annotation) is dict or annotation is dict:
+        return True
+    if get_origin(annotation) is Annotated:
+        return free_mapping(get_args(annotation)[0])
+    if get_origin(annotation) in (Union, UnionType):
+        return any(free_mapping(a) for a in get_args(annotation))
+    return False
 
 
 def pydantic_problems(err: ValidationError, model: type[BaseModel], prefix: Path_ = ()) -> list[Problem]:

@@ -30,7 +30,16 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from experiments.scenario.checks import validate_scenario
 from experiments.scenario.components import PolicySpec
-from experiments.scenario.loading import Problem, did_you_mean, path_str, pydantic_problems, raise_problems, read_yaml
+from experiments.scenario.loading import (
+    Problem,
+    did_you_mean,
+    free_mapping,
+    inner_model,
+    path_str,
+    pydantic_problems,
+    raise_problems,
+    read_yaml,
+)
 from experiments.scenario.names import name_problem, slug
 from experiments.scenario.spec import Scenario
 
@@ -67,7 +76,7 @@ def _merge(base: Any, over: Any) -> Any:
     return copy.deepcopy(over)
 
 
-def _set_path(data: dict[str, Any], path: str, value: Any) -> None:
+def set_path(data: dict[str, Any], path: str, value: Any) -> None:
     parts = path.split(".")
     cur = data
     for p in parts[:-1]:
@@ -79,7 +88,7 @@ def _set_path(data: dict[str, Any], path: str, value: Any) -> None:
     cur[parts[-1]] = copy.deepcopy(value)
 
 
-def _check_path(path: str) -> str | None:
+def path_problem(path: str) -> str | None:
     """``None`` if ``path`` names a scenario field (or a key inside a free-form mapping field), else the reason."""
     parts = path.split(".")
     if parts[0] in ("policies", "seeds"):
@@ -92,18 +101,10 @@ def _check_path(path: str) -> str | None:
                 return None
             where = ".".join(parts[:i]) or "a scenario"
             return f"{where} has no field {p!r}{did_you_mean(p, fields)} (fields: {', '.join(fields)})"
-        model = _submodel(fields[p].annotation)
+        annotation = fields[p].annotation
+        model = None if free_mapping(annotation) else inner_model(annotation)
         if model is None:
             return None
-    return None
-
-
-def _submodel(annotation: Any) -> Any:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    for arg in getattr(annotation, "__args__", ()) or ():
-        if isinstance(arg, type) and issubclass(arg, BaseModel):
-            return arg
     return None
 
 
@@ -144,14 +145,15 @@ class Sweep:
     seeds: list[int]
     extra: dict[str, Any] = field(default_factory=dict)
 
-    def runs(self) -> list[SweepRun]:
-        """Every run (grid point × policy × seed), runs with the same resolved configuration (run id) once."""
+    def runs(self, policies: list[PolicySpec] | None = None, seeds: list[int] | None = None) -> list[SweepRun]:
+        """Every run (grid point × policy × seed, for the sweep's policies and seeds or those given), runs with the
+        same resolved configuration (run id) once."""
         out: list[SweepRun] = []
         seen: set[str] = set()
         for pt in self.points:
             labels = [(k, grid_value_label(v)) for k, v in pt.values]
-            for pol in self.policies:
-                for seed in self.seeds:
+            for pol in self.policies if policies is None else policies:
+                for seed in self.seeds if seeds is None else seeds:
                     rid = pt.scenario.run_id(pol, seed)
                     if rid not in seen:
                         seen.add(rid)
@@ -276,7 +278,7 @@ def load_sweep(path: str | Path) -> Sweep:
         pairs = tuple(kv for part in combo for kv in part)
         data_pt = copy.deepcopy(base)
         for k, v in pairs:
-            _set_path(data_pt, k, v)
+            set_path(data_pt, k, v)
         sc, probs = validate_scenario(data_pt, str(p), base_dir)
         if probs:
             where = ", ".join(f"{k}={v!r}" for k, v in pairs)
@@ -295,7 +297,7 @@ def axes_given(sf: SweepFile) -> bool:
 
 
 def _grid_key_ok(key: str, values: list[Any], where: tuple, fields: list[str], problems: list[Problem]) -> bool:
-    reason = _check_path(key)
+    reason = path_problem(key)
     if reason:
         problems.append(Problem(where, f"expected a dotted path to a scenario field; {reason}"))
         return False
@@ -310,7 +312,7 @@ def _grid_key_ok(key: str, values: list[Any], where: tuple, fields: list[str], p
 
 def _value_problems(base: dict, key: str, value: Any, file: str, base_dir: Path, where: tuple) -> list[Problem]:
     data = copy.deepcopy(base)
-    _set_path(data, key, value)
+    set_path(data, key, value)
     _, probs = validate_scenario(data, file, base_dir, runnable=False)
     out = []
     for pr in probs:  # the base scenario is valid, so every problem here comes from this value

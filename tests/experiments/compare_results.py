@@ -18,7 +18,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from experiments.results.reading import load_results  # noqa: E402
+from experiments.results.reading import read_results  # noqa: E402
 
 SKIP = {"figures", "sweep.json", "manifest.json", "sweep.lock"}
 ADDED_OK = False
@@ -46,7 +46,7 @@ def _frames(a: pd.DataFrame, b: pd.DataFrame, what: str, problems: list[str]) ->
 
 def compare(base: Path, new: Path) -> list[str]:
     problems: list[str] = []
-    new_tables = load_results(new, all_runs=True) if (new / "summary").is_dir() else {}
+    new_tables = read_results(new, all_runs=True).tables if (new / "summary").is_dir() else {}
     for fa in sorted(base.iterdir()):
         if fa.name in SKIP:
             continue

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from experiments.cli import main
-from experiments.results.reading import load_results
+from experiments.results.reading import read_results
 from experiments.scenario import PolicySpec, load_scenario
 from sim import catalogue
 from sim.model import Billing, CapsimError
@@ -102,7 +102,7 @@ def test_a_run_on_a_cloud_vm_bills_by_its_providers_rule(tmp_path: Path) -> None
                        policies=[{"kind": "fifo"}], seeds=[0])
     out = tmp_path / "out"
     assert main(["run", str(write_yaml(tmp_path / "s.yaml", d)), "--out", str(out), "--quiet", "--workers", "1"]) == 0
-    t = load_results(out)
+    t = read_results(out).tables
     (node,) = t["nodes"].itertuples()
     assert (node.vm_type, node.billed_seconds) == ("g4dn.xlarge", 60.0)
     assert node.stop_time - node.start_time == pytest.approx(30.0), "on for 30 s, billed the 60 s minimum"

@@ -17,7 +17,7 @@ import pytest
 from experiments.cli import EXIT_INTERNAL, main
 from experiments.results import files as results
 from experiments.results.folders import LOCK, FolderLock
-from experiments.results.reading import load_results
+from experiments.results.reading import read_results
 from experiments.results.store import MANIFEST, ResultStore
 from experiments.running.tasks import TABLES
 from experiments.scenario.names import slug
@@ -119,7 +119,7 @@ def test_report_never_pools_different_scenarios(tmp_path: Path, capsys) -> None:
     assert sorted(zip(every.scenario, every.policy)) == sorted(
         (s, p) for s in ("slow", "fast") for p in ("fifo", "edf"))
     assert (every.n == 2).all(), "each row is one scenario's two seeds, never four runs of two scenarios"
-    summary = load_results(out, all_runs=True)["summary"]
+    summary = read_results(out, all_runs=True).tables["summary"]
     fast = summary[summary.config.str.contains('"mean_interarrival": 30')]
     row = every[(every.scenario == "fast") & (every.policy == "fifo")].iloc[0]
     assert row.total_cost_mean == pytest.approx(fast[fast.policy == "fifo"].total_cost.mean())
@@ -326,9 +326,8 @@ def test_the_announced_job_count_is_the_trace_s(tmp_path: Path, capsys) -> None:
     (tmp_path / "jobs.csv").write_text("submit_time,application,framework,iterations,batch_size,name\n"
                                        + "".join(f"{10 * i},deepspeech,tensorflow,2528,4,J1\n" for i in range(3)))
     sc = small_scenario(workload={"trace": "jobs.csv"}, seeds=[0], policies=[{"kind": "fifo"}])
-    assert main(["run", str(write_yaml(tmp_path / "s.yaml", sc)), "--out", str(tmp_path / "o"), "--workers", "1",
-                 "--quiet"]) == 0
-    assert "3 jobs on 2 nodes" in capsys.readouterr().out
+    assert main(["run", str(write_yaml(tmp_path / "s.yaml", sc)), "--out", str(tmp_path / "o"), "--workers", "1"]) == 0
+    assert "3 jobs on 2 nodes" in capsys.readouterr().err
 
 
 def test_predict_show_goes_on_when_one_predictor_fails(monkeypatch, capsys) -> None:

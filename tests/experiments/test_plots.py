@@ -30,7 +30,7 @@ from experiments.plots import (
     specs,
 )
 from experiments.plots.style import FONT_SIZE, KINDS, set_scale
-from experiments.results.reading import open_results
+from experiments.results.reading import read_results
 
 from .conftest import small_scenario, write_yaml
 
@@ -60,13 +60,13 @@ def run_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def data(sweep_dir: Path) -> PlotData:
-    res = open_results(sweep_dir)
+    res = read_results(sweep_dir)
     return PlotData(res.tables, res.fields, res.policies)
 
 
 @pytest.fixture(scope="module")
 def run_data(run_dir: Path) -> PlotData:
-    res = open_results(run_dir)
+    res = read_results(run_dir)
     return PlotData(res.tables, res.fields, res.policies, "bootstrap")
 
 

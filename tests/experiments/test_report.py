@@ -16,7 +16,7 @@ from scipy import stats
 from experiments.cli import main
 from experiments.results.intervals import FEW_RUNS, interval
 from experiments.results.labels import field_equals, field_label, field_value
-from experiments.results.reading import load_results
+from experiments.results.reading import read_results
 from experiments.results.report import aggregate, notes, render
 
 from .conftest import small_scenario, write_yaml
@@ -172,7 +172,7 @@ def test_report_formats(sweep_out: Path, capsys, fmt: str) -> None:
     if fmt == "csv":
         df = pd.read_csv(io.StringIO(out))
         assert len(df) == 4 and {"total_cost_mean", "total_cost_lo", "total_cost_hi", "n"} <= set(df.columns)
-        s = load_results(sweep_out)["summary"]
+        s = read_results(sweep_out).tables["summary"]
         g = s[(s.policy == "fifo") & (s["workload.mean_interarrival"] == 30)].total_cost
         row = df[(df.policy == "fifo") & (df["workload.mean_interarrival"] == 30)].iloc[0]
         half = stats.t.ppf(0.975, 1) * g.std(ddof=1) / 2 ** 0.5

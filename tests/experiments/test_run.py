@@ -136,3 +136,49 @@ def test_noisy_estimator_against_the_measured_truth_from_yaml(tmp_path: Path) ->
     for r in jobs.head(5).itertuples():
         spec = catalogue.job_types()[r.name]
         assert r.true_runtime == pytest.approx(measured.runtime(spec, catalogue.vm_type(r.vm_type), r.gpus))
+
+
+def test_run_keeps_finished_runs_and_force_redoes_them(tiny: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "o"
+    assert main(["run", str(tiny), "--out", str(out), "--workers", "1"]) == 0
+    first = capsys.readouterr()
+    assert "4 to run" in first.err and "fifo" in first.out and "runs finished" not in first.out  # notes on stderr
+    stamps = {p: p.stat().st_mtime_ns for p in out.rglob("*.parquet")}
+    assert main(["run", str(tiny), "--out", str(out), "--workers", "1"]) == 0
+    again = capsys.readouterr()
+    assert "4 already done, 0 to run" in again.err and "0 runs finished" in again.err
+    assert again.out == first.out, "the table of a run whose runs were all done is read back from the folder"
+    assert {p: p.stat().st_mtime_ns for p in out.rglob("*.parquet")} == stamps
+    assert main(["run", str(tiny), "--out", str(out), "--workers", "1", "--force"]) == 0
+    forced = capsys.readouterr()
+    assert "4 runs finished" in forced.err and forced.out == first.out
+    assert all(p.stat().st_mtime_ns != t for p, t in stamps.items() if p.parent.name == "summary")
+
+
+def test_run_reruns_a_damaged_run_as_sweep_does(tiny: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "o"
+    assert main(["run", str(tiny), "--out", str(out), "--workers", "1", "--quiet"]) == 0
+    victim = sorted((out / "jobs").glob("*.parquet"))[0]
+    victim.write_bytes(victim.read_bytes()[:-7] + b"garbage")
+    capsys.readouterr()
+    assert main(["run", str(tiny), "--out", str(out), "--workers", "1"]) == 0
+    err = capsys.readouterr().err
+    assert f"run {victim.stem} will run again" in err and "1 runs finished" in err and "3 already done" in err
+
+
+@pytest.mark.parametrize("names", ["edf,edf", "edf, fifo,edf"])
+def test_a_policy_named_twice_is_refused_by_run_and_api_alike(tiny: Path, tmp_path: Path, capsys, names) -> None:
+    from experiments import api
+    from sim.model import CapsimError
+
+    assert main(["run", str(tiny), "--out", str(tmp_path / "o"), "--policies", names]) == 2
+    assert "--policies: 'edf' is named twice" in capsys.readouterr().err
+    with pytest.raises(CapsimError, match="policies: 'edf' is named twice"):
+        api.run(tiny, policies=names)
+    with pytest.raises(CapsimError, match="policies: 'edf' is named twice"):
+        api.run(tiny, policies=[n.strip() for n in names.split(",")])
+
+
+def test_a_misspelt_policy_gets_a_suggestion(tiny: Path, capsys) -> None:
+    assert main(["run", str(tiny), "--policies", "insertoin"]) == 2
+    assert "unknown policy 'insertoin'; did you mean 'insertion'?" in capsys.readouterr().err

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from experiments.cli import main
-from experiments.results.reading import load_results
+from experiments.results.reading import read_results
 from experiments.scenario import PolicySpec, load_scenario
 from sim.model import CapsimError
 
@@ -85,7 +85,7 @@ def test_a_spot_run_records_revocations_and_the_spot_share(tmp_path: Path) -> No
                        policies=[{"kind": "fifo", "spot": True}], seeds=[0, 1])
     out = tmp_path / "out"
     assert main(["run", str(write_yaml(tmp_path / "s.yaml", d)), "--out", str(out), "--quiet", "--workers", "1"]) == 0
-    t = load_results(out)
+    t = read_results(out).tables
     s = t["summary"]
     assert (s["revocations"] > 0).all() and (s["spot_cost_share"] > 0.9).all() and (s["lost_gpu_hours"] > 0).all()
     nodes = t["nodes"]
@@ -99,7 +99,7 @@ def test_a_sweep_over_spot_reports_and_plots_the_on_demand_point_too(tmp_path: P
     """A grid value left empty (YAML null: no spot VMs) is a grid point like the others: its own report row named
     'none' and its own, non-empty panel in every faceted figure (NaN never equals NaN, so a plain == lost it)."""
     from experiments.plots import PlotData, render, specs
-    from experiments.results.reading import open_results
+    from experiments.results.reading import read_results
 
     base = small_scenario(cluster={"nodes": 2, "vm_types": L4, "checkpoint_interval": 600}, predictor=ANYWHERE)
     sweep = {"scenario": {k: v for k, v in base.items() if k not in ("policies", "seeds")},
@@ -112,7 +112,7 @@ def test_a_sweep_over_spot_reports_and_plots_the_on_demand_point_too(tmp_path: P
     assert main(["report", str(out), "--format", "markdown", "--metrics", "total_cost"]) == 0
     rows = [r for r in capsys.readouterr().out.splitlines() if r.startswith("| ") and "policy" not in r]
     assert sorted(r.split(" | ")[0] for r in rows) == ["| none"] * 2 + ["| revocation rate 2 per hour"] * 2
-    res = open_results(out)
+    res = read_results(out)
     data = PlotData(res.tables, res.fields, res.policies)
     assert [sorted(data.select(data.summary, pt)["policy"]) for pt in data.points()] == [["edf"] * 2 + ["fifo"] * 2] * 2
     from tests.experiments.test_plots import check_printable

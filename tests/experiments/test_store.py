@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from experiments.cli import main
-from experiments.results.reading import load_results, open_results, recompute
+from experiments.results.reading import read_results, recompute_summary
 from experiments.results.store import MANIFEST, ResultStore
 from experiments.running.tasks import TABLES
 from sim import metrics as sim_metrics
@@ -53,7 +53,7 @@ def test_run_and_sweep_write_one_layout(run_dir: Path, sweep_dir: Path) -> None:
 def test_summary_csv_is_the_flat_export_of_the_finished_runs(run_dir: Path, sweep_dir: Path) -> None:
     for d, first in ((run_dir, ["policy", "seed"]), (sweep_dir, ["cluster.nodes", "policy", "seed"])):
         flat = pd.read_csv(d / "summary.csv")
-        stored = load_results(d)["summary"]
+        stored = read_results(d).tables["summary"]
         assert list(flat.columns[:len(first) + 3]) == first + ["vm_cost", "tardiness_cost", "total_cost"]
         assert "config" not in flat.columns and set(flat.columns) == set(stored.columns) - {"config"}
         assert list(flat.run_id) == list(stored.run_id)
@@ -63,25 +63,25 @@ def test_summary_csv_is_the_flat_export_of_the_finished_runs(run_dir: Path, swee
 
 
 def test_recompute_gives_the_stored_metrics_exactly(run_dir: Path) -> None:
-    tables = load_results(run_dir)
-    again = recompute(tables, with_segments=ResultStore(run_dir).runs_with("segments"))
+    tables = read_results(run_dir).tables
+    again = recompute_summary(tables, with_segments=ResultStore(run_dir).runs_with("segments"))
     pd.testing.assert_frame_equal(again, tables["summary"], check_exact=True)
     assert (tables["summary"]["gpu_utilisation"] > 0).all()
 
 
 def test_recompute_without_segments_falls_back_to_the_node_table(run_dir: Path) -> None:
-    tables = load_results(run_dir)
-    again = recompute(tables, with_segments=set())
+    tables = read_results(run_dir).tables
+    again = recompute_summary(tables, with_segments=set())
     names = [m for m in sim_metrics.METRICS if m != "gpu_utilisation"]
     pd.testing.assert_frame_equal(again[names], tables["summary"][names], check_exact=True)
     np.testing.assert_allclose(again.gpu_utilisation, tables["summary"].gpu_utilisation, rtol=1e-12)
 
 
 def test_recompute_of_chosen_metrics_leaves_the_others(run_dir: Path) -> None:
-    tables = load_results(run_dir)
+    tables = read_results(run_dir).tables
     tables["summary"]["late_jobs"] = -1.0
-    again = recompute(tables, metrics=["vm_cost"])
-    assert (again.late_jobs == -1.0).all() and (again.vm_cost == load_results(run_dir)["summary"].vm_cost).all()
+    again = recompute_summary(tables, metrics=["vm_cost"])
+    assert (again.late_jobs == -1.0).all() and (again.vm_cost == read_results(run_dir).tables["summary"].vm_cost).all()
 
 
 @pytest.fixture
@@ -97,7 +97,7 @@ def test_a_metric_declared_later_shows_up_in_report(run_dir: Path, new_metric, c
     assert "--recompute" in capsys.readouterr().err
     assert main(["report", str(run_dir), "--metrics", "total_cost,max_gpus", "--recompute", "--format", "csv"]) == 0
     df = pd.read_csv(pd.io.common.StringIO(capsys.readouterr().out))
-    jobs = load_results(run_dir)["jobs"]
+    jobs = read_results(run_dir).tables["jobs"]
     for policy, g in jobs.groupby("policy"):
         expected = g.groupby("run_id")["gpus"].max().mean()
         assert df.set_index("policy").loc[policy, "max_gpus_mean"] == pytest.approx(expected)
@@ -147,15 +147,15 @@ def test_a_folder_of_the_earlier_sweep_layout_is_read(sweep_dir: Path, tmp_path:
     del manifest["runs"]  # older folders recorded no runs (nor checksums)
     (old / "sweep.json").write_text(json.dumps(manifest))
     (old / MANIFEST).unlink()
-    res = open_results(old, recompute_metrics=True)
+    res = read_results(old, recompute=True)
     assert len(res.tables["summary"]) == 3 and res.fields == ["cluster.nodes"] and res.tables["segments"].empty
-    assert len(open_results(old, all_runs=True).tables["summary"]) == 8
+    assert len(read_results(old, all_runs=True).tables["summary"]) == 8
 
 
 def test_a_flat_folder_of_an_older_run_is_named(tmp_path: Path) -> None:
     (tmp_path / "jobs.parquet").write_bytes(b"")
     with pytest.raises(CapsimError, match="older `capsim run`"):
-        open_results(tmp_path)
+        read_results(tmp_path)
 
 
 def test_a_second_run_into_the_folder_keeps_the_first_runs(run_dir: Path, tmp_path: Path) -> None:
@@ -166,4 +166,4 @@ def test_a_second_run_into_the_folder_keeps_the_first_runs(run_dir: Path, tmp_pa
     sc = small_scenario(policies=[{"kind": "edf"}], seeds=[7])
     assert main(["run", str(write_yaml(tmp_path / "s.yaml", sc)), "--out", str(d), "--quiet", "--workers", "1"]) == 0
     assert list(pd.read_csv(d / "summary.csv").policy) == ["edf"]
-    assert len(load_results(d, all_runs=True)["summary"]) == 5
+    assert len(read_results(d, all_runs=True).tables["summary"]) == 5

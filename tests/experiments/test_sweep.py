@@ -11,9 +11,10 @@ import pytest
 
 import optim
 from experiments.cli import main
-from experiments.results.reading import load_results
+from experiments.results.reading import read_results
 from experiments.results.store import ResultStore
-from experiments.running.tasks import TABLES, sweep_tasks
+from experiments.running.tasks import TABLES
+from experiments.runs import plan
 from experiments.scenario.sweep import load_sweep
 from optim.base import Policy
 from sim.model import CapsimError, Plan, Snapshot
@@ -59,14 +60,14 @@ def test_cartesian_and_zipped_grid(tmp_path: Path) -> None:
         v = dict(p.values)
         assert p.scenario.cluster.node_count == v["cluster.nodes"] and p.scenario.n_jobs == v["workload.jobs"]
         assert p.scenario.workload.mean_interarrival == v["workload.mean_interarrival"]
-    tasks = sweep_tasks(sw)
+    tasks = plan(sw).tasks
     assert len(tasks) == 6 * 2 * 2 and len({t.run_id for t in tasks}) == len(tasks)
 
 
 def test_run_ids_survive_a_grown_grid(tmp_path: Path) -> None:
-    small = {t.run_id for t in sweep_tasks(load_sweep(write_yaml(tmp_path / "a.yaml", sweep_data())))}
+    small = {t.run_id for t in plan(load_sweep(write_yaml(tmp_path / "a.yaml", sweep_data()))).tasks}
     grown = sweep_data(grid={"workload.mean_interarrival": [30, 60, 90]}, seeds=[0, 1, 2])
-    big = {t.run_id for t in sweep_tasks(load_sweep(write_yaml(tmp_path / "b.yaml", grown)))}
+    big = {t.run_id for t in plan(load_sweep(write_yaml(tmp_path / "b.yaml", grown))).tasks}
     assert small < big and len(big) == 3 * 2 * 3
 
 
@@ -178,7 +179,7 @@ def files_of(d: Path) -> dict[str, float]:
 def test_sweep_writes_datasets_and_never_redoes_runs(sweep_file: Path, tmp_path: Path, capsys) -> None:
     out = tmp_path / "out"
     assert main(["sweep", str(sweep_file), "--out", str(out), "--workers", "1", "--quiet"]) == 0
-    t = load_results(out)
+    t = read_results(out).tables
     assert len(t["summary"]) == 2 * 2 * 2 and t["failures"].empty
     assert {"run_id", "workload.mean_interarrival", "policy", "seed"} <= set(t["summary"].columns)
     assert {"run_id", "workload.mean_interarrival", "policy", "seed", "job_id"} <= set(t["jobs"].columns)
@@ -189,7 +190,8 @@ def test_sweep_writes_datasets_and_never_redoes_runs(sweep_file: Path, tmp_path:
     before = files_of(out)
     capsys.readouterr()
     assert main(["sweep", str(sweep_file), "--out", str(out), "--workers", "1"]) == 0
-    assert "0 runs finished" in capsys.readouterr().out
+    printed = capsys.readouterr()
+    assert "0 runs finished" in printed.err and printed.out == f"{out}\n"  # notes on stderr, the result on stdout
     assert files_of(out) == before
 
 
@@ -200,24 +202,24 @@ def test_a_grown_grid_runs_only_the_new_points(sweep_file: Path, tmp_path: Path,
     grown = write_yaml(tmp_path / "grown.yaml", sweep_data(grid={"workload.mean_interarrival": [30, 60, 90]}))
     capsys.readouterr()
     assert main(["sweep", str(grown), "--out", str(out), "--workers", "1", "--quiet"]) == 0
-    text = capsys.readouterr().out
+    text = capsys.readouterr().err
     assert "4 runs finished" in text and "8 were already done" in text
     after = files_of(out)
     assert all(after[k] == v for k, v in before.items()) and len(after) == len(before) + 4 * (1 + len(TABLES))
-    assert len(load_results(out)["summary"]) == 12
+    assert len(read_results(out).tables["summary"]) == 12
 
 
 def test_resume_after_a_kill(sweep_file: Path, tmp_path: Path) -> None:
     """A run killed between its files (jobs written, summary not) and a stale temp file: only that run is redone."""
     out = tmp_path / "out"
     assert main(["sweep", str(sweep_file), "--out", str(out), "--workers", "1", "--quiet"]) == 0
-    complete = load_results(out)
+    complete = read_results(out).tables
     victim = sorted(ResultStore(out).finished())[3]
     (out / "summary" / f"{victim}.parquet").unlink()
     (out / "decisions" / f"{victim}.parquet").unlink()
     (out / "jobs" / f"{victim}.parquet").write_bytes(b"PAR1 half-written garbage")
     (out / "nodes" / ".tmp-abc123.parquet").write_bytes(b"partial")
-    partial = load_results(out)
+    partial = read_results(out).tables
     assert len(partial["summary"]) == 7 and victim not in set(partial["jobs"]["run_id"])
     before = files_of(out)
     assert main(["sweep", str(sweep_file), "--out", str(out), "--workers", "1", "--quiet"]) == 0
@@ -225,7 +227,7 @@ def test_resume_after_a_kill(sweep_file: Path, tmp_path: Path) -> None:
     assert not list(out.rglob(".tmp-*"))
     redone = {k for k in after if before.get(k) != after[k]}
     assert redone == {f"{t}/{victim}.parquet" for t in ("summary", *TABLES)}
-    again = load_results(out)
+    again = read_results(out).tables
     for name in ("summary", "jobs", "nodes"):
         cols = [c for c in complete[name].columns if "wall" not in c]
         pd.testing.assert_frame_equal(complete[name][cols], again[name][cols])
@@ -253,7 +255,7 @@ def test_killed_sweep_process_resumes(sweep_file: Path, tmp_path: Path) -> None:
     first = ResultStore(out).finished()
     assert 3 <= len(first) < 40, "the sweep should have been killed part-way"
     assert main(["sweep", str(f), "--out", str(out), "--workers", "1", "--quiet"]) == 0
-    t = load_results(out)
+    t = read_results(out).tables
     assert len(t["summary"]) == 2 * 2 * 10 and first <= set(t["summary"]["run_id"])
     assert t["jobs"].groupby("run_id").size().eq(60).all()
 
@@ -286,7 +288,7 @@ def test_failing_run_is_recorded_and_others_finish(tmp_path: Path, monkeypatch, 
     assert main(["sweep", str(f), "--out", str(out), "--workers", "1", "--quiet"]) == 1
     err = capsys.readouterr().err
     assert "2 of 4 runs failed" in err and "no plan for one node" in err
-    t = load_results(out)
+    t = read_results(out).tables
     assert len(t["summary"]) == 2 and set(t["summary"]["cluster.nodes"]) == {2}
     fails = t["failures"]
     assert len(fails) == 2 and set(fails["cluster.nodes"]) == {1}
@@ -299,7 +301,7 @@ def _same_results(a: Path, b: Path) -> None:
         assert fa == sorted(p.name for p in (b / name).glob("*.parquet")) and fa
         for n in fa:
             assert (a / name / n).read_bytes() == (b / name / n).read_bytes(), f"{name}/{n}"
-    ta, tb = load_results(a), load_results(b)
+    ta, tb = read_results(a).tables, read_results(b).tables
     for name in ("summary", "decisions"):
         cols = [c for c in ta[name].columns if "wall" not in c]
         pd.testing.assert_frame_equal(ta[name][cols], tb[name][cols])
@@ -332,8 +334,9 @@ def test_report_shows_the_latest_sweep_unless_all(sweep_file: Path, tmp_path: Pa
     changed = write_yaml(tmp_path / "changed.yaml", d)
     assert main(["sweep", str(changed), "--out", str(out), "--workers", "1", "--quiet"]) == 0
     assert len(ResultStore(out).finished()) == 16
-    assert len(load_results(out)["summary"]) == 8 and set(load_results(out)["jobs"].groupby("run_id").size()) == {4}
-    assert len(load_results(out, all_runs=True)["summary"]) == 16
+    latest = read_results(out)
+    assert len(latest.summary) == 8 and set(latest.jobs.groupby("run_id").size()) == {4}
+    assert len(read_results(out, all_runs=True).tables["summary"]) == 16
     capsys.readouterr()
     assert main(["report", str(out), "--format", "csv"]) == 0
     assert set(pd.read_csv(pd.io.common.StringIO(capsys.readouterr().out))["n"]) == {2}
@@ -387,8 +390,8 @@ def test_expansion_covers_the_product_property(tmp_path_factory) -> None:
                   for v in (dict(p.values) for p in sw.points)}
         assert len(sw.points) == len(combos) == len(ia) * len(nodes)
         assert combos == {(a, n, 2 * n) for a in ia for n in nodes}
-        ids = [t.run_id for t in sweep_tasks(sw)]
+        ids = [t.run_id for t in plan(sw).tasks]
         assert len(ids) == len(set(ids)) == len(ia) * len(nodes) * 2 * seeds
-        assert ids == [t.run_id for t in sweep_tasks(load_sweep(d / "s.yaml"))]
+        assert ids == [t.run_id for t in plan(load_sweep(d / "s.yaml")).tasks]
 
     check()

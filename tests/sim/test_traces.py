@@ -161,7 +161,7 @@ def test_a_bare_path_and_its_mapping_are_the_same_run(tmp_path: Path) -> None:
 
 def test_a_trace_mapping_runs_end_to_end(tmp_path: Path) -> None:
     from experiments.cli import main
-    from experiments.results.reading import load_results
+    from experiments.results.reading import read_results
 
     (tmp_path / "jobs.csv").write_text("submit_time,application,framework,iterations,batch_size,name\n"
                                        "0,deepspeech,tensorflow,2528,4,J1\n30,deepspeech,tensorflow,2528,4,J1\n")
@@ -170,6 +170,6 @@ def test_a_trace_mapping_runs_end_to_end(tmp_path: Path) -> None:
         p = _scenario(tmp_path, trace)
         out[label] = tmp_path / label
         assert main(["run", str(p), "--out", str(out[label]), "--quiet", "--workers", "1"]) == 0
-    a, b = load_results(out["bare"]), load_results(out["mapping"])
+    a, b = read_results(out["bare"]).tables, read_results(out["mapping"]).tables
     assert list(a["jobs"].end_time) == [100.0, 200.0]
     pd.testing.assert_frame_equal(a["jobs"], b["jobs"])
