@@ -2,9 +2,10 @@
 (``gpu_priority``), the two rules Takayama et al. compare on MLPerf (``docs/mlperf.md``).
 
 Both give a job a whole server to itself ("one application per machine"): a free node (one hosting no job), all its
-GPUs (or the GPU count the job asks for; or the most the estimator answers for); no sharing, no preemption, no gangs. Like Gavel's policies they schedule the
-servers they are given (``plans_capacity`` false): on an empty slot of a rented cluster they start a VM of an allowed
-type with a finite estimate for the job (``even``: the first in catalogue order; ``gpu_priority``: the fastest).
+GPUs (or the GPU count the job asks for; or the most the estimator answers for); no sharing, no preemption, no gangs.
+Like Gavel's policies they schedule the servers they are given (``plans_capacity`` false): on an empty slot of a
+rented cluster they start a VM of an allowed type with a finite estimate for the job (``even``: the first in
+catalogue order; ``gpu_priority``: the fastest).
 
 - ``even``: jobs in arrival order; each takes the next free server in a round robin over the node indices, whatever
   its GPU type, so every server gets the same share of jobs of every kind.
@@ -143,7 +144,7 @@ class GPUPriority(_Assigner):
             assert vm is not None
             col = types.index(vm) if vm in types else None
             best, key = None, None
-            for i, jv in enumerate(waiting):
+            for i in range(len(waiting)):
                 if i in taken or col is None or not np.isfinite(est[i, col]):
                     continue
                 gain = speedup[i] if rank[vm.name] == slowest else est[i, slow_col] / est[i, col]
