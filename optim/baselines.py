@@ -8,6 +8,8 @@ today's clouds and fixed GPU clusters (both off by default, where the published 
   (sharing a VM: a server of 8 GPUs hosts eight 1-GPU jobs), else onto a free node as before.
 - ``spot``: spot VMs (``VMType.spot``) may be chosen, their D* cost and finish time taken at the expected runtime
   with revocations (``optim.common.spot_view``); without it they are never rented.
+- ``spot_rule: uniform_progress`` (implies ``spot``): Uniform Progress for many jobs (``optim.spot.fleet``): a job
+  ahead of its uniform pace starts only on spot, one near its deadline only on demand.
 
 A job larger than one VM (a gang, on a cluster that allows gangs) takes whole free nodes of its VM type (and, with
 ``pack``, the free GPUs of running ones), all parts starting together.
@@ -21,6 +23,7 @@ import numpy as np
 
 from optim.base import Policy, alias, register
 from optim.common import ConfigTable, config_table, d_star, hosted, spot_view
+from optim.spot.fleet import check_spot_rule, uniform_progress_snapshot
 from sim.model import Assignment, JobView, Plan, Snapshot
 
 __all__ = ["ListScheduler", "FIFO", "EDF", "Priority"]
@@ -153,9 +156,11 @@ class ListScheduler(Policy):
     may_share: ClassVar[bool] = False
     may_gang: ClassVar[bool] = True
 
-    def __init__(self, pack: bool = False, spot: bool = False):
+    def __init__(self, pack: bool = False, spot: bool = False, spot_rule: str | None = None):
         self.pack = bool(pack)
         self.spot = bool(spot)
+        self.spot_rule = spot_rule
+        check_spot_rule(self.name, spot_rule)
         if self.pack:
             self.may_share = True  # type: ignore[misc]
 
@@ -171,7 +176,10 @@ class ListScheduler(Policy):
         room = _Room(snapshot, table, self.pack)
         if room.empty():
             return Plan()
-        usable = ~table.spot if table.any_spot and not self.spot else None
+        weigh = self.spot or self.spot_rule is not None
+        if self.spot_rule is not None:
+            snapshot = uniform_progress_snapshot(snapshot)
+        usable = ~table.spot if table.any_spot and not weigh else None
         vms: dict[int, str] = {}
         start: list[Assignment] = []
         for jv in sorted(snapshot.waiting, key=type(self).order):
@@ -181,7 +189,7 @@ class ListScheduler(Policy):
             mask = room.reachable()
             if usable is not None:
                 mask = usable if mask is None else mask & usable
-            if self.spot:
+            if weigh:
                 jv = spot_view(jv, table, snapshot.rules)
             c = d_star(jv, snapshot.time, table, mask)
             if c is None:

@@ -27,6 +27,7 @@ import numpy as np
 
 from optim.base import Policy, register
 from optim.common import config_table, d_star, d_star_ranking, spot_view
+from optim.spot.fleet import check_spot_rule, uniform_progress_snapshot
 from sim.model import Assignment, Config, JobView, Plan, Snapshot, VMType
 
 __all__ = ["Greedy", "construct", "pick_prefix", "pressure_order"]
@@ -34,13 +35,20 @@ __all__ = ["Greedy", "construct", "pick_prefix", "pressure_order"]
 
 @register("greedy")
 class Greedy(Policy):
-    """Pressure-ordered best-fit list scheduling with GPU sharing (no preemption)."""
+    """Pressure-ordered best-fit list scheduling with GPU sharing (no preemption). ``spot_rule: uniform_progress``
+    narrows each waiting job to the market Uniform Progress allows it (``optim.spot.fleet``)."""
 
     may_preempt: ClassVar[bool] = False
     may_share: ClassVar[bool] = True
     may_gang: ClassVar[bool] = True
 
+    def __init__(self, spot_rule: str | None = None):
+        self.spot_rule = spot_rule
+        check_spot_rule(self.name, spot_rule)
+
     def decide(self, snapshot: Snapshot) -> Plan:
+        if self.spot_rule is not None:
+            snapshot = uniform_progress_snapshot(snapshot)
         return construct(snapshot)
 
 

@@ -26,7 +26,8 @@ import numpy as np
 from optim.base import register
 from optim.heuristics.base import Heuristic, polish
 from optim.heuristics.decision import Decision, Schedule
-from sim.model import VMType
+from optim.spot.fleet import check_spot_rule, uniform_progress_snapshot
+from sim.model import Plan, Snapshot, VMType
 
 __all__ = ["Insertion", "insert_cheapest", "descend"]
 
@@ -259,12 +260,20 @@ def descend(s: Schedule, limit: int, rounds: int) -> Schedule:
 class Insertion(Heuristic):
     """Cheapest insertion, then descent, on the MILP's objective (module docstring); deterministic, no solver.
     ``limit`` waiting jobs (those with the highest waiting penalty) are tried in the descent's moves that start a
-    job, and the descent makes at most ``rounds`` moves."""
+    job, and the descent makes at most ``rounds`` moves. ``spot_rule: uniform_progress`` narrows each waiting job to
+    the market Uniform Progress allows it (``optim.spot.fleet``)."""
 
-    def __init__(self, limit: int = 10, rounds: int = 50):
+    def __init__(self, limit: int = 10, rounds: int = 50, spot_rule: str | None = None):
         self.limit = int(limit)
         self.rounds = int(rounds)
+        self.spot_rule = spot_rule
         self._check(limit=self.limit, rounds=self.rounds)
+        check_spot_rule(self.name, spot_rule)
+
+    def decide(self, snapshot: Snapshot) -> Plan:
+        if self.spot_rule is not None:
+            snapshot = uniform_progress_snapshot(snapshot)
+        return super().decide(snapshot)
 
     def search(self, dec: Decision, rng: np.random.Generator) -> Schedule:
         return polish(descend(insert_cheapest(Schedule(dec)), self.limit, self.rounds))

@@ -17,6 +17,7 @@ from optim.milp.model import Model
 from optim.milp.solution import set_warm_start, to_plan
 from optim.milp.solvers import SOLVERS, report_licence_once, solve
 from optim.milp.waiting import WAIT_ESTIMATES
+from optim.spot.fleet import check_spot_rule, uniform_progress_snapshot
 from sim.model import CapsimError, DecisionInfo, Plan, Snapshot
 
 __all__ = ["MILP"]
@@ -32,7 +33,9 @@ class MILP(Policy):
     (Δ in the waiting penalty: ``mean`` or ``earliest`` running completion, see ``next_decision_delay``), ``dominance``
     (``safe``: exact reductions only; ``pareto``: also drop configs beaten across VM types, faster but a heuristic),
     ``solver_path`` (a CBC binary), ``solver_options`` (passed to the solver as they are), ``extra_constraints``
-    (a callable adding constraints to the Model: research and tests only), ``msg`` (solver log on stdout).
+    (a callable adding constraints to the Model: research and tests only), ``msg`` (solver log on stdout),
+    ``spot_rule`` (``uniform_progress``: each waiting job only on the market Uniform Progress allows it, see
+    ``optim.spot.fleet``; spot at its expected runtime from the revocation rate either way).
     ``fallback_policy`` is the fallback built from its name: derived, not a parameter.
     """
 
@@ -55,6 +58,7 @@ class MILP(Policy):
         solver_options: dict[str, Any] | None = None,
         extra_constraints: Callable[[Model], None] | None = None,
         msg: bool = False,
+        spot_rule: str | None = None,
     ):
         if solver not in SOLVERS:
             raise CapsimError(f"milp policy: unknown solver {solver!r}; choose one of {', '.join(SOLVERS)}")
@@ -85,6 +89,8 @@ class MILP(Policy):
         self.solver_options = dict(solver_options) if solver_options is not None else None
         self.extra_constraints = extra_constraints
         self.msg = bool(msg)
+        self.spot_rule = spot_rule
+        check_spot_rule("milp", spot_rule)
 
     def _fall_back(self, snapshot: Snapshot, status: str, reason: str | None, size: tuple[int, int] | None) -> Plan:
         plan = self.fallback_policy.decide(snapshot)
@@ -99,6 +105,8 @@ class MILP(Policy):
         return replace(plan, info=info)
 
     def decide(self, snapshot: Snapshot) -> Plan:
+        if self.spot_rule is not None:
+            snapshot = uniform_progress_snapshot(snapshot)
         snapshot = spot_snapshot(snapshot)  # spot configurations at their expected runtime (revocations' lost work)
         if not snapshot.waiting and not (self.preempt and snapshot.running):
             return Plan(info=DecisionInfo(status="nothing_to_decide"))
