@@ -7,9 +7,9 @@ conformance suite (``tests/optim/test_conformance.py``) then checks it.
 """
 
 from optim import (  # noqa: F401  (fifo, edf, priority, ps, greedy, milp, the heuristics, spot strategies)
-    assignment,  # even, gpu_priority
     baselines,
     gavel,  # noqa: F401  (registers fifo_perf, max_min_fairness_perf, gavel_fifo)
+    gpu_assignment,  # even, gpu_priority
     greedy,
     heuristics,
     milp,

@@ -124,23 +124,6 @@ class TrainablePredictor(Predictor):
             _SHARED[full] = make()
         return _SHARED[full]
 
-    def source(self, spec: JobSpec, vm: VMType, gpus: int) -> Source:
-        """The kind of question the configuration asks of the training runs (a measured configuration, one between
-        measured ones, or the extrapolation it needs), with the expected error measured for this predictor on that
-        kind (``predictors.provenance``)."""
-        from predictors.provenance import kind_of, source
-
-        if self.support(spec, vm, gpus) is not None:
-            return Source("unsupported")
-        return source(self.describe(), kind_of(self, spec, vm, gpus))
-
-    def run_sources(self, rows: pd.DataFrame) -> list[str]:
-        """The kind of answer given to each row of a runs table (how ``capsim predict evaluate`` sorts its errors
-        into expected errors): by default the kind of question each row asks of the training runs."""
-        from predictors.provenance import question_kinds
-
-        return question_kinds(self, rows)
-
     def predict_runs(self, rows: pd.DataFrame) -> np.ndarray:
         """Seconds for each row of a runs table (its GPU, GPU count, batch, iterations, depth; the CPU-thread count
         where the predictor models it), NaN where unsupported. The default asks ``runtime`` row by row."""

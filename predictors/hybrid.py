@@ -173,8 +173,9 @@ class HybridPredictor(TrainablePredictor):
         inside, outside = self.parts()
         kinds = inside.run_sources(rows)
         need = [i for i, k in enumerate(kinds) if k == "unsupported"]
+        ask = getattr(outside, "run_sources", None)
         if need:
-            for i, k in zip(need, outside.run_sources(rows.iloc[need])):
+            for i, k in zip(need, ask(rows.iloc[need]) if ask is not None else ["model"] * len(need)):
                 kinds[i] = k
         return kinds
 

@@ -1,4 +1,6 @@
-"""Where an answer comes from, and how far off answers of that kind are: the expected-error table.
+"""Where an answer comes from, and how far off answers of that kind are: the kinds of question a configuration asks
+of a table of measured runs (``ranges_of``, ``question``: inside what was measured, or the extrapolation it needs;
+``predictors.regression`` chooses a model per kind), and the expected-error table.
 
 Every predictor says which source answered a configuration (``Predictor.source``): a measured configuration, an
 interpolation between measured ones, or an extrapolation in batch size, GPU count, GPU type or depth, a cross-GPU
@@ -13,24 +15,33 @@ answered with that source. The cross-GPU scaling of the ``cloud`` predictor is s
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, cast
 
 import numpy as np
+import pandas as pd
 
+from predictors.measurements import NO_DEPTH, data_key, measured_gpu_name
 from sim.contracts import Source
 from sim.model import JobSpec, VMType
 
-if TYPE_CHECKING:
-    import pandas as pd
 
-    from predictors.base import TrainablePredictor
+class Trained(Protocol):
+    """What the kinds of question read of a trainable predictor (``predictors.base.TrainablePredictor``)."""
+
+    def training_runs(self) -> pd.DataFrame: ...
+
+    def shared(self, key: Any, make: Callable[[], Any]) -> Any: ...
+
+    def describe(self) -> str: ...
+
+    def support(self, spec: JobSpec, vm: VMType, gpus: int) -> str | None: ...
 
 __all__ = ["KINDS", "PROTOCOL_OF", "ERROR_COLUMNS", "shipped_path", "shipped", "expected_error", "source",
-           "app_ranges", "kind_of", "question_kinds", "crossgpu_errors", "format_table"]
+           "ranges_of", "question", "app_ranges", "kind_of", "question_kinds", "QuestionSources", "format_table"]
 
 KINDS: dict[str, str] = {
     "measured": "a configuration that was measured (run, or its rate is in a measured table)",
@@ -87,11 +98,46 @@ def source(label: str, kind: str) -> Source:
     return Source(kind, expected_error(label, kind))
 
 
-def app_ranges(p: TrainablePredictor, key: tuple[str, str, bool]) -> dict[str, Any] | None:
-    """What ``p``'s training runs measured of one application (``predictors.regression.ranges_of``), None if it
-    has no runs; computed once per training table."""
-    from predictors.measurements import NO_DEPTH
-    from predictors.regression import ranges_of
+def ranges_of(d: pd.DataFrame) -> dict[str, Any]:
+    """What was measured: GPU types, their counts, batch ranges per (GPU type, count) and per type, depths, CPUs,
+    and every (GPU type, count, batch, depth) run."""
+    t = d["runtime_s"] / d["iterations"]
+    rel = t / t.groupby([d["gpu"], d["gpus"], d["batch_size"], d["depth"]]).transform("min")
+    # pandas-stubs types an index label (``idxmin``) as Hashable: here it is a CPU-thread count
+    best = {g: int(cast(int, r.groupby(d.loc[r.index, "cpu_threads"]).mean().idxmin()))
+            for g, r in rel.groupby(d["gpu"])}
+    return {
+        "counts": {g: sorted(set(x["gpus"])) for g, x in d.groupby("gpu")},
+        "batch": {k: (x["batch_size"].min(), x["batch_size"].max()) for k, x in d.groupby(["gpu", "gpus"])},
+        "batch_gpu": {g: (x["batch_size"].min(), x["batch_size"].max()) for g, x in d.groupby("gpu")},
+        "depth": (d["depth"].min(), d["depth"].max()),
+        "cpu_best": best, "cpu_best_all": int(cast(int, rel.groupby(d["cpu_threads"]).mean().idxmin())),
+        "cpu_max": int(d["cpu_threads"].max()),
+        "configs": set(zip(d["gpu"], d["gpus"], d["batch_size"], d["depth"])),
+    }
+
+
+def question(ranges: dict[str, Any], gpu: str, n: int, batch: int, depth: int) -> tuple[str, str]:
+    """(kind of question, why) for one query against what was measured (module docstring)."""
+    if gpu not in ranges["counts"]:
+        return "compute", f"{gpu} was never measured"
+    counts = ranges["counts"][gpu]
+    if n < counts[0] or n > counts[-1]:
+        return "gpus", f"{n} GPUs beyond the {counts[0]}..{counts[-1]} measured on {gpu}"
+    lo_d, hi_d = ranges["depth"]
+    if depth != NO_DEPTH and not lo_d <= depth <= hi_d:
+        return "depth", f"depth {depth} beyond the measured {lo_d}..{hi_d}"
+    lo, hi = ranges["batch"].get((gpu, n), ranges["batch_gpu"][gpu])
+    if batch > hi:
+        return "batch", f"batch {batch} above the {lo}..{hi} measured on {gpu}x{n}"
+    if batch < lo:
+        return "batch_below", f"batch {batch} below the {lo}..{hi} measured on {gpu}x{n}"
+    return "inside", "within the measured range"
+
+
+def app_ranges(p: Trained, key: tuple[str, str, bool]) -> dict[str, Any] | None:
+    """What ``p``'s training runs measured of one application (``ranges_of``), None if it has
+    no runs; computed once per training table."""
 
     def make() -> dict[str, Any] | None:
         d = p.training_runs()
@@ -104,10 +150,8 @@ def app_ranges(p: TrainablePredictor, key: tuple[str, str, bool]) -> dict[str, A
 
 def _kind(r: dict[str, Any] | None, gpu: str, n: int, batch: int, depth: int) -> str:
     """The kind of a question against what was measured of an application (``None``: nothing): the extrapolation it
-    needs (``predictors.regression.question``), else ``measured`` where that very configuration was run and
+    needs (``question``), else ``measured`` where that very configuration was run and
     ``interpolated`` where it lies between runs."""
-    from predictors.regression import question
-
     if r is None:
         return "model"
     kind = question(r, gpu, n, batch, depth)[0]
@@ -116,35 +160,35 @@ def _kind(r: dict[str, Any] | None, gpu: str, n: int, batch: int, depth: int) ->
     return "measured" if (gpu, n, batch, depth) in r["configs"] else "interpolated"
 
 
-def kind_of(p: TrainablePredictor, spec: JobSpec, vm: VMType, gpus: int) -> str:
+def kind_of(p: Trained, spec: JobSpec, vm: VMType, gpus: int) -> str:
     """The kind of question a configuration asks of ``p``'s training runs (``_kind``); ``model`` where the
     application has no runs."""
-    from predictors.measurements import NO_DEPTH, data_key, measured_gpu_name
-
     a, f, d = data_key(spec)
     return _kind(app_ranges(p, (a, f, d != NO_DEPTH)), measured_gpu_name(vm.gpu) or vm.gpu.name, gpus,
                  spec.batch_size, d)
 
 
-def question_kinds(p: TrainablePredictor, rows: pd.DataFrame) -> list[str]:
+def question_kinds(p: Trained, rows: pd.DataFrame) -> list[str]:
     """``kind_of`` for each row of a runs table (its application, GPU, count, batch and depth)."""
-    from predictors.measurements import NO_DEPTH
-
     return [_kind(app_ranges(p, (str(a), str(f), int(d) != NO_DEPTH)), str(g), int(n), int(b), int(d))
             for a, f, g, n, b, d in zip(rows["application"], rows["framework"], rows["gpu"], rows["gpus"],
                                         rows["batch_size"], rows["depth"])]
 
 
-def crossgpu_errors() -> dict[str, Any]:
-    """The cross-GPU scaling's expected error in runtime terms: the mean over its leave-one-GPU-out predictions of
-    the calibrating models of ``|measured speed / predicted speed − 1|`` (a runtime is iterations over a speed)."""
-    from predictors.crossgpu import CALIBRATION, leave_one_gpu_out, shipped_speeds
+class QuestionSources:
+    """For a trainable model (``regression``, ``analytical``, ``wave``): the kind of an answer is the question the
+    configuration asks of its training runs (a measured configuration, one between measured ones, or the
+    extrapolation it needs), its error the one measured for this predictor on that kind."""
 
-    rows = [r for r in leave_one_gpu_out(shipped_speeds()) if r["calibrates"]]
-    errs = np.array([abs(r["measured"] / r["predicted"] - 1.0) for r in rows])
-    models = {r["model"] for r in rows} & set(CALIBRATION)
-    return {"predictor": "cloud", "source": "scaled", "protocol": PROTOCOL_OF["scaled"], "error": float(errs.mean()),
-            "cells": len(models), "runs": len(rows)}
+    def source(self: Trained, spec: JobSpec, vm: VMType, gpus: int) -> Source:
+        if self.support(spec, vm, gpus) is not None:
+            return Source("unsupported")
+        return source(self.describe(), kind_of(self, spec, vm, gpus))
+
+    def run_sources(self: Trained, rows: pd.DataFrame) -> list[str]:
+        """The kind of answer given to each row of a runs table (how ``capsim predict evaluate`` sorts its errors
+        into expected errors): the question each row asks of the training runs."""
+        return question_kinds(self, rows)
 
 
 def format_table(table: pd.DataFrame, predictors: Sequence[str] | None = None) -> str:

@@ -136,7 +136,7 @@ def simulate_batch(n_jobs: int, p100: int, v100: int) -> dict[str, dict[str, flo
     """The question simulated by capsim: ``n_jobs`` jobs (benchmarks in turn: equal counts, the first ones one more
     when nine do not divide it) all submitted at once to ``p100`` + ``v100`` fixed servers, list-scheduled by
     ``even`` and ``gpu_priority``: per rule, the makespan and the busy time (seconds)."""
-    from optim.assignment import Even, GPUPriority
+    from optim.gpu_assignment import Even, GPUPriority
     from predictors import build
     from sim.catalogue import gpu
     from sim.cluster import Cluster, NodeSlot

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from optim.assignment import Even, GPUPriority
+from optim.gpu_assignment import Even, GPUPriority
 from predictors import build
 from predictors.table import TablePredictor
 from sim.catalogue import gpu

@@ -13,10 +13,10 @@ import pytest
 
 from experiments.cli import main
 from predictors import build
-from predictors.evaluation import Evaluation, evaluate, expected_errors
+from predictors.evaluation import Evaluation, crossgpu_errors, evaluate, expected_errors
 from predictors.measurements import NO_DEPTH, runs
 from predictors.protocols import splits
-from predictors.provenance import KINDS, PROTOCOL_OF, crossgpu_errors, expected_error, format_table, shipped_path
+from predictors.provenance import KINDS, PROTOCOL_OF, expected_error, format_table, shipped_path
 from sim.catalogue import configurations, gpu, job_types, select_vm_types, vm_types
 from sim.contracts import PREDICTORS, Source
 from sim.model import Config, JobSpec, VMType
