@@ -34,6 +34,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from optim.highs import new_highs
 from sim.contracts import Predictor
 from sim.model import CapsimError, Config, Job
 
@@ -161,9 +162,7 @@ def lower_bound(
             continue
         row(-np.inf, n_slots * float(length[iv]), ids, vals)
 
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    h.setOptionValue("threads", 1)
+    h = new_highs()
     lp = highspy.HighsLp()
     lp.num_col_ = len(cost)
     lp.num_row_ = len(rows["lo"])

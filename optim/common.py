@@ -46,6 +46,8 @@ class ConfigTable:
         self.all_single = bool(self.single.all())
         """No gang configuration (each runs on one VM)."""
         self.any_spot = bool(self.spot.any())
+        self.any_free = bool((self.price == 0).any())
+        """Some configuration costs nothing (a fixed server priced 0): price × an unsupported (inf) runtime is NaN."""
         per_vm = {c.vm.name: c.vm.gpus for c in configs}
         self.vm_gpus = np.array([per_vm[name] for name in self.vm_names], dtype=int)
         """GPUs of one VM of each type, in ``vm_names`` order."""
@@ -78,6 +80,15 @@ def config_table(configs: tuple[Config, ...]) -> ConfigTable:
     return table
 
 
+def _cost(table: ConfigTable, remaining: np.ndarray) -> np.ndarray:
+    """Price × remaining time per configuration; NaN where a free VM meets an unsupported (inf) runtime, which no
+    caller chooses (the warning is silenced only where it can arise: ``np.errstate`` costs more than the product)."""
+    if not table.any_free:
+        return table.price * remaining
+    with np.errstate(invalid="ignore"):
+        return table.price * remaining
+
+
 def d_star(job: JobView, now: float, table: ConfigTable, mask: np.ndarray | None = None) -> int | None:
     """Index of job's D* configuration among ``mask``: cheapest that meets the deadline, else the fastest.
 
@@ -92,14 +103,13 @@ def d_star(job: JobView, now: float, table: ConfigTable, mask: np.ndarray | None
     if not ok.any():
         return None
     finish = now + table.boot + remaining
-    with np.errstate(invalid="ignore"):  # a free VM (price 0) times an unsupported (inf) runtime: not chosen anyway
-        cost = table.price * remaining
+    cost = _cost(table, remaining)
     meets = ok & (finish <= job.job.deadline)
     if meets.any():  # the head of d_star_ranking, without ranking the rest
-        idx = np.flatnonzero(meets)
+        idx = meets.nonzero()[0]
         primary, secondary = cost[idx], finish[idx]
     else:
-        idx = np.flatnonzero(ok)
+        idx = ok.nonzero()[0]
         primary, secondary = finish[idx], cost[idx]
     return int(idx[np.lexsort((idx, secondary, primary))[0]])
 
@@ -112,11 +122,10 @@ def d_star_ranking(job: JobView, now: float, table: ConfigTable, mask: np.ndarra
     ok = np.isfinite(remaining)
     if mask is not None:
         ok &= mask
-    with np.errstate(invalid="ignore"):  # a free VM (price 0) times an unsupported (inf) runtime: not chosen anyway
-        cost = table.price * remaining
+    cost = _cost(table, remaining)
     meets = ok & (finish <= job.job.deadline)
     late = ok & ~meets
-    a, b = np.flatnonzero(meets), np.flatnonzero(late)
+    a, b = meets.nonzero()[0], late.nonzero()[0]
     first = a[np.lexsort((a, finish[a], cost[a]))]
     then = b[np.lexsort((b, cost[b], finish[b]))]
     return [int(k) for k in first] + [int(k) for k in then]

@@ -1,24 +1,27 @@
 """The engine's one contact with SimPy: callbacks due at exact absolute times, in priority order within an instant.
 
 SimPy schedules an event at ``now + delay``. In floating point ``now + (t - now)`` is not always ``t`` (it can miss
-when ``t`` is more than twice ``now``), and an event one ulp early or late would reorder the simulation. ``Clock.at``
-therefore hands ``Environment.schedule`` a plain float delay when it lands exactly on ``t`` (the usual case) and
-otherwise a ``_DelayTo``: a float equal to the delay whose sum with ``now`` is exactly ``t``. Only SimPy's public
-``Environment.schedule``, ``Environment.now`` and ``Environment.run`` are used; a ``Call`` is an ``Event`` subclass
-filled in as a triggered event the way SimPy's own ``Timeout`` fills itself in.
+when ``t`` is more than twice ``now``), and an event one ulp early or late would reorder the simulation. So a ``Call``
+(a SimPy ``Event``) carries its own due time and priority, and is triggered on creation with ``Event.succeed``, as
+SimPy's own ``Timeout`` is; ``succeed`` asks the environment to ``schedule`` it, and this module's environment
+(a subclass overriding only the public ``Environment.schedule``, as ``simpy.rt.RealtimeEnvironment`` overrides
+``step``) files it at the call's time and priority: with a plain float delay when ``now + delay`` lands exactly on the
+time (the usual case), otherwise with a ``_DelayTo``, a float equal to the delay whose sum with ``now`` is exactly the
+time. Only SimPy's public API is used (``Event``, ``Event.succeed``, ``Event.callbacks``, ``Event.value``,
+``Environment.schedule``, ``now`` and ``run``): no private attribute is read or written, so nothing here depends on
+SimPy 4's internals; the ``simpy<5`` bound is only the project's rule for every library whose major releases may remove
+what it uses (docs/dependencies.md).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import simpy
 from simpy.events import NORMAL, URGENT, Event, EventPriority
 
 __all__ = ["Clock", "Call", "URGENT", "NORMAL", "LAST"]
-
-_new = object.__new__
 
 LAST = EventPriority(NORMAL + 1)
 """A priority after every ``URGENT`` and ``NORMAL`` call of the same instant (the engine's decision)."""
@@ -27,17 +30,23 @@ LAST = EventPriority(NORMAL + 1)
 class Call(Event):
     """A SimPy event that calls ``callback(call)`` at ``time``; ``value`` is the argument it carries.
 
-    Made only by ``Clock.at``, which fills it in the way SimPy's own ``Timeout.__init__`` does (an event triggered
-    on creation, processed when its time comes) without the cost of an ``__init__`` call per event.
+    Made only by ``Clock.at``; triggered on creation, processed when its time comes (or skipped: ``Clock.cancel``).
     """
 
-    time: float
-    """The exact time the call is due (equal to ``env.now`` while it runs)."""
+    def __init__(self, env: _Environment, time: float, delay: float, priority: EventPriority,
+                 callback: Callable[[Call], Any], value: Any):
+        self.env = env
+        self.callbacks = [callback]
+        self.time = time
+        """The exact time the call is due (equal to ``env.now`` while it runs)."""
+        self.priority = priority
+        self.delay = delay
+        self.succeed(value)
 
-    @property
-    def value(self) -> Any:
-        """The argument the call carries (always available: a call is triggered when it is made)."""
-        return self._value
+    if TYPE_CHECKING:  # SimPy's ``Event.value``, typed as what the engine reads: the argument the call carries
+
+        @property
+        def value(self) -> Any: ...
 
 
 class _DelayTo(float):
@@ -51,6 +60,19 @@ class _DelayTo(float):
     __radd__ = __add__
 
 
+_schedule = simpy.Environment.schedule
+
+
+class _Environment(simpy.Environment):
+    """A SimPy environment that files each ``Call`` at its own time and priority when it is triggered."""
+
+    def schedule(self, event: Event, priority: EventPriority = NORMAL, delay: Any = 0) -> None:
+        if event.__class__ is Call:
+            _schedule(self, event, event.priority, event.delay)
+        else:
+            _schedule(self, event, priority, delay)
+
+
 class Clock:
     """Schedules callbacks at exact absolute times on a SimPy environment and runs them.
 
@@ -59,7 +81,7 @@ class Clock:
     """
 
     def __init__(self, start: float = 0.0):
-        self.env = simpy.Environment(initial_time=start)
+        self.env = _Environment(initial_time=start)
         self.calls = 0
         """Calls scheduled so far (SimPy processes each one, a cancelled one as a no-op)."""
 
@@ -76,17 +98,10 @@ class Clock:
         if not delay >= 0:
             raise ValueError(f"clock: cannot schedule at t={time!r}, before now (t={now!r})")
         self.calls += 1
-        call = _new(Call)
-        call.env = env
-        call.callbacks = [callback]
-        call._value = value
-        call._ok = True
-        call.time = time
         if now + delay != time:
             delay = _DelayTo(delay)
             delay.target = time
-        env.schedule(call, priority, delay)
-        return call
+        return Call(env, time, delay, priority, callback, value)
 
     @staticmethod
     def cancel(call: Call) -> None:

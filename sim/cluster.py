@@ -86,11 +86,21 @@ class Cluster:
         ``gang``, a VM type's counts go up to the GPUs of all the slots that accept it."""
         if not self.rules.gang:
             return configurations(self.vm_types)
+        caps = self.placeable_gpus
+        if self.rules.unplaceable_gangs and caps:
+            top = max(caps.values())
+            caps = {k: top for k in caps}
+        return configurations(self.vm_types, caps)
+
+    @cached_property
+    def placeable_gpus(self) -> dict[str, int]:
+        """With ``rules.gang``, the largest GPU count a job can be placed on, per VM type (its slots' GPUs, at most
+        ``rules.max_gang_gpus``)."""
         caps = {v.name: v.gpus * sum(1 for s in self.slots if s.accepts(v.name)) for v in self.vm_types}
         cap = self.rules.max_gang_gpus
         if cap is not None:
             caps = {k: min(c, cap) for k, c in caps.items()}
-        return configurations(self.vm_types, caps)
+        return caps
 
     @property
     def n_nodes(self) -> int:

@@ -183,6 +183,11 @@ def _fallbacks(t: RunTables) -> float:
     return float(sum(1 for f in t.decisions["fallback"] if isinstance(f, str) and f))
 
 
+def _deterministic(t: RunTables) -> float:
+    """1 when no decision stopped on a wall-clock limit (the status a policy records then: ``time_limit``)."""
+    return 0.0 if (t.decisions["status"] == "time_limit").any() else 1.0
+
+
 _LIST = [
     Metric("vm_cost", "VM cost", "$", 2, _vm_cost, description="money paid for VMs, billed per the cluster's rule"),
     Metric("idle_cost", "idle VM cost", "$", 2, _idle_cost,
@@ -216,6 +221,10 @@ _LIST = [
            description="95th percentile of one decision's wall-clock seconds"),
     Metric("fallbacks", "fallbacks", "", 0, _fallbacks, better=None,
            description="decisions where the policy fell back to another (e.g. a solver failure)"),
+    Metric("deterministic", "deterministic", "", 0, _deterministic, upper=1.0, better=None,
+           description="1 when no decision stopped on a wall-clock limit (status time_limit), so the run repeats "
+                       "byte for byte from its scenario and seed on any machine; 0 when one did, and its results "
+                       "depend on the machine's speed and load that day"),
     Metric("gavel_mean_jct", "Gavel's average JCT", "s", 1, _gavel_mean_jct,
            description="mean JCT over the jobs Gavel would complete (those it would drop left out, as its average "
                        "does)"),

@@ -147,10 +147,14 @@ class ClusterRules:
       never); when its spot VM is revoked it keeps the work up to its last checkpoint. A spot market itself is a
       property of its VM type (``VMType.spot``, ``VMType.revocation_rate``).
     - ``decision_interval`` H: a periodic decision every H seconds (inf: only on arrivals, completions, boots).
-    - ``round_length`` R (finite): round mode (``sim.rounds``): decisions only at round boundaries, arrivals admitted
-      at the first boundary at or after them, no backfilling inside a round; it excludes ``decision_interval``.
+    - ``round_length`` R (finite): round mode (``sim.timing.rounds``): decisions only at round boundaries, arrivals
+      admitted at the first boundary at or after them, no backfilling inside a round; it excludes
+      ``decision_interval``.
     - ``gang``: a job may run on several nodes of one VM type at once (for policies with ``may_gang``);
       ``max_gang_gpus`` caps the GPUs of a gang configuration (None: all the GPUs of the slots that accept its type).
+      ``unplaceable_gangs`` also gives every VM type the gang configurations up to the largest any VM type can hold:
+      they cannot be placed, and the engine shows their estimates only to policies that price them
+      (``Policy.prices_unplaceable``), as Gavel's LPs price a gang on a type too small for it.
     """
 
     billing_quantum: float = 0.0
@@ -160,6 +164,7 @@ class ClusterRules:
     round_length: float = math.inf
     gang: bool = False
     max_gang_gpus: int | None = None
+    unplaceable_gangs: bool = False
 
     def __post_init__(self) -> None:
         if not (0 <= self.billing_quantum <= MAX_BILLING_QUANTUM):
@@ -434,8 +439,11 @@ class DecisionInfo:
     reason: str | None = None
 
 
+_NO_VMS: Mapping[int, str | None] = MappingProxyType({})
+
+
 def _frozen(m: Mapping[int, str | None] | None) -> Mapping[int, str | None]:
-    return MappingProxyType(dict(m or {}))
+    return MappingProxyType(dict(m)) if m else _NO_VMS
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -459,8 +467,13 @@ class Plan:
     info: DecisionInfo = DecisionInfo()
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "vms", _frozen(self.vms))
-        object.__setattr__(self, "start", tuple(self.start))
-        object.__setattr__(self, "move", tuple(self.move))
-        object.__setattr__(self, "preempt", tuple(self.preempt))
-        object.__setattr__(self, "keep_idle", frozenset(self.keep_idle))
+        setattr_ = object.__setattr__
+        setattr_(self, "vms", _frozen(self.vms))
+        if self.start.__class__ is not tuple:  # most plans pass tuples (or nothing) already: no copy
+            setattr_(self, "start", tuple(self.start))
+        if self.move.__class__ is not tuple:
+            setattr_(self, "move", tuple(self.move))
+        if self.preempt.__class__ is not tuple:
+            setattr_(self, "preempt", tuple(self.preempt))
+        if self.keep_idle.__class__ is not frozenset:
+            setattr_(self, "keep_idle", frozenset(self.keep_idle))

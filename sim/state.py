@@ -33,7 +33,7 @@ class JobState:
     any boot), ``overhead`` the restart overhead it pays first; ``event`` its pending completion. ``parts`` lists the
     ``(node, GPUs)`` of the current run (one entry, or several for a gang; ``node`` is the first, ``gpus`` the total).
 
-    Round mode (``sim.rounds``) counts work in whole iterations: ``steps`` done so far, ``pending`` those of the
+    Round mode (``sim.timing.rounds``) counts work in whole iterations: ``steps`` done so far, ``pending`` those of the
     current round's micro-task (credited at the round's end) and ``final`` those of the job's last micro-task.
     ``revoked`` counts the runs ended by a spot revocation and ``lost`` the GPU-seconds of work they threw away.
     ``base`` is the estimator's row before any observation (``est`` becomes the refined row of an estimator that

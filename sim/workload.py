@@ -1,7 +1,7 @@
 """Workloads: Poisson arrivals over a job mix, or jobs replayed from a trace.
 
-Every random concern draws from its own stream of one seed, so the same seed gives the same jobs to every policy and
-changing one concern (say the mix) leaves the others (arrival times) untouched.
+Arrivals, the mix, deadlines and weights each draw from their own stream of the run's seed (``sim.streams``), so
+the same seed gives the same jobs to every policy and changing one concern leaves the others untouched.
 """
 
 from __future__ import annotations
@@ -17,15 +17,10 @@ import pandas as pd
 from sim.catalogue import job_types
 from sim.contracts import Predictor
 from sim.model import CapsimError, Config, Job, JobSpec
+from sim.streams import streams
 from sim.traces.base import REQUIRED as _TRACE_REQUIRED
 
-__all__ = ["WorkloadSpec", "STREAMS", "streams", "spot_streams", "poisson_jobs", "TraceRows", "validate_trace",
-           "trace_jobs", "fastest_runtimes"]
-
-STREAMS = ("arrivals", "mix", "deadlines", "weights", "noise", "spot")
-"""The random concerns, each child ``i`` of ``SeedSequence(seed).spawn`` in this order. A child depends only on its
-index (``spawn_key=(i,)``), never on how many are spawned, so a new concern is appended and the draws of the others
-stay as they were; never insert one."""
+__all__ = ["WorkloadSpec", "poisson_jobs", "TraceRows", "validate_trace", "trace_jobs", "fastest_runtimes"]
 
 
 def _default_mix() -> tuple[tuple[JobSpec, float], ...]:
@@ -63,20 +58,6 @@ class WorkloadSpec:
         lo, hi = self.weight_range
         if not (0 <= lo <= hi and math.isfinite(hi)):
             raise CapsimError(f"workload: weight_range must be (lo, hi) with 0 <= lo <= hi, got {self.weight_range}")
-
-
-def streams(seed: int) -> dict[str, np.random.Generator]:
-    """Independent generators for each random concern, spawned from ``SeedSequence(seed)`` in a fixed order."""
-    children = np.random.SeedSequence(seed).spawn(len(STREAMS))
-    return {name: np.random.default_rng(child) for name, child in zip(STREAMS, children)}
-
-
-def spot_streams(seed: int, nodes: int) -> list[np.random.Generator]:
-    """One generator per node slot for the revocations of its spot VMs, spawned from the run's ``spot`` stream: a
-    node's draws do not depend on what other nodes rent, so policies that rent the same VMs on a node meet the same
-    revocations there."""
-    child = np.random.SeedSequence(seed).spawn(len(STREAMS))[STREAMS.index("spot")]
-    return [np.random.default_rng(c) for c in child.spawn(nodes)]
 
 
 def _fastest(specs: Sequence[JobSpec], truth: Predictor, configs: Sequence[Config]) -> np.ndarray:

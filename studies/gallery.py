@@ -32,15 +32,16 @@ CAPTIONS = {
     "pareto": "VM cost against tardiness cost, one panel per grid point, since each is a different problem: every "
               "run small, the mean per policy large; the dashed staircase bounds what the Pareto-optimal means "
               "dominate.",
-    "cdf_jct_lateness": "Distributions of job completion time and of lateness (end − deadline; right of the dotted "
-                        "line is late), every job of every run pooled; markers at the deciles.",
+    "cdf": "Distributions of job completion time and of lateness (end − deadline; right of the dotted line is "
+           "late), every job of every run pooled; markers at the deciles.",
     "cost_vs_mean_interarrival": "Total cost against the mean inter-arrival time, a line per policy with its "
                                  "intervals (dodged, so none hides another), a panel per value of the other grid "
                                  "fields.",
     "cost_vs_nodes": "Total cost against the number of node slots, a panel per mean inter-arrival time.",
-    "decision_time": "Wall time of one decision against the jobs in the system and, for the MILP, the model's "
-                     "variables: median and interquartile range (measured wall-clock times: new runs give a "
-                     "slightly different figure).",
+    "decision_time": "Wall time of the decisions that had jobs waiting, per policy (median, quartiles and 95th "
+                     "percentile, one row each); then, over the decisions that started a job, the median against "
+                     "the jobs in the system and, for the MILP, against the model's variables (measured wall-clock "
+                     "times: new runs give a slightly different figure).",
     "timeline": "One run: each node slot's VMs over time (colour by VM type, boot time hatched), one row per GPU, "
                 "and the stretch of each job over the GPUs it held (blue on time, red late; job ids where they "
                 "fit). Jobs sharing a VM sit side by side; idle GPUs show the VM's colour.",

@@ -20,13 +20,19 @@ import pandas as pd
 from experiments.scenario import build_policy, validate_scenario
 from experiments.scenario.loading import raise_problems, read_yaml
 
-__all__ = ["GAVEL_DIR", "REPLAY", "CASES", "VARIANTS", "build", "replay", "write_trace", "reference", "agreement",
-           "agreement_table", "effects_table", "scatter", "main"]
+__all__ = ["GAVEL_DIR", "REPLAY", "POLICIES", "CASES", "PLOTTED", "VARIANTS", "build", "replay", "write_trace",
+           "reference", "agreement", "agreement_table", "effects_table", "scatter", "main"]
 
 GAVEL_DIR = Path(__file__).resolve().parents[1] / "experiments" / "gavel"
 REPLAY = GAVEL_DIR / "replay.yaml"
-CASES = tuple((t, p) for t in ("d.trace", "e.trace") for p in ("fifo_perf", "max_min_fairness_perf"))
-"""The traces and policies Gavel's reference results cover (on 4:4:4)."""
+POLICIES = ("fifo_perf", "max_min_fairness_perf", "max_min_fairness", "finish_time_fairness_perf",
+            "finish_time_fairness", "min_total_duration_perf", "min_total_duration", "isolated", "allox", "gandiva")
+"""Gavel's policies with reference runs, in the order of the tables."""
+CASES = tuple((t, p) for t in ("d.trace", "e.trace") for p in POLICIES if (t, p) != ("e.trace", "allox"))
+"""The traces and policies Gavel's reference results cover (on 4:4:4; Gavel's AlloX fails on e.trace's multi-GPU
+jobs)."""
+PLOTTED = ("fifo_perf", "max_min_fairness_perf")
+"""The policies of the per-job scatter plot."""
 
 
 def build(trace: str | Path, policy: str, seed: int = 0, policy_params: dict[str, Any] | None = None,
@@ -45,7 +51,10 @@ def build(trace: str | Path, policy: str, seed: int = 0, policy_params: dict[str
     assert sc is not None and sc.policies is not None
     estimator, truth = sc.predictors()
     c = sc.build_cluster()
-    return c, sc.build_jobs(seed, truth, c.configs), build_policy(sc.policies[0]), estimator, truth
+    policy = build_policy(sc.policies[0])
+    if "seed" in policy.param_names() and "seed" not in (policy_params or {}):  # as the runner does
+        policy = type(policy)(**{**policy.get_params(), "seed": seed})
+    return c, sc.build_jobs(seed, truth, c.configs), policy, estimator, truth
 
 
 def replay(trace: str | Path, policy: str, seed: int = 0, policy_params: dict[str, Any] | None = None,
@@ -151,11 +160,11 @@ def scatter(rows: list[dict[str, Any]], path: str | Path) -> None:
 
 
 def _print(rows: list[dict[str, Any]]) -> None:
-    head = (f"{'trace':8} {'policy':22} {'avg JCT (s) capsim/Gavel':>28} {'makespan (s) capsim/Gavel':>30} "
+    head = (f"{'trace':8} {'policy':26} {'avg JCT (s) capsim/Gavel':>28} {'makespan (s) capsim/Gavel':>30} "
             f"{'util.':>11} {'dropped':>7} {'median err':>10} {'p90 err':>8}")
     print(head)
     for r in rows:
-        print(f"{r['trace']:8} {r['policy']:22} {r['avg_jct']:>10,.0f}/{r['gavel_avg_jct']:<10,.0f} "
+        print(f"{r['trace']:8} {r['policy']:26} {r['avg_jct']:>10,.0f}/{r['gavel_avg_jct']:<10,.0f} "
               f"({r['avg_jct'] / r['gavel_avg_jct'] - 1:+.1%}) {r['makespan']:>11,.0f}/{r['gavel_makespan']:<11,.0f}"
               f"({r['makespan'] / r['gavel_makespan'] - 1:+.1%}) {r['utilisation']:.3f}/{r['gavel_utilisation']:.3f} "
               f"{r['dropped']:>3}/{r['gavel_dropped']:<3} {r['median_error']:>10.1%} {r['p90_error']:>8.1%}")
@@ -177,7 +186,7 @@ def main(argv: list[str] | None = None) -> None:
     rows = agreement_table()
     _print(rows)
     if args.plot:
-        scatter(rows, args.plot)
+        scatter([r for r in rows if r["policy"] in PLOTTED], args.plot)
     if args.effects:
         table = effects_table().pivot_table(index=["trace", "policy"], columns="model", values="avg_jct_h",
                                             sort=False)

@@ -54,7 +54,7 @@ def cdf(data: PlotData, width: str) -> FigureSpec:
               Panel(draw_late, f"end − deadline ({n_late}); > 0 is late", ylabel, key={"metric": "lateness"})]
     for p in panels:
         p.draw = _with_grid(p.draw)
-    return FigureSpec("cdf_jct_lateness", panels, columns={"column": 1, "page": 2},
+    return FigureSpec("cdf", panels, columns={"column": 1, "page": 2},
                       row_height={"column": 1.4, "page": 2.0}, legend=policy_handles(data, lines=True),
                       legend_title="all jobs of all runs pooled")
 
@@ -90,25 +90,44 @@ def _binned(x: np.ndarray, y: np.ndarray, log: bool) -> tuple[np.ndarray, np.nda
 
 
 def decision_time(data: PlotData, width: str) -> FigureSpec:
-    """Wall time of one decision against the problem size: jobs in the system, and (for policies that build a
-    model) its variables; the median per size with the interquartile range."""
+    """Wall time of the decisions that had waiting jobs: per policy (median, interquartile range and 95th percentile,
+    one row each, so policies whose decisions all take microseconds do not pile onto each other); then, over the
+    decisions that started a job (those that placed something), the median against the jobs in the system and (for
+    policies that build a model) the median and quartiles against its variables."""
     d = data.table("decisions")
     d = d.assign(jobs_in=(d["waiting"] + d["running"]).astype(float), ms=np.maximum(d["wall_time"] * 1000, 1e-3))
-    has_vars = "variables" in d.columns and d["variables"].notna().any()
+    d = d[d["waiting"] > 0]
+    has_vars = "variables" in d.columns and (d["variables"].fillna(0) > 0).any()
+    pols = [p for p in data.policies if (d["policy"] == p).any()]
 
-    def panel_draw(xcol: str, log_x: bool) -> Any:
+    def per_policy(ax: Any) -> None:
+        for row, pol in enumerate(pols):
+            v = d.loc[d["policy"] == pol, "ms"].to_numpy(float)
+            st = data.styles[pol]
+            q1, med, q3, p95 = np.percentile(v, [25, 50, 75, 95])
+            ax.plot([q3, p95], [row, row], color=st.colour, linewidth=0.6)
+            ax.plot([q1, q3], [row, row], color=st.colour, linewidth=2.2, solid_capstyle="butt")
+            ax.plot([med], [row], marker=st.marker, color=st.colour, markersize=MARKER_SIZE, markeredgecolor="black",
+                    markeredgewidth=0.3, linestyle="none")
+        ax.set_yticks(range(len(pols)), pols)
+        ax.set_ylim(len(pols) - 0.5, -0.5)
+        ax.set_xscale("log")
+        log_ticks(ax.xaxis)
+        ax.grid(axis="x", color="0.9", linewidth=0.4)
+        ax.set_axisbelow(True)
+
+    def panel_draw(xcol: str, log_x: bool, spread: bool) -> Any:
         def draw(ax: Any) -> None:
-            n = len(data.policies)
-            for i, pol in enumerate(data.policies):
-                g = d[(d["policy"] == pol) & d[xcol].notna()]
+            placed = d[d["started"] > 0]
+            for pol in pols:
+                g = placed[(placed["policy"] == pol) & placed[xcol].notna() & (placed[xcol] > 0 if log_x else True)]
                 if g.empty:
                     continue
                 st = data.styles[pol]
                 x, med, q1, q3 = _binned(g[xcol].to_numpy(float), g["ms"].to_numpy(float), log_x)
-                x = x * (1 + 0.012 * (i - (n - 1) / 2)) if log_x else x + 0.12 * (i - (n - 1) / 2)
-                ax.errorbar(x, med, yerr=[med - q1, q3 - med], color=st.colour, marker=st.marker,
-                            markersize=MARKER_SIZE - 0.5, markeredgecolor="black", markeredgewidth=0.3,
-                            linestyle=st.dashes, linewidth=0.8, elinewidth=0.6, capsize=0)
+                ax.errorbar(x, med, yerr=[med - q1, q3 - med] if spread else None, color=st.colour,
+                            marker=st.marker, markersize=MARKER_SIZE - 1, markeredgecolor="black",
+                            markeredgewidth=0.3, linestyle=st.dashes, linewidth=0.8, elinewidth=0.6, capsize=0)
             ax.set_yscale("log")
             log_ticks(ax.yaxis)
             if log_x:
@@ -119,13 +138,13 @@ def decision_time(data: PlotData, width: str) -> FigureSpec:
 
         return draw
 
-    ylabel = "decision wall time (ms)"
-    panels = [Panel(panel_draw("jobs_in", False), "jobs in the system (waiting + running)", ylabel,
+    label = "decision time (ms)"
+    panels = [Panel(per_policy, label, "policy", key={"x": "policy"}),
+              Panel(panel_draw("jobs_in", False, False), "jobs waiting + running", "median " + label,
                     key={"x": "jobs"})]
     if has_vars:
-        panels.append(Panel(panel_draw("variables", True), "model variables (policies that build a model)", ylabel,
-                            key={"x": "variables"}))
-    return FigureSpec("decision_time", panels, columns={"column": 1, "page": 2},
-                      row_height={"column": 1.5, "page": 2.1}, legend=policy_handles(data, lines=True),
-                      legend_title="median and interquartile range of the decisions")
-
+        panels.append(Panel(panel_draw("variables", True, True), "model variables", label, key={"x": "variables"}))
+    rows = {"column": max(1.5, 0.5 + 0.12 * len(pols)), "page": 2.1}
+    return FigureSpec("decision_time", panels, columns={"column": 1, "page": len(panels)}, row_height=rows,
+                      legend=policy_handles(data, lines=True),
+                      legend_title="decisions with jobs waiting: median, quartiles (thick), p95")

@@ -36,6 +36,8 @@ class Panel:
     ylabel: str = ""
     title: str = ""
     key: dict[str, Any] = field(default_factory=dict)
+    settle: Callable[[Any], None] | None = None
+    """Run once the figure is laid out (the axes' final size known): what depends on distances on the page."""
 
 
 @dataclass
@@ -125,7 +127,7 @@ def render(spec: FigureSpec, width: str = "column") -> Figure:
         labels = [lbl for _, lbl in spec.legend]
         leg_cols = _legend_columns(labels, width) if labels else 1
         leg_rows = math.ceil(len(labels) / leg_cols) if labels else 0
-        legend_h = (leg_rows + bool(spec.legend_title)) * FONT_SIZE[width] * 1.45 / 72 + (0.08 if labels else 0)
+        legend_h = (leg_rows + bool(spec.legend_title)) * FONT_SIZE[width] * 1.35 / 72 + (0.08 if labels else 0)
         height = spec.fixed_height[width] if spec.fixed_height else spec.row_height[width] * nrows + legend_h + 0.1
         engine = ConstrainedLayoutEngine(w_pad=0.04, h_pad=0.03, hspace=0.04, wspace=0.03)
         fig = Figure(figsize=(WIDTHS[width], height), layout=engine)
@@ -154,6 +156,11 @@ def render(spec: FigureSpec, width: str = "column") -> Figure:
                        title=spec.legend_title or None, title_fontsize=FONT_SIZE[width])
         _keep_titles_inside(fig, [(axes[i // ncols][i % ncols], p.title) for i, p in enumerate(spec.panels)
                                   if p.title], width)
+        if any(p.settle for p in spec.panels):
+            fig.draw_without_rendering()
+            for i, p in enumerate(spec.panels):
+                if p.settle:
+                    p.settle(axes[i // ncols][i % ncols])
     return fig
 
 
@@ -198,6 +205,8 @@ def draw_on(spec: FigureSpec, ax: Any, select: Mapping[str, Any] | None = None, 
     if legend and spec.legend:
         ax.legend([h for h, _ in spec.legend], [lbl for _, lbl in spec.legend], title=spec.legend_title or None,
                   fontsize="small", title_fontsize="small")
+    if panel.settle:
+        panel.settle(ax)
     return ax
 
 

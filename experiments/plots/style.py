@@ -66,6 +66,7 @@ def rc(width: str) -> dict[RcKeyType, Any]:
         "legend.handlelength": 1.6,
         "legend.handletextpad": 0.4,
         "legend.columnspacing": 1.0,
+        "legend.labelspacing": 0.35,
         "legend.borderaxespad": 0.2,
         "savefig.bbox": None,
         "figure.dpi": 100,
@@ -164,26 +165,30 @@ def set_scale(ax: Any, values: Iterable[float], axis: str = "y", wide: float = 3
     """A log scale on ``axis`` when the positive values (``decide``, e.g. those of every panel of a figure, so its
     panels agree; else ``values``) span more than ``wide`` times (symlog if some are 0 or less), linear otherwise;
     on a log scale the limits take in ``values`` and the positive ``bounds`` (interval ends) with a margin, and ticks
-    at 1, 2, 5 × 10^k when few decades are shown, labelled as plain short numbers. Returns the scale chosen."""
+    at 1, 2, 5 × 10^k when few decades are shown, labelled as plain short numbers; symlog from 0 when some value
+    or interval end is 0 or less. Returns the scale chosen."""
     from matplotlib.ticker import LogLocator, SymmetricalLogLocator
 
     v = _finite(values)
     d = v if decide is None else _finite(decide)
+    b = _finite(bounds)
     pos = v[v > 0]
     dpos = d[d > 0]
     target = ax.yaxis if axis == "y" else ax.xaxis
     set_lim = ax.set_ylim if axis == "y" else ax.set_xlim
     scale = "linear"
     if len(pos) and len(dpos) and dpos.max() / dpos.min() > wide:
-        b = _finite(bounds)
         every = np.concatenate([pos, b[b > 0]])
         lo, hi = every.min(), every.max()
         decades = math.log10(hi / lo)
         subs = (1.0, 2.0, 5.0) if decades <= 2.2 else (1.0,)
-        if (v <= 0).any() or (d <= 0).any():
+        # symlog when a value or an interval end is 0 or less: a log axis cannot show it, and a bar to 0 would run
+        # off its bottom
+        if (v <= 0).any() or (d <= 0).any() or (b <= 0).any():
             thresh = 10.0 ** math.floor(math.log10(pos.min()))
             (ax.set_yscale if axis == "y" else ax.set_xscale)("symlog", linthresh=thresh, linscale=0.4)
-            target.set_major_locator(SymmetricalLogLocator(linthresh=thresh, base=10, subs=subs))
+            # decades only: 1, 2, 5 x 10^k crowd where the linear part meets the logarithmic one
+            target.set_major_locator(SymmetricalLogLocator(linthresh=thresh, base=10, subs=(1.0,)))
             set_lim(0, hi * 1.5)
             scale = "symlog"
         else:

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from matplotlib.collections import PathCollection
 from matplotlib.lines import Line2D
 from matplotlib.ticker import NullLocator
 from matplotlib.transforms import ScaledTranslation
@@ -42,6 +43,32 @@ def policy_handles(data: PlotData, lines: bool = False) -> list[tuple[Any, str]]
 
 def _errors(mean: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     return np.nan_to_num(np.vstack([mean - lo, hi - mean]), nan=0.0).clip(min=0.0)
+
+
+def _separate(ax: Any, marks: Sequence[tuple[Any, float, float]], points: float = 1.6 * MARKER_SIZE + 1) -> None:
+    """Set side by side, on the page, the mean markers of different policies that would print on top of each other
+    (closer than ``points``): each cluster is spread horizontally about its centre, ``points`` apart, with what is
+    attached to each marker (its intervals). ``marks``: (artists, x, y) per policy in data coordinates; called once
+    the figure is laid out (``Panel.settle``)."""
+    if len(marks) < 2:
+        return
+    to_pt = 72.0 / ax.figure.dpi
+    xy = ax.transData.transform(np.array([[x, y] for _, x, y in marks], dtype=float)) * to_pt
+    order = sorted(range(len(marks)), key=lambda i: (xy[i, 0], xy[i, 1]))
+    clusters: list[list[int]] = []
+    for i in order:
+        for c in clusters:
+            if any(np.hypot(*(xy[i] - xy[j])) < points for j in c):
+                c.append(i)
+                break
+        else:
+            clusters.append([i])
+    for c in clusters:
+        if len(c) < 2:
+            continue
+        c.sort(key=lambda i: (xy[i, 0], i))
+        for k, i in enumerate(c):
+            _shift(ax, marks[i][0], (k - (len(c) - 1) / 2) * points)
 
 
 def _grid_lines(ax: Any, axis: str = "y") -> None:
@@ -134,6 +161,12 @@ def _staircase(ax: Any, front: np.ndarray) -> None:
     ax.set_ylim(y0, y1)
 
 
+def _scatter_row(panels: Sequence[Panel]) -> float:
+    """Row height (in) of a scatter figure at column width: one panel gets the whole width and more height, so the
+    legend of many policies does not take a third of the figure."""
+    return 2.2 if len(panels) == 1 else 1.5
+
+
 def pareto(data: PlotData, width: str) -> FigureSpec:
     """VM cost against tardiness cost, one panel per grid point (each a different problem): every run small, the
     mean per policy large, the Pareto front of the means dashed."""
@@ -142,11 +175,12 @@ def pareto(data: PlotData, width: str) -> FigureSpec:
     all_x = list(summary["vm_cost"]) + list(agg["vm_cost_mean"])
     all_y = list(summary["tardiness_cost"]) + list(agg["tardiness_cost_mean"])
     panels = []
+    marked: dict[int, list[tuple[Any, float, float]]] = {}
     for pt in data.points():
 
         def draw(ax: Any, pt: dict = pt) -> None:
             runs, means = data.select(summary, pt), data.select(agg, pt)
-            xs, ys = [], []
+            marks: list[tuple[Any, float, float]] = []
             for pol in data.policies:
                 st = data.styles[pol]
                 r = runs[runs["policy"] == pol]
@@ -154,8 +188,9 @@ def pareto(data: PlotData, width: str) -> FigureSpec:
                            linewidths=0, zorder=2)
                 m = means[means["policy"] == pol]
                 if len(m):
-                    ax.scatter(m["vm_cost_mean"], m["tardiness_cost_mean"], s=22, marker=st.marker,
-                               color=st.colour, edgecolor="black", linewidths=0.4, zorder=4)
+                    dot = ax.scatter(m["vm_cost_mean"], m["tardiness_cost_mean"], s=22, marker=st.marker,
+                                     color=st.colour, edgecolor="black", linewidths=0.4, zorder=4)
+                    marks.append(([dot], float(m["vm_cost_mean"].iloc[0]), float(m["tardiness_cost_mean"].iloc[0])))
             xs, ys = list(runs["vm_cost"]) + list(means["vm_cost_mean"]), \
                 list(runs["tardiness_cost"]) + list(means["tardiness_cost_mean"])
             set_scale(ax, xs, "x", wide=10, decide=all_x)
@@ -163,14 +198,15 @@ def pareto(data: PlotData, width: str) -> FigureSpec:
             pts = means[["vm_cost_mean", "tardiness_cost_mean"]].to_numpy(float)
             if len(pts):
                 _staircase(ax, pts[pareto_front(pts)])
+            marked[id(ax)] = marks
             _grid_lines(ax, "both")
 
         panels.append(Panel(draw, metric_label("vm_cost"), metric_label("tardiness_cost"),
-                            data.point_title(pt), key=dict(pt)))
+                            data.point_title(pt), key=dict(pt), settle=lambda ax: _separate(ax, marked.pop(id(ax)))))
     legend = policy_handles(data) + [(Line2D([], [], color="black", linestyle="--", linewidth=0.7),
-                                      "Pareto front of the means")]
+                                      "Pareto front")]
     return FigureSpec("pareto", panels, columns={"column": 2, "page": 3},
-                      row_height={"column": 1.5, "page": 1.8}, legend=legend,
+                      row_height={"column": _scatter_row(panels), "page": 1.8}, legend=legend,
                       legend_title="large: mean over runs; small: one run")
 
 
@@ -182,10 +218,18 @@ def cost_deadlines(data: PlotData, width: str, cost: str = "total_cost", met: st
     summary = data.summary
     all_y = list(summary[cost]) + list(agg[f"{cost}_mean"])
     panels = []
-    for pt in data.points():
+    marked: dict[int, list[tuple[Any, float, float]]] = {}
+    fronts = {}
+    for i, pt in enumerate(data.points()):
+        means = data.select(agg, pt)
+        pts = np.column_stack([-means[f"{met}_mean"].to_numpy(float), means[f"{cost}_mean"].to_numpy(float)])
+        pts = pts[np.isfinite(pts).all(axis=1)]
+        fronts[i] = pts[pareto_front(pts)] if len(pts) else pts
+    for i, pt in enumerate(data.points()):
 
-        def draw(ax: Any, pt: dict = pt) -> None:
+        def draw(ax: Any, pt: dict = pt, front: np.ndarray = fronts[i]) -> None:
             runs, means = data.select(summary, pt), data.select(agg, pt)
+            marks: list[tuple[Any, float, float]] = []
             for pol in data.policies:
                 st = data.styles[pol]
                 r = runs[runs["policy"] == pol]
@@ -194,24 +238,27 @@ def cost_deadlines(data: PlotData, width: str, cost: str = "total_cost", met: st
                 m = means[means["policy"] == pol]
                 if len(m):
                     x, y = m[f"{met}_mean"].to_numpy(float), m[f"{cost}_mean"].to_numpy(float)
-                    ax.errorbar(x, y, xerr=_errors(x, m[f"{met}_lo"].to_numpy(float), m[f"{met}_hi"].to_numpy(float)),
-                                yerr=_errors(y, m[f"{cost}_lo"].to_numpy(float), m[f"{cost}_hi"].to_numpy(float)),
-                                fmt=st.marker, color=st.colour, ecolor=st.colour, markersize=MARKER_SIZE + 1,
-                                markeredgecolor="black", markeredgewidth=0.4, elinewidth=0.7, capsize=0, zorder=4)
+                    bars = ax.errorbar(
+                        x, y, xerr=_errors(x, m[f"{met}_lo"].to_numpy(float), m[f"{met}_hi"].to_numpy(float)),
+                        yerr=_errors(y, m[f"{cost}_lo"].to_numpy(float), m[f"{cost}_hi"].to_numpy(float)),
+                        fmt=st.marker, color=st.colour, ecolor=st.colour, markersize=MARKER_SIZE + 1,
+                        markeredgecolor="black", markeredgewidth=0.4, elinewidth=0.7, capsize=0, zorder=4)
+                    marks.append((bars, float(x[0]), float(y[0])))
             ys = list(runs[cost]) + list(means[f"{cost}_mean"])
-            set_scale(ax, ys, "y", wide=30, decide=all_y)
-            pts = np.column_stack([-means[f"{met}_mean"].to_numpy(float), means[f"{cost}_mean"].to_numpy(float)])
-            pts = pts[np.isfinite(pts).all(axis=1)]
-            if len(pts) > 1:
-                front = pts[pareto_front(pts)]
+            ends = list(means[f"{cost}_lo"]) + list(means[f"{cost}_hi"])
+            set_scale(ax, ys, "y", wide=30, bounds=ends, decide=all_y)
+            if len(front) > 1:
                 ax.plot(-front[:, 0], front[:, 1], color="black", linestyle="--", linewidth=0.7, zorder=3)
+            marked[id(ax)] = marks
             _grid_lines(ax, "both")
 
-        panels.append(Panel(draw, label_of(met), label_of(cost), data.point_title(pt), key=dict(pt)))
-    legend = policy_handles(data) + [(Line2D([], [], color="black", linestyle="--", linewidth=0.7),
-                                      "no policy cheaper with more deadlines met")]
+        panels.append(Panel(draw, label_of(met), label_of(cost), data.point_title(pt), key=dict(pt),
+                            settle=lambda ax: _separate(ax, marked.pop(id(ax)))))
+    legend = policy_handles(data)
+    if any(len(f) > 1 for f in fronts.values()):  # a front of one policy (it beats all others) draws no line
+        legend.append((Line2D([], [], color="black", linestyle="--", linewidth=0.7), "Pareto front"))
     return FigureSpec("cost_deadlines", panels, columns={"column": 2, "page": 3},
-                      row_height={"column": 1.5, "page": 1.8}, legend=legend,
+                      row_height={"column": _scatter_row(panels), "page": 1.8}, legend=legend,
                       legend_title=f"large: mean and {data.interval_name} over runs; small: one run")
 
 
@@ -220,7 +267,10 @@ def _shift(ax: Any, artists: Any, points: float) -> None:
     several policies at the same x do not hide each other's intervals."""
     shift = ax.transData + ScaledTranslation(points / 72, 0, ax.figure.dpi_scale_trans)
     for a in artists.get_children() if hasattr(artists, "get_children") else artists:
-        a.set_transform(shift)
+        if isinstance(a, PathCollection):  # scatter markers: placed by their offsets, drawn in points
+            a.set_offset_transform(shift)
+        else:
+            a.set_transform(shift)
 
 
 def swept_numbers(data: PlotData) -> list[str]:

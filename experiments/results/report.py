@@ -38,6 +38,9 @@ def aggregate(summary: pd.DataFrame, fields: Sequence[str], metrics: Sequence[st
         row["n"] = len(g)
         if "jobs" in g.columns:
             row["jobs"] = float(g["jobs"].mean())
+        if "deterministic" in g.columns:  # runs a wall-clock limit stopped (0) and runs it did not (1)
+            flags = g["deterministic"].to_numpy(dtype=float)
+            row["clock_runs"], row["exact_runs"] = int((flags == 0).sum()), int((flags == 1).sum())
         for m in metrics:
             v = g[m].to_numpy(dtype=float)
             v = v[~pd.isna(v)]
@@ -99,6 +102,25 @@ def notes(agg: pd.DataFrame, metrics: Sequence[str] = ()) -> list[str]:
     warning = few_runs_warning(min(ns), method)
     if warning:
         out.append("warning: " + warning)
+    clock = _clock_rows(agg)
+    if clock:
+        out.append("warning: a wall-clock time limit stopped decisions in some runs of " + "; ".join(clock)
+                   + ": their results depend on the machine's speed and load and may not repeat; without "
+                     "`time_limit` (the default node_limit) they would (docs/milp.md, 'Limits and reproducibility')")
+    return out
+
+
+def _clock_rows(agg: pd.DataFrame) -> list[str]:
+    """Rows some of whose runs a wall-clock limit stopped (summary ``deterministic`` 0): 'row (k of n runs)', the
+    rows mixing such runs with deterministic ones marked as mixed."""
+    if "clock_runs" not in agg.columns:
+        return []
+    fields = list(agg.columns[:list(agg.columns).index("policy")])
+    out = []
+    for _, r in agg[agg["clock_runs"] > 0].iterrows():
+        name = ", ".join([*(field_value(f, r[f], unit=False) for f in fields), str(r["policy"])])
+        mixed = " mixed with deterministic ones" if r["exact_runs"] > 0 else ""
+        out.append(f"{name} ({int(r['clock_runs'])} of {int(r['n'])} runs{mixed})")
     return out
 
 

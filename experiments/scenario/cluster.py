@@ -33,7 +33,7 @@ def _nodes_tag(v: Any) -> str | None:
 
 
 class RoundsSpec(StrictModel):
-    """Round-based scheduling (``sim.rounds``): decisions only at boundaries ``length`` s apart (Gavel: 360 s).
+    """Round-based scheduling (``sim.timing.rounds``): decisions only at boundaries ``length`` s apart (Gavel: 360 s).
     ``effects: false`` keeps a decision every ``length`` s but drops the round effects (admission at boundaries, no
     backfilling, whole iterations): the event-driven, work-conserving variant."""
 
@@ -183,4 +183,5 @@ class ClusterSpec(StrictModel):
         elif rounds is not None:
             given["round_length"] = rounds.length
         given["gang"] = self.gang if self.gang is not None else self.servers is not None
+        given["unplaceable_gangs"] = self.servers is not None and rounds is not None  # Gavel's LPs price them
         return Cluster(self.all_vm_types(), tuple(self.slots()), rules=ClusterRules(**given))

@@ -10,20 +10,29 @@ from __future__ import annotations
 
 import numpy as np
 
+from optim.gavel.ipm import solve as ecos_answer
+from optim.gavel.lp import max_min
+
 __all__ = ["fifo_perf", "fifo_sticky", "max_min_fairness", "solve_max_min"]
 
 
-def fifo_perf(rate: np.ndarray, sf: np.ndarray, gpus: np.ndarray, by_name: np.ndarray) -> np.ndarray:
-    """Gavel's ``fifo_perf``: in job order, each job gets the type with the highest throughput among those with room
-    for it (ties to the first in ``by_name`` order, the types' names sorted, as Gavel's strict ``>`` over its
-    sorted worker types gives); the first job that fits nowhere ends the pass (head-of-line blocking). A job that
-    no type can run is passed over (Gavel would wait for it forever)."""
+def fifo_perf(rate: np.ndarray, sf: np.ndarray, gpus: np.ndarray, by_name: np.ndarray,
+              skip_zero: bool = False) -> np.ndarray:
+    """Gavel's ``fifo_perf`` (``FIFOPolicy`` in perf mode): in job order, each job takes the type with the highest
+    throughput among those with room for it (ties to the first in ``by_name`` order, the types' names sorted, as
+    Gavel's strict ``>`` over its sorted worker types gives); the first job that fits nowhere ends the pass
+    (head-of-line blocking). Where the fastest type with room is one the job cannot run on (throughput 0: ResNet-50
+    at batch 128 on 2+ K80s when only K80s have room), Gavel still allocates it there: the job holds those GPUs in
+    the allocation, never runs until the next recompute, and the jobs behind it go on being served. With
+    ``skip_zero`` such types are not candidates (the corrected model). A job that no type can run is passed over
+    without holding GPUs (Gavel would hold them for it forever)."""
     x = np.zeros(rate.shape)
     free = gpus.astype(float).copy()
     for j in np.flatnonzero((rate > 0).any(axis=1)):  # a job no server type can run never blocks the queue
         best = -1
         for w in by_name:
-            if rate[j, w] > 0 and free[w] >= sf[j, w] and (best < 0 or rate[j, w] > rate[j, best]):
+            if free[w] >= sf[j, w] and free[w] > 0 and (not skip_zero or rate[j, w] > 0) and (
+                    best < 0 or rate[j, w] > rate[j, best]):
                 best = w
         if best < 0:
             break
@@ -59,55 +68,31 @@ def fifo_sticky(rate: np.ndarray, sf: np.ndarray, gpus: np.ndarray, kept: np.nda
     return x
 
 
-def max_min_fairness(rate: np.ndarray, sf: np.ndarray, gpus: np.ndarray, weight: np.ndarray) -> np.ndarray:
+def max_min_fairness(rate: np.ndarray, sf: np.ndarray, gpus: np.ndarray, weight: np.ndarray,
+                     runnable: np.ndarray | None = None) -> np.ndarray:
     """Gavel's ``max_min_fairness_perf``: maximise the smallest weighted, normalised throughput
 
         max_X min_j  Σ_w rate[j,w]·sf[j,w]·X[j,w] / (weight_j · prop_j),   prop_j = Σ_w rate[j,w]·gpus[w] / Σ gpus
 
     subject to X ≥ 0, Σ_w X[j,w] ≤ 1 and Σ_j sf[j,w]·X[j,w] ≤ gpus[w]; ``prop_j`` is the job's throughput under an
-    equal split of every type (Gavel's proportional policy). X is 0 where a job cannot run."""
+    equal split of every type (Gavel's proportional policy). As Gavel solves it: ECOS's answer
+    (``optim.gavel.ipm``), X free even where the rate is 0. With ``runnable`` (the corrected model) X is 0 where
+    it is False, and the LP is solved by HiGHS's interior-point method (``solve_max_min``)."""
     if rate.shape[0] == 0:
         return np.zeros(rate.shape)
     prop = rate @ gpus.astype(float) / float(gpus.sum())
-    coef = np.where(rate > 0, rate * sf, 0.0) / (weight * prop)[:, None]
-    return solve_max_min(coef, sf, gpus, rate > 0)
+    if runnable is None:
+        coef = rate * (1.0 / (weight * prop))[:, None] * sf
+        return ecos_answer(coef, sf, gpus, np.zeros(len(rate)), with_t=True)[0]
+    coef = np.where(runnable, rate * sf, 0.0) / (weight * prop)[:, None]
+    return solve_max_min(coef, sf, gpus, runnable)
 
 
 def solve_max_min(coef: np.ndarray, sf: np.ndarray, gpus: np.ndarray, allowed: np.ndarray) -> np.ndarray:
     """max t s.t. t ≤ Σ_w coef[j,w]·X[j,w] ∀j, Σ_w X[j,w] ≤ 1, Σ_j sf[j,w]·X[j,w] ≤ gpus[w], 0 ≤ X ≤ allowed.
 
-    Solved by HiGHS's interior-point method without crossover and without presolve: where the optimum is not unique
-    (every job off the bottleneck), this returns a point inside the optimal face, as Gavel's ECOS (an interior-point
-    solver) does, rather than one of its vertices, which a simplex would pick and which concentrates each job's
-    share on one type. The result is clipped to [0, 1] as Gavel clips ECOS's."""
-    import highspy
-
-    n, m = coef.shape
-    nx = n * m
-    # columns: X[j, w] row-major (j*m + w), then t. Rows: n fairness rows, n job rows, m capacity rows.
-    jj = np.repeat(np.arange(n), m)
-    ww = np.tile(np.arange(m), n)
-    rows = np.stack([jj, n + jj, 2 * n + ww], axis=1)  # each X column appears in three rows
-    vals = np.stack([-coef.ravel(), np.ones(nx), sf.ravel().astype(float)], axis=1)
-    lp = highspy.HighsLp()
-    lp.num_col_ = nx + 1
-    lp.num_row_ = 2 * n + m
-    lp.sense_ = highspy.ObjSense.kMaximize
-    lp.col_cost_ = np.concatenate([np.zeros(nx), [1.0]])
-    lp.col_lower_ = np.zeros(nx + 1)
-    lp.col_upper_ = np.concatenate([np.where(allowed.ravel(), 1.0, 0.0), [highspy.kHighsInf]])
-    lp.row_lower_ = np.full(2 * n + m, -highspy.kHighsInf)
-    lp.row_upper_ = np.concatenate([np.zeros(n), np.ones(n), gpus.astype(float)])
-    a = lp.a_matrix_
-    a.format_ = highspy.MatrixFormat.kColwise
-    a.start_ = np.concatenate([np.arange(0, 3 * nx + 1, 3), [3 * nx + n]]).astype(np.int32)
-    a.index_ = np.concatenate([rows.ravel(), np.arange(n)]).astype(np.int32)
-    a.value_ = np.concatenate([vals.ravel(), np.ones(n)])
-    h = highspy.Highs()
-    for option, value in (("output_flag", False), ("solver", "ipm"), ("run_crossover", "off"), ("presolve", "off"),
-                          ("threads", 1), ("random_seed", 0)):
-        h.setOptionValue(option, value)
-    h.passModel(lp)
-    h.run()
-    x = np.asarray(h.getSolution().col_value[:nx], dtype=float).reshape(n, m)
-    return np.clip(x, 0.0, 1.0)
+    Solved by HiGHS's interior-point method without crossover and without presolve (``optim.gavel.lp.max_min``):
+    where the optimum is not unique (every job off the bottleneck), this returns a point inside the optimal face, as
+    Gavel's ECOS (an interior-point solver) does, rather than one of its vertices, which a simplex would pick and
+    which concentrates each job's share on one type. The result is clipped to [0, 1] as Gavel clips ECOS's."""
+    return max_min(coef, sf, gpus, allowed)[0]

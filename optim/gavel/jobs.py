@@ -13,8 +13,10 @@ class JobTable:
 
     Per row: ``ids``; per server type ``rate`` (throughput, 0 where the job cannot run), ``sf`` (its GPUs there),
     ``received`` (time run on the type since the last recompute, plus the credit), ``deficit``, ``alloc`` (X, valid
-    where ``allocated``); ``weight`` (priority weight), ``done`` (progress when last placed) and ``type`` (the type
-    it was placed on at the last decision, -1 for none). Rows of jobs that left are dropped lazily.
+    where ``allocated``); ``weight`` (priority weight), ``done`` (progress when last placed), ``type`` (the type
+    it was placed on at the last decision, -1 for none), ``arrival`` (submission time), ``iters`` (its iterations,
+    Gavel's total steps), ``left`` (the fraction of its work still to do at the last decision) and, per type,
+    ``speed`` (iterations per second, Gavel's throughput). Rows of jobs that left are dropped lazily.
     """
 
     def __init__(self, types: int):
@@ -36,10 +38,16 @@ class JobTable:
         self.done = np.zeros(cap)
         self.type = np.full(cap, -1, dtype=np.int64)
         self.alive = np.zeros(cap, dtype=bool)
+        self.arrival = np.zeros(cap)
+        self.iters = np.ones(cap)
+        self.left = np.ones(cap)
+        self.speed = np.zeros((cap, self.m))
 
-    _COLUMNS = ("ids", "rate", "sf", "received", "deficit", "alloc", "allocated", "weight", "done", "type", "alive")
+    _COLUMNS = ("ids", "rate", "sf", "received", "deficit", "alloc", "allocated", "weight", "done", "type", "alive",
+                "arrival", "iters", "left", "speed")
 
-    def add(self, jid: int, rate: np.ndarray, sf: np.ndarray, weight: float, credit: float) -> None:
+    def add(self, jid: int, rate: np.ndarray, sf: np.ndarray, weight: float, credit: float, arrival: float = 0.0,
+            iters: float = 1.0, speed: np.ndarray | None = None) -> None:
         if self.size == len(self.ids):
             self._compact(grow=True)
         r = self.size
@@ -51,6 +59,8 @@ class JobTable:
         self.alloc[r] = 0.0
         self.allocated[r] = False
         self.done[r], self.type[r], self.alive[r] = 0.0, -1, True
+        self.arrival[r], self.iters[r], self.left[r] = arrival, iters, 1.0
+        self.speed[r] = rate * iters if speed is None else speed
 
     def drop(self, jid: int) -> None:
         self.alive[self.row.pop(jid)] = False

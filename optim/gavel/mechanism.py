@@ -11,7 +11,9 @@ type between two recomputes. At every decision (a round boundary in round mode),
    recompute first adds to each job's deficit what it should have received (X · elapsed) minus what it received;
 3. maps X onto this round: per type, the jobs sorted by priority X / time received on that type (each job starts
    every period with a credit of half a round), then deficit, then X, highest first (job order breaks ties); types
-   visited fastest GPU first (V100, P100, K80); each job placed once, where it can run, on as many GPUs as it
+   visited fastest GPU first (V100, P100, K80), or, for Gavel's heterogeneity-agnostic policies (``shuffled``), in
+   an order shuffled at every decision by Python's ``random.Random(seed + 5)`` as Gavel's simulator does (the same
+   stream, so the same orders); each job placed once, where it can run, on as many GPUs as it
    takes. FIFO policies skip jobs of priority 0 (X = 0). A job admitted since the last recompute is a candidate
    with priority 0 and reserves its GPUs, but is not run (Gavel gives workers only to jobs in the allocation);
    "job order" is the order of admission, Gavel's order of its priority lists;
@@ -28,6 +30,7 @@ count it can run with on that type.
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -50,25 +53,37 @@ class TimeSliced(Policy):
     may_share: ClassVar[bool] = True
     may_gang: ClassVar[bool] = True
     plans_capacity: ClassVar[bool] = False
+    prices_unplaceable: ClassVar[bool] = True
+    """Gavel's LPs see a gang's rate on a type with fewer GPUs than the gang (``Cluster.unplaceable_gangs``)."""
     fifo: ClassVar[bool] = False
     """FIFO-family mapping: a job runs only where its allocation is positive."""
+    shuffled: ClassVar[bool] = False
+    """Visit the server types in an order shuffled at every decision (Gavel's policies without "Perf" or "Packing"
+    in their names)."""
 
-    def __init__(self, recompute_interval: float = 1920.0, type_order: Sequence[str] | None = None):
+    def __init__(self, recompute_interval: float = 1920.0, type_order: Sequence[str] | None = None, seed: int = 0):
+        """``recompute_interval``: Gavel's least time between two allocations (s); ``type_order``: the server types'
+        visiting order (default fastest GPU first); ``seed``: the run's seed (Gavel's ``--seed``), for the shuffled
+        type order and the policies' own random choices."""
         if not (recompute_interval >= 0 and math.isfinite(recompute_interval)):
             raise CapsimError(f"policy {self.name!r}: recompute_interval must be a finite number >= 0 s, got "
                               f"{recompute_interval!r}")
         self.recompute_interval = recompute_interval
         self.type_order = None if type_order is None else list(type_order)
+        self.seed = int(seed)
         self._restart()
 
     def _restart(self) -> None:
         self._types: tuple[str, ...] = ()
         self._signature: tuple | None = None
         self._table = JobTable(0)
-        self._rows: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._rows: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._speeds: dict[tuple, float] = {}
         self._last_time = -math.inf
         self._last_reset = 0.0
         self._need_update = True
+        self._now = 0.0
+        self._shuffler = random.Random(self.seed + 5)
 
     # ----- the hook -----------------------------------------------------------------------------------------------
 
@@ -76,23 +91,51 @@ class TimeSliced(Policy):
         """X for the jobs in ``rows`` of ``table`` (admission order) on the server types: ``(len(rows), types)``."""
         raise NotImplementedError(self)
 
+    def forget(self, jobs: list[int]) -> None:
+        """Jobs that left since the last decision (a hook for allocations that keep per-job state)."""
+
+    def ages(self, rows: np.ndarray) -> np.ndarray:
+        """Seconds since each job's submission, at the recompute under way (Gavel's ``times_since_start``)."""
+        return self._now - self._table.arrival[rows]
+
+    def remaining(self, rows: np.ndarray) -> np.ndarray:
+        """Iterations each job has still to run (Gavel's ``num_steps_remaining``, whole steps)."""
+        t = self._table
+        return np.round(t.iters[rows] * t.left[rows])
+
+    def lp_rate(self, rows: np.ndarray) -> np.ndarray:
+        """Throughputs as Gavel's LPs see them (iterations per second): the table's rate of the job's gang on a type
+        even where the type has fewer GPUs than the gang (X there can never run); ``steps_rate`` elsewhere."""
+        return self._table.speed[rows]
+
+    def _reference(self) -> int:
+        """The reference type of the agnostic policies: the fastest GPU (V100 on Gavel's clusters)."""
+        return self._fastest
+
+    def steps_rate(self, rows: np.ndarray) -> np.ndarray:
+        """Iterations per second of each job on each type (Gavel's throughputs; 0 where it cannot run)."""
+        return self._table.speed[rows]
+
     # ----- the decision -------------------------------------------------------------------------------------------
 
     def decide(self, s: Snapshot) -> Plan:
         now = s.time
         if now < self._last_time:
             self._restart()  # a new run
-        self._last_time = now
+        start, self._last_time = self._last_time, now
         opened = self._servers(s)
         if not self._types:
             return Plan(vms=opened)
         credit = (s.rules.round_length if s.rules.rounds else _DEFAULT_ROUND) / 2.0
-        self._account(s, credit)
+        self._account(s, credit, start if s.rules.rounds else None)
         if "stall" in s.trigger:
             self._last_reset = 0.0
         if self._need_update and (now - self._last_reset >= self.recompute_interval or self._last_reset == 0.0):
             self._recompute(now, credit)
-        return self._place(s, self._map(), opened)
+        order = list(range(len(self._types)))
+        if self.shuffled:
+            self._shuffler.shuffle(order)
+        return self._place(s, self._map(order), opened)
 
     def _servers(self, s: Snapshot) -> dict[int, str]:
         """Fix the server types on the first decision; VMs to start on empty slots (the slot's largest type)."""
@@ -119,6 +162,7 @@ class TimeSliced(Policy):
                                                                t)))
             self._index = {t: i for i, t in enumerate(self._types)}
             self._by_name = np.array(sorted(range(len(self._types)), key=lambda w: self._types[w]))
+            self._fastest = max(range(len(self._types)), key=lambda w: (present[self._types[w]].gpu.fp32_tflops, -w))
             self._table = JobTable(len(self._types))
         gpus = np.zeros(len(self._types), dtype=np.int64)
         self._nodes: list[list[int]] = [[] for _ in self._types]
@@ -134,14 +178,20 @@ class TimeSliced(Policy):
         self._gpus = gpus
         return opened
 
-    def _account(self, s: Snapshot, credit: float) -> None:
-        """Credit the time run since the last decision; add new jobs, drop those gone; note whether any changed."""
+    def _account(self, s: Snapshot, credit: float, start: float | None) -> None:
+        """Credit the time run since the last decision; add new jobs, drop those gone; note whether any changed.
+
+        In round mode (``start``: the round's start) a job is credited its micro-task's length as Gavel computes it,
+        (start + steps / throughput) − start: jobs that ran alike get exactly equal credits, so that the priority
+        ties Gavel breaks by deficit and allocation are ties here too."""
         t = self._table
         present = {jv.job.id for jv in s.running}
         present.update(jv.job.id for jv in s.waiting)
         gone = [j for j in t.row if j not in present]
         for j in gone:
             t.drop(j)
+        if gone:
+            self.forget(gone)
         configs = s.configs
         for jv in s.running:
             r = t.row.get(jv.job.id)
@@ -149,35 +199,54 @@ class TimeSliced(Policy):
                 ran = jv.at(s.time).done - t.done[r]
                 w = self._index.get(configs[where(jv)[1]].vm.name, -1)
                 if ran > 0 and w >= 0:
-                    t.received[r, w] += ran * float(jv.estimates[jv.config])
+                    runtime = float(jv.estimates[jv.config])
+                    if start is None:
+                        t.received[r, w] += ran * runtime
+                    else:
+                        iters = t.iters[r]
+                        t.received[r, w] += (start + round(ran * iters) / (iters / runtime)) - start
+            if r is not None:
+                t.left[r] = 1.0 - jv.done
         new = sorted((jv for jv in (*s.waiting, *s.running) if jv.job.id not in t.row), key=lambda v: v.job.id)
         for jv in new:
-            rate, sf = self._job_rows(s, jv)
-            t.add(jv.id, rate, sf, jv.job.priority, credit)
+            rate, sf, speed = self._job_rows(s, jv)
+            t.add(jv.id, rate, sf, jv.job.priority, credit, jv.job.submit_time, float(jv.job.spec.iterations), speed)
+            t.left[t.row[jv.id]] = 1.0 - jv.done
         if gone or new:
             self._need_update = True
 
-    def _job_rows(self, s: Snapshot, jv: JobView) -> tuple[np.ndarray, np.ndarray]:
-        """Per type: throughput (1 / estimated runtime, 0 where it cannot run) and GPUs."""
+    def _job_rows(self, s: Snapshot, jv: JobView) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per type: throughput (1 / estimated runtime, 0 where it cannot run or its gang does not fit), GPUs, and
+        iterations per second (where the job has an estimate, also for a gang larger than the type).
+
+        Iterations per second are iterations / runtime, the same number for every job of one kind (name, GPUs,
+        type) up to rounding; the first job's value is kept for the others, so that jobs Gavel sees at exactly
+        equal rates (ties its solvers and matchings break alike) are at exactly equal rates here too."""
         est = jv.estimates
         hit = self._rows.get(id(est))
-        if hit is not None and hit[2] is est:
-            return hit[0], hit[1]
+        if hit is not None and hit[3] is est:
+            return hit[0], hit[1], hit[2]
         index = config_table(s.configs).index
         m = len(self._types)
-        rate, sf = np.zeros(m), np.ones(m, dtype=np.int64)
-        asked = jv.job.spec.gpus
+        rate, sf, speed = np.zeros(m), np.ones(m, dtype=np.int64), np.zeros(m)
+        spec = jv.job.spec
+        asked = spec.gpus
         for w, name in enumerate(self._types):
             for g in ([asked] if asked is not None else range(1, int(self._gpus[w]) + 1)):
                 k = index.get((name, g))
                 if k is not None and math.isfinite(est[k]) and est[k] > 0:
-                    rate[w], sf[w] = 1.0 / float(est[k]), g
+                    sf[w] = g
+                    if g <= self._gpus[w]:  # a gang larger than the type is priced by the LPs, never placed
+                        rate[w] = 1.0 / float(est[k])
+                    v = float(spec.iterations) / float(est[k])
+                    seen = self._speeds.setdefault((spec.name, spec.application, spec.batch_size, g, name), v)
+                    speed[w] = seen if abs(seen - v) <= 1e-12 * v else v
                     break
             else:
                 if asked is not None:
                     sf[w] = asked
-        self._rows[id(est)] = (rate, sf, est)
-        return rate, sf
+        self._rows[id(est)] = (rate, sf, speed, est)
+        return rate, sf, speed
 
     def _recompute(self, now: float, credit: float) -> None:
         """Gavel's reset: deficits += X · elapsed − received; received back to the credit; a new allocation."""
@@ -187,14 +256,15 @@ class TimeSliced(Policy):
         should = np.where(t.allocated[rows, None], t.alloc[rows] * elapsed, 0.0)
         t.deficit[rows] += should - (t.received[rows] - credit)
         t.received[rows] = credit
-        if len(rows):
-            t.alloc[rows] = self.allocate(t, rows, self._gpus)
-            t.allocated[rows] = True
+        self._now = now
+        t.alloc[rows] = self.allocate(t, rows, self._gpus)  # also with no jobs: policies with memory forget then
+        t.allocated[rows] = True
         self._need_update = False
         self._last_reset = now
 
-    def _map(self) -> dict[int, int]:
-        """Job id → server type index for this round (jobs outside the allocation included: they hold GPUs idle)."""
+    def _map(self, order: list[int]) -> dict[int, int]:
+        """Job id → server type index for this round (jobs outside the allocation included: they hold GPUs idle);
+        the types visited in ``order``."""
         t = self._table
         rows = t.live()
         if not len(rows):
@@ -207,7 +277,7 @@ class TimeSliced(Policy):
         mapped: dict[int, int] = {}
         position = np.arange(len(rows))
         fifo = self.fifo
-        for w in range(len(left)):
+        for w in order:
             if left[w] <= 0:
                 continue
             order = np.lexsort((position, -alloc[:, w], -deficit[:, w], -priority[:, w])).tolist()

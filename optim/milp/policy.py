@@ -20,14 +20,20 @@ from optim.milp.waiting import WAIT_ESTIMATES
 from optim.spot.fleet import check_spot_rule, uniform_progress_snapshot
 from sim.model import CapsimError, DecisionInfo, Plan, Snapshot
 
-__all__ = ["MILP"]
+__all__ = ["MILP", "NODE_LIMIT"]
+
+NODE_LIMIT = 500
+"""Default branch-and-bound nodes per decision (docs/milp.md, "Limits and reproducibility", measures the choice)."""
 
 
 @register("milp")
 class MILP(Policy):
     """Joint capacity planning and scheduling by one MILP per decision (docs/milp.md); falls back on failure.
 
-    Options: ``solver`` (highs, cbc, gurobi), ``time_limit`` (s), ``gap`` (relative), ``threads``, ``warm_start``
+    Options: ``solver`` (highs, cbc, gurobi), ``node_limit`` (branch-and-bound nodes per decision: a deterministic
+    limit, so a run repeats exactly on any machine under any load), ``time_limit`` (wall-clock s per decision, off by
+    default: where it stops a decision the run depends on the machine's load and its summary says
+    ``deterministic`` 0), ``gap`` (relative), ``threads`` (a fixed count: results depend on it), ``warm_start``
     (from the fallback's plan), ``fallback`` (a policy name, default edf), ``preempt`` (running jobs may be moved,
     resized or sent back), ``urgency`` (REFERENCE §4's extra waiting charge factor, default 0), ``wait_estimate``
     (Δ in the waiting penalty: ``mean`` or ``earliest`` running completion, see ``next_decision_delay``), ``dominance``
@@ -45,7 +51,8 @@ class MILP(Policy):
     def __init__(
         self,
         solver: str = "highs",
-        time_limit: float | None = 10.0,
+        node_limit: int | None = NODE_LIMIT,
+        time_limit: float | None = None,
         gap: float | None = 0.01,
         threads: int = 1,
         warm_start: bool = True,
@@ -64,11 +71,21 @@ class MILP(Policy):
             raise CapsimError(f"milp policy: unknown solver {solver!r}; choose one of {', '.join(SOLVERS)}")
         if fallback == "milp":
             raise CapsimError("milp policy: fallback must be another policy (e.g. edf), not milp itself")
-        if time_limit is not None and time_limit <= 0:
-            raise CapsimError(f"milp policy: time_limit must be positive seconds, got {time_limit}")
+        if time_limit is not None and (isinstance(time_limit, bool) or not isinstance(time_limit, (int, float))
+                                       or time_limit <= 0):
+            raise CapsimError(f"milp policy: time_limit must be positive seconds (or null for none), got "
+                              f"{time_limit!r}")
+        if node_limit is not None and (isinstance(node_limit, bool) or int(node_limit) != node_limit
+                                       or node_limit < 1):
+            raise CapsimError(f"milp policy: node_limit must be a whole number of nodes ≥ 1 (or null for none), "
+                              f"got {node_limit!r}")
+        if isinstance(threads, bool) or int(threads) != threads or threads < 1:
+            raise CapsimError(f"milp policy: threads must be a whole number ≥ 1, got {threads!r} (0, the solver's "
+                              "automatic choice, depends on the machine's cores, and so would the results)")
         if gap is not None and not 0 <= gap < 1:
             raise CapsimError(f"milp policy: gap is a relative gap in [0, 1), got {gap}")
         self.solver = solver
+        self.node_limit = node_limit
         self.time_limit = time_limit
         self.gap = gap
         self.threads = int(threads)
@@ -128,7 +145,7 @@ class MILP(Policy):
             warm = set_warm_start(model, self.fallback_policy.decide(snapshot)) > 0 or self.preempt
         out = solve(
             model, self.solver, self.time_limit, self.gap, self.threads, warm, self.solver_path, self.msg,
-            self.solver_options,
+            self.solver_options, self.node_limit,
         )
         if not out.usable:
             if out.status == "licence":

@@ -1,6 +1,11 @@
 """Solver adapters: HiGHS (through highspy, with a warm start), CBC and Gurobi through PuLP, each one's status and
 gap read into a ``SolveOutcome``, and Gurobi's size-limited licence reported once. ``solve`` never raises for solver
-trouble: the policy falls back instead."""
+trouble: the policy falls back instead.
+
+Two kinds of limit stop a solver early. A work limit (``node_limit``: branch-and-bound nodes) is deterministic: the
+same model stops at the same point on any machine under any load, status ``work_limit``. A wall-clock ``time_limit``
+is not: where it stops depends on the machine's speed and load, status ``time_limit`` (docs/milp.md, "Limits and
+reproducibility")."""
 
 from __future__ import annotations
 
@@ -14,10 +19,11 @@ from typing import Any
 import numpy as np
 import pulp
 
+from optim.highs import new_highs, quiet_banner, use_threads
 from optim.milp.model import Model
 from sim.model import CapsimError
 
-__all__ = ["SOLVERS", "HIGHS_DEFAULTS", "SolveOutcome", "make_solver", "solve", "report_licence_once"]
+__all__ = ["SOLVERS", "HIGHS_DEFAULTS", "LIMITS", "SolveOutcome", "make_solver", "solve", "report_licence_once"]
 
 log = logging.getLogger("optim.milp")
 
@@ -41,6 +47,7 @@ class _HiGHS(pulp.HiGHS):
         self.warm = warmStart
 
     def callSolver(self, lp: pulp.LpProblem) -> None:
+        use_threads(int(self.threads or 1))
         if self.warm:
             import highspy
 
@@ -63,15 +70,19 @@ def make_solver(
     path: str | None = None,
     msg: bool = False,
     options: dict[str, Any] | None = None,
+    node_limit: int | None = None,
 ) -> pulp.LpSolver:
     """The PuLP solver object for ``name`` (highs, cbc, gurobi) with the policy's options.
 
-    ``options`` go to the solver as they are: HiGHS option names, Gurobi parameters, or CBC command-line options.
-    They override ``HIGHS_DEFAULTS``, which docs/milp.md justifies by measurement.
+    ``node_limit`` is each solver's own branch-and-bound node limit (HiGHS ``mip_max_nodes``, CBC ``maxNodes``,
+    Gurobi ``NodeLimit``). ``options`` go to the solver as they are: HiGHS option names, Gurobi parameters, or CBC
+    command-line options. They override ``HIGHS_DEFAULTS``, which docs/milp.md justifies by measurement.
     """
     options = dict(options or {})
     if name == "highs":
-        options = {**HIGHS_DEFAULTS, **options}
+        quiet_banner()
+        nodes = {} if node_limit is None else {"mip_max_nodes": int(node_limit)}
+        options = {**HIGHS_DEFAULTS, **nodes, **options}
         return _HiGHS(msg=msg, timeLimit=time_limit, gapRel=gap, threads=threads, warmStart=warm_start, **options)
     if name == "cbc":
         return pulp.COIN_CMD(
@@ -81,28 +92,36 @@ def make_solver(
             gapRel=gap,
             threads=threads,
             warmStart=warm_start,
+            maxNodes=node_limit,
             options=[f"{k} {v}" for k, v in options.items()],
         )
     if name == "gurobi":
+        nodes = {} if node_limit is None else {"NodeLimit": int(node_limit)}
         return pulp.GUROBI(
             msg=msg, timeLimit=time_limit, gapRel=gap, warmStart=warm_start, manageEnv=True, Threads=threads,
-            **options,
+            **{**nodes, **options},
         )
     raise CapsimError(f"milp policy: unknown solver {name!r}; choose one of {', '.join(SOLVERS)}")
 
 
+LIMITS = ("work_limit", "time_limit")
+"""Statuses of a solver stopped early by a limit: deterministic (nodes) or wall-clock."""
+
+
 @dataclass(frozen=True, slots=True)
 class SolveOutcome:
-    """What one solver run produced: ``status`` is optimal, time_limit (incumbent kept) or a failure status."""
+    """What one solver run produced: ``status`` is optimal, one of ``LIMITS`` (stopped early; ``incumbent`` says
+    whether it had a solution to keep) or a failure status."""
 
     status: str
     objective: float | None = None
     gap: float | None = None
     reason: str | None = None
+    incumbent: bool = True
 
     @property
     def usable(self) -> bool:
-        return self.status in ("optimal", "time_limit")
+        return self.status == "optimal" or (self.status in LIMITS and self.incumbent)
 
 
 def _finite_gap(gap: float) -> float | None:
@@ -128,9 +147,14 @@ def _highs_outcome(m: Any) -> SolveOutcome:
         return SolveOutcome("infeasible", reason=f"HiGHS: {m.modelStatusToString(st)}")
     if st == S.kUnbounded:
         return SolveOutcome("unbounded", reason="HiGHS: unbounded")
+    why = m.modelStatusToString(st)
+    if st == S.kNotset:
+        return SolveOutcome("no_solution", reason=f"HiGHS did not run ({why})")
+    # the remaining stops (node, leaf, solution or iteration limits) are deterministic, unlike the clock
+    limit = "time_limit" if st == S.kTimeLimit else "work_limit"
     if has_sol:
-        return SolveOutcome("time_limit", gap=_finite_gap(info.mip_gap), reason=f"HiGHS: {m.modelStatusToString(st)}")
-    return SolveOutcome("no_solution", reason=f"HiGHS: {m.modelStatusToString(st)} without an incumbent")
+        return SolveOutcome(limit, gap=_finite_gap(info.mip_gap), reason=f"HiGHS: {why}")
+    return SolveOutcome(limit, reason=f"HiGHS: {why} without an incumbent", incumbent=False)
 
 
 def _highs_direct(
@@ -141,21 +165,20 @@ def _highs_direct(
     warm_start: bool,
     msg: bool,
     options: dict[str, Any] | None,
+    node_limit: int | None = None,
 ) -> SolveOutcome:
     """Hand the model's arrays to highspy in one call (no PuLP variables), with the options PuLP would set, and
     read back the column values and the objective as PuLP sums it."""
     import highspy
 
     lp = model.lp
-    h = highspy.Highs()
-    if not msg:
-        h.setOptionValue("output_flag", False)
+    h = new_highs(threads, msg)
     if gap is not None:
         h.setOptionValue("mip_rel_gap", gap)
-    h.setOptionValue("threads", threads)
     if time_limit is not None:
         h.setOptionValue("time_limit", float(time_limit))
-    for key, value in {**HIGHS_DEFAULTS, **(options or {})}.items():
+    nodes = {} if node_limit is None else {"mip_max_nodes": int(node_limit)}
+    for key, value in {**HIGHS_DEFAULTS, **nodes, **(options or {})}.items():
         h.setOptionValue(key, value)
     n = len(lp.names)
     counts = [len(rc) for rc in lp.row_cols]
@@ -203,16 +226,23 @@ def _read_gurobi(prob: pulp.LpProblem) -> SolveOutcome:
         return SolveOutcome("infeasible", reason=f"Gurobi status {st}")
     if st == gp.GRB.UNBOUNDED:
         return SolveOutcome("unbounded", reason="Gurobi: unbounded")
+    limit = "time_limit" if st == gp.GRB.TIME_LIMIT else "work_limit"  # node, work, iteration, solution limits
     if m.SolCount >= 1:
-        return SolveOutcome("time_limit", gap=_finite_gap(m.MIPGap), reason=f"Gurobi status {st}")
-    return SolveOutcome("no_solution", reason=f"Gurobi status {st} without an incumbent")
+        return SolveOutcome(limit, gap=_finite_gap(m.MIPGap), reason=f"Gurobi status {st}")
+    if st == gp.GRB.INTERRUPTED:
+        return SolveOutcome("no_solution", reason=f"Gurobi status {st} without an incumbent")
+    return SolveOutcome(limit, reason=f"Gurobi status {st} without an incumbent", incumbent=False)
 
 
-def _read_cbc(prob: pulp.LpProblem) -> SolveOutcome:
+def _read_cbc(prob: pulp.LpProblem, limit: str | None) -> SolveOutcome:
+    """CBC's answer; ``limit`` is the limit that can have stopped it early (None when it had none)."""
     if prob.status == pulp.LpStatusOptimal and prob.sol_status == pulp.LpSolutionOptimal:
         return SolveOutcome("optimal")
     if prob.status == pulp.LpStatusOptimal and prob.sol_status == pulp.LpSolutionIntegerFeasible:
-        return SolveOutcome("time_limit", reason="CBC stopped on its time limit with an incumbent (gap unknown)")
+        return SolveOutcome(limit or "time_limit", reason="CBC stopped on a limit with an incumbent (gap unknown)")
+    if prob.status == pulp.LpStatusInfeasible and limit is not None:
+        # the model is feasible by construction (everyone may wait); CBC says "infeasible" when cut off early
+        return SolveOutcome(limit, reason="CBC stopped on a limit without an incumbent", incumbent=False)
     if prob.status == pulp.LpStatusInfeasible:
         return SolveOutcome("infeasible", reason="CBC: infeasible")
     if prob.status == pulp.LpStatusUnbounded:
@@ -227,29 +257,31 @@ def _licence_error(e: BaseException) -> bool:
 def solve(
     model: Model,
     solver: str = "highs",
-    time_limit: float | None = 10.0,
+    time_limit: float | None = None,
     gap: float | None = 0.01,
     threads: int = 1,
     warm_start: bool = False,
     path: str | None = None,
     msg: bool = False,
     options: dict[str, Any] | None = None,
+    node_limit: int | None = None,
 ) -> SolveOutcome:
-    """Solve ``model`` in place (variable values set) and say how it went; never raises for solver trouble."""
+    """Solve ``model`` in place (variable values set) and say how it went; never raises for solver trouble.
+    ``node_limit`` (branch-and-bound nodes) stops it deterministically, ``time_limit`` (wall-clock s) does not."""
     lp = model.lp
     if lp is None:
         raise ValueError("solve: the model has no problem written; build it with build_model")
     if not model.placements and not lp.h:
         return SolveOutcome("optimal", model.constant + sum(model.penalties.values()), 0.0, "nothing can start")
     if solver == "highs" and model.problem is None:
-        return _solve_direct(model, time_limit, gap, threads, warm_start, msg, options)
+        return _solve_direct(model, time_limit, gap, threads, warm_start, msg, options, node_limit)
     problem = model.problem
     if problem is None:
         from optim.milp.formulation import write_problem
 
         problem = write_problem(model)
     try:
-        s = make_solver(solver, time_limit, gap, threads, warm_start, path, msg, options)
+        s = make_solver(solver, time_limit, gap, threads, warm_start, path, msg, options, node_limit)
     except CapsimError:
         raise
     except Exception as e:  # noqa: BLE001  (any solver set-up failure is a fallback, not a crash)
@@ -259,11 +291,11 @@ def solve(
             return SolveOutcome("missing_solver", reason=f"solver {solver!r} is not available ({path or 'default'})")
         started = time.perf_counter()
         problem.solve(s)
-        reader = {"highs": _read_highs, "cbc": _read_cbc, "gurobi": _read_gurobi}[solver]
-        out = reader(problem)
-        if out.status == "infeasible" and time_limit and time.perf_counter() - started >= time_limit:
-            # the model is feasible by construction (everyone may wait); CBC says "infeasible" when cut off early
-            out = SolveOutcome("no_solution", reason=f"{solver} stopped on its time limit ({out.reason})")
+        if solver == "cbc":
+            clock = time_limit is not None and (node_limit is None or time.perf_counter() - started >= time_limit)
+            out = _read_cbc(problem, "time_limit" if clock else ("work_limit" if node_limit is not None else None))
+        else:
+            out = (_read_highs if solver == "highs" else _read_gurobi)(problem)
     except Exception as e:  # noqa: BLE001
         if _licence_error(e):
             return SolveOutcome("licence", reason=f"Gurobi licence too small: {e}")
@@ -284,9 +316,9 @@ def solve(
 
 
 def _solve_direct(model: Model, time_limit: float | None, gap: float | None, threads: int, warm_start: bool,
-                  msg: bool, options: dict[str, Any] | None) -> SolveOutcome:
+                  msg: bool, options: dict[str, Any] | None, node_limit: int | None) -> SolveOutcome:
     try:
-        out = _highs_direct(model, time_limit, gap, threads, warm_start, msg, options)
+        out = _highs_direct(model, time_limit, gap, threads, warm_start, msg, options, node_limit)
     except Exception as e:  # noqa: BLE001
         return SolveOutcome("error", reason=f"{type(e).__name__}: {e}")
     return _finish(out, model.objective) if out.usable else out

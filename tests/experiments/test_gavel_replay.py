@@ -15,14 +15,15 @@ from studies.gavel_replay import CASES, REPLAY, agreement, reference, replay
 from .conftest import small_scenario, write_yaml
 
 
-@pytest.mark.parametrize("trace, policy", CASES)
+@pytest.mark.parametrize("trace, policy", [c for c in CASES if c[1] != "gandiva"])
 def test_capsim_agrees_with_gavel_on_its_traces(trace, policy):
-    """Within 3 % of Gavel's average JCT and makespan, median per-job relative JCT error at most 5 %, and the jobs
-    Gavel drops (its failed-micro-task quirk) are the ones capsim reports it would drop."""
+    """Within 2 % of Gavel's average JCT and makespan, median per-job relative JCT error at most 2 %, and the jobs
+    Gavel drops (its failed-micro-task quirk) are the ones capsim reports it would drop. (``gandiva`` co-locates
+    pairs of jobs on a GPU, which capsim does not model: docs/gavel.md.)"""
     a = agreement(trace, policy)
-    assert abs(a["avg_jct"] / a["gavel_avg_jct"] - 1) <= 0.03
-    assert abs(a["makespan"] / a["gavel_makespan"] - 1) <= 0.03
-    assert a["median_error"] <= 0.05
+    assert abs(a["avg_jct"] / a["gavel_avg_jct"] - 1) <= 0.02
+    assert abs(a["makespan"] / a["gavel_makespan"] - 1) <= 0.02
+    assert a["median_error"] <= 0.02
     assert a["dropped"] == a["gavel_dropped"]
     assert abs(a["utilisation"] - a["gavel_utilisation"]) <= 0.03
 

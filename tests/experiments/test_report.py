@@ -96,6 +96,23 @@ def test_table_names_method_runs_and_warns_when_few() -> None:
     assert cell[0] == "30" and cell[2] == str(FEW_RUNS) and cell[4].startswith("[")  # 30 · fifo · 5 · mean [lo, hi]
 
 
+def test_rows_whose_runs_a_wall_clock_limit_stopped_are_named() -> None:
+    s = summary(n=3)
+    s["deterministic"] = 1.0
+    s.loc[(s["workload.mean_interarrival"] == 60) & (s["policy"] == "milp") & (s["seed"] == 1), "deterministic"] = 0.0
+    s.loc[(s["workload.mean_interarrival"] == 30) & (s["policy"] == "fifo"), "deterministic"] = 0.0
+    agg = aggregate(s, ["workload.mean_interarrival"], ["total_cost"])
+    told = [t for t in notes(agg, ["total_cost"]) if "wall-clock" in t]
+    assert len(told) == 1
+    assert "60, milp (1 of 3 runs mixed with deterministic ones)" in told[0]
+    assert "30, fifo (3 of 3 runs)" in told[0]
+    assert "30, milp" not in told[0] and "60, fifo" not in told[0]
+    assert told[0] in render(agg, ["workload.mean_interarrival"], ["total_cost"], "table")
+    s["deterministic"] = 1.0
+    agg = aggregate(s, ["workload.mean_interarrival"], ["total_cost"])
+    assert not [t for t in notes(agg, ["total_cost"]) if "wall-clock" in t]
+
+
 def test_late_jobs_denominator_varies_by_row() -> None:
     fields = ["workload.mean_interarrival"]
     agg = aggregate(summary(3, jobs=(20, 50)), fields, ["late_jobs"])

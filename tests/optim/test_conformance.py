@@ -106,7 +106,7 @@ PROPERTIES = {"engine_invariants": engine_run_keeps_the_invariants, "determinist
 @pytest.mark.parametrize("kind", KINDS)
 def test_on_random_worlds(kind, prop, depth):
     @depth
-    @given(world=worlds())
+    @given(world=worlds(single_gpu=getattr(optim.registry()[kind], "single_gpu_only", False)))
     def holds(world: World) -> None:
         PROPERTIES[prop](kind, world)
 
@@ -117,4 +117,5 @@ def test_on_random_worlds(kind, prop, depth):
 @pytest.mark.parametrize("kind", KINDS)
 def test_engine_invariants_at_scale(kind):
     """The slow profile: the engine's invariants on ``AT_SCALE`` (1,000) random worlds per policy."""
-    at_scale(lambda world: engine_run_keeps_the_invariants(kind, world), f"policy {kind}")
+    at_scale(lambda world: engine_run_keeps_the_invariants(kind, world), f"policy {kind}",
+             single_gpu=getattr(optim.registry()[kind], "single_gpu_only", False))

@@ -34,6 +34,17 @@ def test_fifo_perf_gives_each_job_its_fastest_type_with_room_in_arrival_order():
     assert never[1].sum() == 1, "a job no type can run does not block the queue"
 
 
+def test_fifo_perf_passes_over_a_head_job_whose_fastest_type_with_room_it_cannot_run():
+    """Gavel's rule (issue 21): one V100 and two K80s free; job 0 (2 GPUs) fits only on the K80s, where it cannot
+    run (rate 0): Gavel still allocates it there, holding both K80s, and goes on: job 1 gets the V100. The corrected
+    model (``skip_zero``) considers only types the job can run on: job 0 fits nowhere and blocks the queue."""
+    rate = np.array([[5.0, 3.0, 0.0], [4.0, 2.0, 1.0], [1.0, 1.0, 1.0]])  # columns v100, p100, k80
+    sf = np.array([[2, 2, 2], [1, 1, 1], [1, 1, 1]])
+    gpus = np.array([1, 0, 2])
+    assert fifo_perf(rate, sf, gpus, BY_NAME).tolist() == [[0, 0, 1], [1, 0, 0], [0, 0, 0]]
+    assert not fifo_perf(rate, sf, gpus, BY_NAME, skip_zero=True).any()
+
+
 def test_fifo_sticky_keeps_types_hands_freed_ones_to_the_head_and_fills_fastest_first():
     rate = np.ones((4, 3))
     sf = np.ones((4, 3), dtype=int)
@@ -49,8 +60,11 @@ def test_max_min_fairness_splits_one_gpu_by_priority_weight():
     assert x.ravel() == pytest.approx([2 / 3, 1 / 3], abs=1e-6)
 
 
+@pytest.mark.parametrize("runnable", [False, True], ids=["gavel", "runnable"])
 @pytest.mark.parametrize("seed", range(6))
-def test_max_min_fairness_reaches_the_lp_optimum(seed):
+def test_max_min_fairness_reaches_the_lp_optimum(seed, runnable):
+    """Gavel's LP (X free where the rate is 0, solved as ECOS does) and the corrected one (X = 0 there, HiGHS)
+    both reach the optimum SciPy finds for the same LP."""
     rng = np.random.default_rng(seed)
     n, m = int(rng.integers(2, 12)), 3
     rate = rng.uniform(0.1, 5.0, (n, m)) * (rng.random((n, m)) > 0.2)
@@ -58,8 +72,8 @@ def test_max_min_fairness_reaches_the_lp_optimum(seed):
     sf = rng.choice([1, 2, 4], size=(n, 1)).repeat(m, axis=1)
     gpus = rng.integers(1, 6, m)
     weight = rng.choice([1.0, 2.0], n)
-    x = max_min_fairness(rate, sf, gpus, weight)
-    assert (x >= 0).all() and (x <= 1).all() and (x[rate == 0] == 0).all()
+    x = max_min_fairness(rate, sf, gpus, weight, rate > 0 if runnable else None)
+    assert (x >= 0).all() and (x <= 1).all() and (not runnable or (x[rate == 0] == 0).all())
     assert (x.sum(axis=1) <= 1 + 1e-6).all() and ((sf * x).sum(axis=0) <= gpus + 1e-6).all()
     prop = rate @ gpus / gpus.sum()
     coef = rate * sf / (weight * prop)[:, None]
@@ -79,7 +93,8 @@ def test_max_min_fairness_reaches_the_lp_optimum(seed):
         r = np.zeros(n * m + 1)
         r[w:n * m:m] = sf[:, w]
         rows.append(r), rhs.append(float(gpus[w]))
-    bounds = [(0.0, 1.0 if rate[j, w] > 0 else 0.0) for j in range(n) for w in range(m)] + [(None, None)]
+    bounds = [(0.0, 1.0 if rate[j, w] > 0 or not runnable else 0.0) for j in range(n) for w in range(m)]
+    bounds += [(None, None)]
     best = -linprog(c, A_ub=np.array(rows), b_ub=rhs, bounds=bounds, method="highs").fun
     assert value == pytest.approx(best, rel=1e-5)
 

@@ -41,7 +41,9 @@ class World:
 
 
 @st.composite
-def worlds(draw) -> World:
+def worlds(draw, single_gpu: bool = False) -> World:
+    """A random small world; ``single_gpu``: every job that fixes its GPU count asks for one (for policies that
+    schedule single-GPU jobs only, ``single_gpu_only``)."""
     fixed = draw(st.integers(0, 3)) == 0
     rounds = draw(st.sampled_from([math.inf, math.inf, 60.0]))
     if fixed:
@@ -79,7 +81,7 @@ def worlds(draw) -> World:
                          and any(s.accepts(c.vm.name) for s in slots)
                          and f"{spec.name}/{c.vm.name}/{c.gpus}" in table})
         if fixed and draw(st.integers(0, 3)) == 0:  # rented clusters leave the count to the policy, as before
-            spec = dataclasses.replace(spec, gpus=draw(st.sampled_from(counts)))
+            spec = dataclasses.replace(spec, gpus=1 if single_gpu else draw(st.sampled_from(counts)))
         jobs.append(Job(i, spec, float(t), float(t + draw(st.integers(10, 600))),
                         draw(st.sampled_from([0.003, 0.01, 0.015]))))
     truth = None
@@ -242,7 +244,7 @@ def features(world: World) -> set[str]:
     return found
 
 
-def at_scale(prop: Callable[[World], None], label: str, examples: int = AT_SCALE) -> int:
+def at_scale(prop: Callable[[World], None], label: str, examples: int = AT_SCALE, single_gpu: bool = False) -> int:
     """Check ``prop`` on ``examples`` fresh random worlds (no example database, no replay); print and return how
     many ran and how often each feature of ``features`` appeared, and fail if one appeared in under 10 %."""
     from collections import Counter
@@ -254,7 +256,7 @@ def at_scale(prop: Callable[[World], None], label: str, examples: int = AT_SCALE
 
     @settings(max_examples=examples, deadline=None, database=None, phases=[Phase.generate, Phase.shrink],
               suppress_health_check=list(HealthCheck))
-    @given(world=worlds())
+    @given(world=worlds(single_gpu=single_gpu))
     def check_one(world: World) -> None:
         count[0] += 1
         seen.update(features(world))

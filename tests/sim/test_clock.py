@@ -82,3 +82,25 @@ def test_scheduling_in_the_past_is_refused():
         clock.at(9.0, lambda call: None)
     with pytest.raises(ValueError, match="before now"):
         clock.at(float("nan"), lambda call: None)
+
+
+def test_the_clock_uses_only_simpys_public_api():
+    """No private attribute (``_name``) of any object is read or written in sim/clock.py: SimPy is used through its
+    public API only (its own ``Environment.schedule`` overridden, as ``simpy.rt`` overrides ``step``)."""
+    import ast
+    from pathlib import Path
+
+    import sim.clock
+
+    tree = ast.parse(Path(sim.clock.__file__).read_text(encoding="utf-8"))
+    private = sorted({n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)
+                      and n.attr.startswith("_") and not n.attr.startswith("__")})
+    assert private == [], f"sim/clock.py touches private attributes {private}"
+
+
+def test_a_call_is_a_triggered_simpy_event_carrying_its_value():
+    clock, seen = Clock(), []
+    call = clock.at(3.0, seen.append, {"x": 1})
+    assert call.triggered and call.ok and call.value == {"x": 1} and call.env is clock.env
+    clock.run()
+    assert seen == [call] and call.processed and clock.now == 3.0

@@ -1,5 +1,5 @@
-"""Round mode (``sim.rounds``) on hand-computed cases: boundaries, admission, no backfilling, whole iterations, the
-round's end at its slowest micro-task, restart overhead between rounds, stalls."""
+"""Round mode (``sim.timing.rounds``) on hand-computed cases: boundaries, admission, no backfilling, whole iterations,
+the round's end at its slowest micro-task, restart overhead between rounds, stalls."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from sim.catalogue import cloud_vm_types, spot_variant, with_spot
 from sim.cluster import Cluster, NodeSlot
 from sim.engine import Simulation
 from sim.model import Assignment, Billing, CapsimError, ClusterRules, Plan, VMType
-from sim.workload import STREAMS, spot_streams, streams
+from sim.streams import STREAMS, spot_streams, streams
 from tests.sim.helpers import BIG, K80, SMALL, A, Scripted, job, table
 
 RATE = 2.0  # revocations per hour

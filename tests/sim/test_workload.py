@@ -11,7 +11,8 @@ import pytest
 from predictors.table import TablePredictor
 from sim.catalogue import configurations, job_types, vm_types
 from sim.model import CapsimError
-from sim.workload import WorkloadSpec, poisson_jobs, streams, trace_jobs
+from sim.streams import streams
+from sim.workload import WorkloadSpec, poisson_jobs, trace_jobs
 
 VTS = tuple(vm_types().values())
 CONFIGS = configurations(VTS)

@@ -13,62 +13,56 @@ round-based scheduling, as Gavel's simulator runs it; see ``docs/gavel.md``).
   or moved pays the cluster's ``restart_overhead`` when it runs again (0 in Gavel).
 - When no job runs, the next boundary is the next arrival; if none is left while jobs wait, a ``stall`` decision.
 
-``Rounds`` is a mix-in of ``sim.engine.Simulation``: it reads and changes the simulation's state through the
-engine's own methods (``_decide``, ``_clock``, ``_world``).
+Spot VMs are not modelled in round mode (``Cluster`` refuses them), so no revocation reaches this model.
 """
 
 from __future__ import annotations
 
-import gc
 from typing import TYPE_CHECKING
 
 from sim.clock import LAST, Call
-from sim.model import CapsimError, JobView
+from sim.model import JobView
+from sim.timing.base import Engine, TimeModel
 
 if TYPE_CHECKING:
-    from sim.clock import Clock
-    from sim.cluster import Cluster
-    from sim.state import JobState, World
+    from sim.state import JobState, NodeState
 
 __all__ = ["Rounds"]
 
-_YOUNG_LIMIT = 50_000
 
+class Rounds(TimeModel):
+    """Round-based decisions and whole-iteration progress (see the module docstring)."""
 
-class Rounds:
-    """The round-mode half of the engine (see the module docstring)."""
-
-    if TYPE_CHECKING:  # provided by Simulation
-        cluster: Cluster
-        _clock: Clock
-        _world: World
-        _states: list[JobState]
-        _next_arrival: int
-        _completed: int
-        _label: str
-
-        def _decide(self, trigger: str, now: float) -> None: ...
-
-        def _on_complete(self, call: Call) -> None: ...
-
-    def _reset_rounds(self) -> None:
-        self._round_mode = self.cluster.rules.rounds
+    def start(self, run: Engine) -> None:
+        self.run = run
+        self._length = run.rules.round_length
         self._arrived: list[JobState] = []
         self._boundary = False
 
-    def _round_arrival(self, st: JobState, now: float) -> None:
+    def arrived(self, st: JobState, now: float) -> None:
         """Queue an arrived job for the next boundary; with no round under way, that boundary is now."""
         self._arrived.append(st)
         if not self._boundary:
             self._boundary = True
-            self._clock.at(now, self._on_boundary, priority=LAST)
+            self.run.clock.at(now, self._on_boundary, priority=LAST)
+
+    def placed(self, st: JobState, true: float) -> None:
+        pass  # the round's dispatch gives it its micro-task
+
+    def completed(self, st: JobState, now: float) -> None:
+        pass  # the next boundary is the end of the round's slowest micro-task
+
+    def ready(self, node: NodeState, now: float) -> None:
+        pass  # a micro-task already starts when its VM is ready
+
+    def revoked(self, now: float) -> None:
+        raise AssertionError("round mode has no spot VMs")
 
     def _on_boundary(self, call: Call) -> None:
         now = call.time
         self._boundary = False
-        if gc.get_count()[0] > _YOUNG_LIMIT:
-            gc.collect(1)
-        world = self._world
+        run = self.run
+        world = run.world
         jobs = world.jobs
         for jid, jv in tuple(world.running.items()):
             st = jobs[jid]
@@ -81,26 +75,24 @@ class Rounds:
         for st in self._arrived:
             world.add_waiting(JobView(st.job, st.est, done=st.done))
         self._arrived.clear()
-        if self._completed == len(self._states):
+        if run.all_done:
             return  # the last jobs just completed: nothing is left to decide
-        self._decide("round", now)
+        run.decide("round", now)
         self._dispatch(now)
-        if not world.running and world.waiting and self._next_arrival >= len(self._states):
-            self._decide("stall", now)
+        if not world.running and world.waiting and run.all_arrived:
+            run.decide("stall", now)
             self._dispatch(now)
             if not world.running:
-                raise CapsimError(
-                    f"policy {self._label!r} left {len(world.waiting)} jobs waiting forever: nothing runs, no job "
-                    f"is yet to arrive, and its plan on a 'stall' decision at t={now:g} started none"
-                )
+                raise run.stuck(now, "no job is yet to arrive")
 
     def _dispatch(self, now: float) -> None:
         """Give every running job its micro-task for the round that starts at ``now``; schedule the round's end."""
-        length = self.cluster.rules.round_length
-        jobs = self._world.jobs
-        clock = self._clock
+        length = self._length
+        run = self.run
+        jobs = run.world.jobs
+        clock = run.clock
         end_max = -1.0
-        for jid in self._world.running:
+        for jid in run.world.running:
             st = jobs[jid]
             if st.event is not None or st.pending:
                 continue  # already given its micro-task for this round
@@ -115,7 +107,7 @@ class Rounds:
             st.overhead = 0.0
             if steps == left:
                 st.final = steps
-                st.event = clock.at(end, self._on_complete, st)
+                st.event = clock.at(end, run.complete, st)
             else:
                 st.pending = steps
             if end > end_max:

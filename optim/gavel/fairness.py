@@ -1,0 +1,164 @@
+"""The allocations of Gavel's isolated, max-min fairness (agnostic), finish-time fairness and total-duration
+policies (POLICIES.md §1–§4 of the Gavel notes; ``docs/gavel.md``).
+
+Arrays as in ``optim.gavel.allocation``: rows are the jobs in the allocation, columns the server types; ``rate``
+in iterations per second (0 where a job cannot run), ``sf`` GPUs, ``gpus`` per type. Remaining work is in
+iterations, ages in seconds since submission. A heterogeneity-agnostic policy passes one rate per job on every
+type (1, or its rate on the reference type), as Gavel substitutes them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from optim.gavel.ipm import solve as ecos_answer
+from optim.gavel.lp import centre, max_min
+
+SLACK = 1e-6
+"""Relative room above the least finish-time ratio, so that the allocations meeting it have an interior whose
+centre approximates the centre of the optimal face (where only the bottleneck jobs are pinned)."""
+
+__all__ = ["isolated", "max_min_fairness_agnostic", "finish_time_fairness", "FinishTimeState",
+           "min_total_duration", "horizon"]
+
+
+def isolated(sf: np.ndarray, gpus: np.ndarray) -> np.ndarray:
+    """Gavel's ``isolated``: each of the m jobs gets 1/m of every type's GPUs, X[j,w] = (gpus[w]/m)/sf[j,w], a row
+    scaled down to sum to 1 where it exceeds it."""
+    n = sf.shape[0]
+    if n == 0:
+        return np.zeros(sf.shape)
+    x = (gpus[None, :].astype(float) / n) / sf
+    return x / np.maximum(1.0, x.sum(axis=1))[:, None]
+
+
+def max_min_fairness_agnostic(sf: np.ndarray, gpus: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """Gavel's ``max_min_fairness``: every throughput replaced by 1 (so every normalising throughput is 1),
+    maximise min_j Σ_w sf[j,w]·X[j,w] / w_j; ECOS's answer (``optim.gavel.ipm``)."""
+    if sf.shape[0] == 0:
+        return np.zeros(sf.shape)
+    sf = sf.astype(float)
+    return ecos_answer(sf / weight[:, None], sf, gpus, np.zeros(len(sf)), with_t=True)[0]
+
+
+class FinishTimeState:
+    """What Gavel's finish-time fairness remembers between calls: per job, the isolated time it has used up (C_j),
+    and its remaining work and isolated rate at the previous call."""
+
+    def __init__(self) -> None:
+        self.used: dict[int, float] = {}
+        self.previous: dict[int, tuple[float, float]] = {}
+
+    def update(self, ids: list[int], remaining: np.ndarray, iso: np.ndarray) -> np.ndarray:
+        """C_j for this call: += (R at the previous call − R now) / isolated rate at the previous call, for jobs in
+        the previous call; 0 for a job's first call. Records this call's R and rates."""
+        used = np.zeros(len(ids))
+        for k, j in enumerate(ids):
+            before = self.previous.get(j)
+            c = self.used.get(j, 0.0)
+            if before is not None and before[1] > 0:
+                c += (before[0] - float(remaining[k])) / before[1]
+            used[k] = c
+        self.used = dict(zip(ids, used.tolist()))
+        self.previous = {j: (float(r), float(i)) for j, r, i in zip(ids, remaining, iso)}
+        return used
+
+
+def finish_time_fairness(rate: np.ndarray, sf: np.ndarray, gpus: np.ndarray, age: np.ndarray,
+                         remaining: np.ndarray, used: np.ndarray, iso: np.ndarray,
+                         agnostic: bool = False) -> np.ndarray:
+    """Gavel's ``finish_time_fairness[_perf]`` (Themis): minimise max_j ρ_j,
+
+        ρ_j = (age_j + R_j / Σ_w rate[j,w]·X[j,w]) / (C_j + R_j / iso_j),
+
+    ``iso`` the job's rate under ``isolated`` and ``used`` its C_j (``FinishTimeState``). For a given ρ every job
+    needs a rate of at least r_j(ρ) = R_j / (ρ·D_j − age_j), D_j the denominator; the least feasible ρ is found by
+    bracketing the max-min LP value s(ρ) = max_X min_j rate_j(X)/r_j(ρ) around 1, and X is the interior-point answer
+    at that ρ. ``agnostic`` (one rate per job on every type, so only each job's total share matters) finds the
+    least ρ in closed form."""
+    n = rate.shape[0]
+    if n == 0:
+        return np.zeros(rate.shape)
+    denom = used + remaining / iso
+    lowest = age / denom
+    if agnostic:
+        r1 = rate[:, 0]
+        s = sf.max(axis=1).astype(float)
+        n_gpus = float(gpus.sum())
+
+        def need(rho: float) -> np.ndarray:
+            with np.errstate(divide="ignore"):
+                return np.where(rho * denom > age, remaining / (r1 * (rho * denom - age)), np.inf)
+
+        rho = float(np.max((age + remaining / r1) / denom))  # the least ρ with every job on its whole share
+        if float(s @ need(rho)) > n_gpus:  # the GPUs bind: the ρ where the least shares use them all
+            lo, hi = rho, 2.0 * rho
+            while float(s @ need(hi)) > n_gpus:
+                lo, hi = hi, 2.0 * hi
+            for _ in range(100):
+                mid = 0.5 * (lo + hi)
+                lo, hi = (mid, hi) if float(s @ need(mid)) > n_gpus else (lo, mid)
+            rho = hi
+        return centre(rate, sf, gpus, remaining / np.maximum(rho * (1.0 + SLACK) * denom - age, 1e-300), curved=True)
+
+    def value(rho: float) -> float:
+        coef = rate * np.maximum(rho * denom - age, 0.0)[:, None] / remaining[:, None]
+        return max_min(coef, sf, gpus, ipm=False)[1]
+
+    x_iso = isolated(sf, gpus)
+    hi = float(np.max((age + remaining / np.maximum((rate * x_iso).sum(axis=1), 1e-300)) / denom))
+    lo = float(np.max(lowest))
+    f_lo, f_hi = -1.0, value(hi) - 1.0
+    while f_hi < 0:  # isolated rates can lose to X clipped at 1: widen until feasible
+        lo, f_lo, hi = hi, f_hi, hi * 2.0
+        f_hi = value(hi) - 1.0
+    side = 0
+    for _ in range(60):  # Illinois regula falsi on s(ρ) − 1, increasing in ρ
+        if hi - lo <= 1e-10 * hi:
+            break
+        mid = hi - f_hi * (hi - lo) / (f_hi - f_lo)
+        if not lo < mid < hi:
+            mid = 0.5 * (lo + hi)
+        f_mid = value(mid) - 1.0
+        if f_mid >= 0:
+            hi, f_hi = mid, f_mid
+            if side == 1:
+                f_lo *= 0.5
+            side = 1
+        else:
+            lo, f_lo = mid, f_mid
+            if side == -1:
+                f_hi *= 0.5
+            side = -1
+    rho = hi * (1.0 + SLACK)
+    return centre(rate, sf, gpus, remaining / (rho * denom - age), curved=True)
+
+
+def horizon(best: float) -> float:
+    """The horizon Gavel's bisection settles on when ``best`` is the least feasible one: it halves [100, 1e6] s
+    (then [1e6, 1e7], …) until the ends are within 5 %, keeping the last feasible midpoint."""
+    low, high, last_high = 100.0, 1e6, 1e6
+    found = None
+    while found is None:
+        while 1.05 * low < high:
+            mid = (low + high) / 2.0
+            if mid >= best:
+                found, high = mid, mid
+            else:
+                low = mid
+        high, low = last_high * 10.0, last_high
+        last_high *= 10.0
+    return found
+
+
+def min_total_duration(rate: np.ndarray, sf: np.ndarray, gpus: np.ndarray, remaining: np.ndarray) -> np.ndarray:
+    """Gavel's ``min_total_duration[_perf]``: the least horizon T by which every active job can finish (each needs
+    a rate of R_j/T), as Gavel's bisection finds it (``horizon``, up to 5 % above the least, which one HiGHS LP
+    gives), and X the answer ECOS gives to Gavel's feasibility problem at that horizon (``optim.gavel.ipm``).
+    The heterogeneity-agnostic policy passes every job's reference rate on every type."""
+    n = rate.shape[0]
+    if n == 0:
+        return np.zeros(rate.shape)
+    best = max_min(rate / remaining[:, None], sf, gpus, ipm=False)[1]
+    t = horizon(1.0 / best)
+    return ecos_answer(rate, sf, gpus, remaining / t, with_t=False)[0]

@@ -1,0 +1,152 @@
+"""The linear programs of Gavel's policies, built in matrix form and solved by HiGHS (``highspy``), and the central
+points an interior-point solver returns where an optimum is not unique (``docs/gavel.md``, "Solving the LPs").
+
+Every problem here is over X[j, w] (the share of time job j spends on server type w) with Gavel's base constraints:
+X ≥ 0, Σ_w X[j,w] ≤ 1 and Σ_j sf[j,w]·X[j,w] ≤ gpus[w]. Gavel solves them with cvxpy and ECOS, an interior-point
+solver: where the optimum is a whole face, ECOS returns a point near the centre of that face, and which point it is
+changes the schedule (a simplex returns a vertex, which puts each job's share on one type).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from optim.highs import new_highs
+
+if TYPE_CHECKING:
+    import highspy
+
+__all__ = ["max_min", "centre"]
+
+
+
+def _base(n: int, m: int, sf: np.ndarray, gpus: np.ndarray, extra: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Column-wise entries of the base constraints, X[j, w] at column j*m + w: row j is job j's share (≤ 1), row
+    n + w type w's GPUs (≤ gpus[w]), and ``extra`` rows before them (indices 0..extra-1 are left to the caller)."""
+    nx = n * m
+    jj = np.repeat(np.arange(n), m)
+    ww = np.tile(np.arange(m), n)
+    index = np.stack([extra + jj, extra + n + ww], axis=1)
+    value = np.stack([np.ones(nx), sf.ravel().astype(float)], axis=1)
+    return index, value, jj
+
+
+def _solve(lp: highspy.HighsLp, ipm: bool) -> np.ndarray:
+    h = new_highs()  # silent, one thread, no banner on stdout
+    options: tuple[tuple[str, bool | int | str], ...] = (("random_seed", 0),)
+    if ipm:
+        options += (("solver", "ipm"), ("run_crossover", "off"), ("presolve", "off"))
+    for option, value in options:
+        h.setOptionValue(option, value)
+    h.passModel(lp)
+    h.run()
+    return np.asarray(h.getSolution().col_value, dtype=float)
+
+
+def max_min(coef: np.ndarray, sf: np.ndarray, gpus: np.ndarray, allowed: np.ndarray | None = None,
+            ipm: bool = True) -> tuple[np.ndarray, float]:
+    """max s  s.t.  s ≤ Σ_w coef[j,w]·X[j,w] for every job j, the base constraints, X = 0 where not ``allowed``.
+
+    Returns (X clipped to [0, 1], s). With ``ipm`` HiGHS's interior-point method runs without crossover and
+    presolve, so that X is a point inside the optimal face, as ECOS returns; otherwise the dual simplex gives a
+    vertex (faster; used where only s matters)."""
+    import highspy
+
+    n, m = coef.shape
+    nx = n * m
+    index, value, jj = _base(n, m, sf, gpus, n)
+    rows = np.concatenate([jj[:, None], index], axis=1)
+    vals = np.concatenate([-coef.ravel()[:, None], value], axis=1)
+    lp = highspy.HighsLp()
+    lp.num_col_ = nx + 1
+    lp.num_row_ = 2 * n + m
+    lp.sense_ = highspy.ObjSense.kMaximize
+    lp.col_cost_ = np.concatenate([np.zeros(nx), [1.0]])
+    lp.col_lower_ = np.zeros(nx + 1)
+    upper = np.ones(nx) if allowed is None else np.where(allowed.ravel(), 1.0, 0.0)
+    lp.col_upper_ = np.concatenate([upper, [highspy.kHighsInf]])
+    lp.row_lower_ = np.full(2 * n + m, -highspy.kHighsInf)
+    lp.row_upper_ = np.concatenate([np.zeros(n), np.ones(n), gpus.astype(float)])
+    a = lp.a_matrix_
+    a.format_ = highspy.MatrixFormat.kColwise
+    a.start_ = np.concatenate([np.arange(0, 3 * nx + 1, 3), [3 * nx + n]]).astype(np.int32)
+    a.index_ = np.concatenate([rows.ravel(), np.arange(n)]).astype(np.int32)
+    a.value_ = np.concatenate([vals.ravel(), np.ones(n)])
+    sol = _solve(lp, ipm)
+    return np.clip(sol[:nx].reshape(n, m), 0.0, 1.0), float(sol[nx])
+
+
+def centre(rate: np.ndarray, sf: np.ndarray, gpus: np.ndarray, demand: np.ndarray,
+           inside: np.ndarray | None = None, curved: bool = False) -> np.ndarray:
+    """The analytic centre of {X : the base constraints, Σ_w rate[j,w]·X[j,w] ≥ demand[j] for every j}: the point
+    maximising the sum of the logarithms of every constraint's slack, which an interior-point solver such as ECOS
+    approaches when every point of the set is optimal (Gavel's feasibility problems, ``Maximize(1)``).
+
+    Damped Newton steps on the log barrier. The Hessian is block-diagonal per job (its X ≥ 0, share and demand rows)
+    plus a rank-m term from the m capacity rows, so each step costs a batch of m×m solves and one m×m solve
+    (Woodbury). ``inside`` is a strictly feasible starting point; by default one is built from the max-min LP
+    (``max_min``). If the set has no interior (the demands take all there is), the max-min LP's answer is returned.
+
+    ``curved``: each job's demand row weighs 2·log(u − d) − log(u), u = Σ_w rate·X, instead of log(u − d): the
+    barrier ECOS sees for a bound on a job's time R/u written with cvxpy's ``inv_pos`` (a second-order cone u·v ≥ 1
+    and a linear bound on v, with v at its own centre), as in Gavel's finish-time fairness."""
+    n, m = rate.shape
+    if n == 0:
+        return np.zeros(rate.shape)
+    demand = np.asarray(demand, dtype=float)
+    sf = sf.astype(float)
+    cap = gpus.astype(float)
+    if inside is None:
+        x_mm, s = max_min(rate / demand[:, None], sf, cap, ipm=False)
+        if not s > 1.0 + 1e-9:
+            return x_mm
+        theta = 0.5 * (1.0 - 1.0 / s)
+        even = (cap[None, :] / n) / sf
+        even = 0.5 * even / np.maximum(1.0, even.sum(axis=1))[:, None]
+        x = (1.0 - theta) * x_mm + theta * even
+    else:
+        x = inside.astype(float).copy()
+
+    def slacks(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return 1.0 - x.sum(axis=1), cap - (sf * x).sum(axis=0), (rate * x).sum(axis=1) - demand
+
+    weight, bend = (2.0, 1.0) if curved else (1.0, 0.0)
+
+    def barrier(x: np.ndarray) -> float:
+        row, col, dem = slacks(x)
+        if (x <= 0).any() or (row <= 0).any() or (col <= 0).any() or (dem <= 0).any():
+            return np.inf
+        u = dem + demand
+        return -float(np.log(x).sum() + np.log(row).sum() + np.log(col).sum() + weight * np.log(dem).sum()
+                      - bend * np.log(u).sum())
+
+    f = barrier(x)
+    eye = np.eye(m)
+    for _ in range(100):
+        row, col, dem = slacks(x)
+        u = dem + demand
+        grad = -1.0 / x + (1.0 / row)[:, None] - rate * (weight / dem - bend / u)[:, None] + sf / col[None, :]
+        blocks = (eye[None] / (x * x)[:, :, None] + (1.0 / row ** 2)[:, None, None]
+                  + (rate[:, :, None] * rate[:, None, :]) * (weight / dem ** 2 - bend / u ** 2)[:, None, None])
+        inv = np.linalg.inv(blocks)
+        # U[(j, w), v] = sf[j, w]·[w = v]; C = diag(1 / col²)
+        bg = np.einsum("jab,jb->ja", inv, grad)
+        bu = inv * sf[:, None, :]  # B⁻¹U, per job: (m × m)
+        small = np.diag(col ** 2) + np.einsum("ja,jab->ab", sf, bu)
+        step = bg - np.einsum("jab,b->ja", bu, np.linalg.solve(small, np.einsum("ja,ja->a", sf, bg)))
+        decrement = float((grad * step).sum())
+        if decrement < 1e-12:
+            break
+        t = 1.0
+        while True:
+            trial = x - t * step
+            ft = barrier(trial)
+            if ft <= f - 0.25 * t * decrement:
+                break
+            t *= 0.5
+            if t < 1e-12:
+                return np.clip(x, 0.0, 1.0)
+        x, f = trial, ft
+    return np.clip(x, 0.0, 1.0)

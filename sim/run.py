@@ -1,0 +1,355 @@
+"""One run of a simulation: its clock, its world, its records, and every change events and plans make to them.
+
+A ``Run`` owns what changes while a simulation runs: the clock (``sim.clock``), the jobs, nodes and VM intervals and
+the policy's view of them (``sim.state.World``), and the records. It applies what happens: arrivals, completions,
+boots ending, spot revocations, and the plans of the policy, checked against the rules of ``sim.rules``. When the
+policy is asked, and how a placed job's work is scheduled, is the business of its time model (``sim.timing``), which
+it calls at each of those events through the hooks of ``sim.timing.TimeModel``; the time model drives the run through
+the public members listed by ``sim.timing.Engine``.
+
+Money: a VM bills from its start to its stop (by ``ClusterRules.billed_seconds``); each interval's cost is split among
+the jobs that ran on it by GPU-seconds, and an interval that ran no job is idle cost.
+
+Spot VMs (``VMType.spot``): each one started draws its lifetime from an exponential distribution of mean 1 /
+``revocation_rate`` hours, from its node's own stream of the run's seed (``sim.streams.spot_streams``). When it ends
+the VM is revoked: billing stops, every job on it (a gang on all its nodes) is lifted keeping only the work up to its
+last checkpoint (``ClusterRules.checkpoint_interval`` seconds of work apart within a run), returns to the queue and
+pays the restart overhead when it runs again; the time model hears of it (``TimeModel.revoked``).
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+from collections.abc import Sequence
+from operator import index
+from time import perf_counter
+from typing import Any
+
+import numpy as np
+
+from sim.clock import Call, Clock
+from sim.cluster import Cluster
+from sim.contracts import Policy, Predictor
+from sim.metrics import RunTables
+from sim.model import CapsimError, Job, JobSpec, JobView, Plan, VMType
+from sim.observe import observe
+from sim.records import Decisions, Jobs, Nodes, Segments
+from sim.rules import PlanRejected, check_plan
+from sim.state import Interval, JobState, NodeState, World
+from sim.streams import spot_streams
+from sim.timing import TimeModel
+
+__all__ = ["Run"]
+
+_YOUNG_LIMIT = 50_000
+"""Container objects allocated since the last young collection (cyclic garbage of policies) before a decision
+collects them; the simulation turns the collector off while it runs (full collections would walk every record)."""
+
+
+class Run:
+    """One run of ``policy`` on ``cluster`` over ``jobs`` (sorted by submission), driven by ``time``.
+
+    ``est`` and ``true`` map each job spec to its read-only runtime row (the policy's view and the truth);
+    ``truth`` names the truth predictor in messages; ``seed`` draws the spot VMs' lifetimes. The ``estimator`` says
+    the source of each job's estimate in the records and, if it observes running jobs, refines their estimates at
+    every decision (``sim.observe``).
+    """
+
+    def __init__(self, cluster: Cluster, jobs: Sequence[Job], est: dict[JobSpec, np.ndarray],
+                 true: dict[JobSpec, np.ndarray], policy: Policy, time: TimeModel, *, label: str, truth: str,
+                 seed: int, estimator: Predictor):
+        self.cluster = cluster
+        self.estimator = estimator
+        self.rules = cluster.rules
+        self.policy = policy
+        self.time = time
+        self.label = label
+        self._truth = truth
+        self.clock = Clock(jobs[0].submit_time if jobs else 0.0)
+        self.states = [JobState(j, est[j.spec], true[j.spec]) for j in jobs]
+        self.world = World(cluster, self.states)
+        self._fixed = frozenset(i for i, s in enumerate(cluster.slots) if s.fixed)
+        self._next_arrival = 0
+        self._completed = 0
+        self.booting = 0
+        """VMs still booting."""
+        self._nodes = Nodes()
+        self._segments = Segments()
+        self._decisions = Decisions()
+        self._spot = (spot_streams(seed, len(cluster.slots))
+                      if any(v.spot and v.revocation_rate > 0 for v in cluster.vm_types) else [])
+
+    @property
+    def all_arrived(self) -> bool:
+        """Whether every job has arrived."""
+        return self._next_arrival >= len(self.states)
+
+    @property
+    def all_done(self) -> bool:
+        """Whether every job has completed."""
+        return self._completed == len(self.states)
+
+    def execute(self) -> RunTables:
+        """Run every event until every job has completed; return the records as tables."""
+        clock, world = self.clock, self.world
+        t0 = clock.now
+        for n in sorted(self._fixed):
+            (name,) = self.cluster.slots[n].allowed or frozenset()
+            self._start_vm(world.nodes[n], world.vm_types[name], t0)
+        if self.states:
+            clock.at(t0, self._on_arrival, self.states[0])
+        self.time.start(self)
+        clock.run()
+        if not self.all_done:
+            raise CapsimError(f"policy {self.label!r} left {len(self.states) - self._completed} jobs unfinished when "
+                              f"the simulation ran out of events")
+        end = clock.now
+        last = max((st.end for st in self.states), default=end)  # fixed servers stop with the last job
+        for node in world.nodes:
+            if node.vm is not None:
+                self._stop_vm(node, last if node.index in self._fixed else end)
+        jobs = Jobs.of(self.states, self.cluster.configs, self.estimator)
+        return RunTables(jobs.frame(), self._nodes.frame(), self._decisions.frame(), self._segments.frame())
+
+    def stuck(self, now: float, why: str) -> CapsimError:
+        """The error of a run whose policy leaves jobs waiting forever: ``why`` says what else could have helped."""
+        return CapsimError(f"policy {self.label!r} left {len(self.world.waiting)} jobs waiting forever: nothing runs, "
+                           f"{why}, and its plan on a 'stall' decision at t={now:g} started none")
+
+    # ------------------------------------------------------------------ events
+
+    def _on_arrival(self, call: Call) -> None:
+        st: JobState = call.value
+        self._next_arrival += 1
+        if self._next_arrival < len(self.states):
+            nxt = self.states[self._next_arrival]
+            self.clock.at(nxt.job.submit_time, self._on_arrival, nxt)
+        self.time.arrived(st, call.time)
+
+    def complete(self, call: Call) -> None:
+        """A job's work is done (``call.value`` is its ``JobState``): it leaves its nodes and the run."""
+        st: JobState = call.value
+        st.done = 1.0
+        self._end_segment(st, call.time)
+        st.end = call.time
+        st.event = None
+        self.world.drop_running(st.job.id)
+        self._completed += 1
+        if self._spot and self.all_done:
+            for node in self.world.nodes:  # the run ends here: no VM left idle is revoked after it
+                if node.interval is not None and node.interval.revocation is not None:
+                    self.clock.cancel(node.interval.revocation)
+                    node.interval.revocation = None
+        self.time.completed(st, call.time)
+
+    def _on_ready(self, call: Call) -> None:
+        node, interval = call.value
+        if interval.booting:
+            interval.booting = False
+            self.booting -= 1
+            self.time.ready(node, call.time)
+
+    def _on_revoke(self, call: Call) -> None:
+        """The provider takes a spot VM back: its jobs lose the work since their last checkpoint and wait again."""
+        node, iv = call.value
+        now = call.time
+        iv.revocation = None
+        world = self.world
+        for st in list(node.jobs.values()):
+            self._detach(st, now, revoked=True)
+            world.add_waiting(JobView(st.job, st.est, done=st.done))
+        self._stop_vm(node, now, revoked=True)
+        self.time.revoked(now)
+
+    # ------------------------------------------------------------------ decisions
+
+    def decide(self, trigger: str, now: float) -> None:
+        """Ask the policy, check its plan against the rules, apply it, and record the decision."""
+        if gc.get_count()[0] > _YOUNG_LIMIT:
+            gc.collect(1)
+        if self.estimator.observes:
+            observe(self.world, now, self.estimator, self.rules.rounds)
+        snap = self.world.snapshot(now, trigger)
+        t0 = perf_counter()
+        plan = self.policy.decide(snap)
+        wall = perf_counter() - t0
+        if not isinstance(plan, Plan):
+            raise self._rejected(f"decide() returned {type(plan).__name__}, not a sim.model.Plan", now)
+        if plan.start or plan.vms or plan.move or plan.preempt or plan.keep_idle:
+            try:
+                check_plan(plan, self.world, self.policy)
+            except PlanRejected as e:
+                raise self._rejected(str(e), now) from None
+            self._apply(plan, now)
+        elif self.world.idle:
+            self._stop_idle((), now)
+        self._decisions.add(self.label, snap, plan, wall)
+
+    def _rejected(self, rule: str, now: float) -> CapsimError:
+        return CapsimError(f"policy {self.label!r}: plan rejected at t={now:g}: {rule}")
+
+    def _apply(self, plan: Plan, now: float) -> None:
+        """Apply a checked plan: preempt and lift moved jobs, set VMs, place moved and started jobs, stop idle VMs."""
+        world = self.world
+        jobs = world.jobs
+        for jid in plan.preempt:
+            st = jobs[jid]
+            self._detach(st, now)
+            world.add_waiting(JobView(st.job, st.est, done=st.done))
+        for a in plan.move:
+            self._detach(jobs[a.job_id], now)
+        for key, name in plan.vms.items():
+            node = world.nodes[index(key)]
+            if node.slot.fixed:
+                continue
+            if node.vm is not None and (name is None or node.vm.name != name):
+                self._stop_vm(node, now)
+            if name is not None and node.vm is None:
+                self._start_vm(node, world.vm_types[name], now)
+        for a in plan.move:
+            self._place(jobs[a.job_id], ((index(a.node), index(a.gpus)),) if not a.gang else _parts(a), now)
+        for a in plan.start:
+            world.drop_waiting(a.job_id)
+            self._place(jobs[a.job_id], ((index(a.node), index(a.gpus)),) if not a.gang else _parts(a), now)
+        if world.idle:
+            self._stop_idle(plan.keep_idle, now)
+
+    def _stop_idle(self, keep: frozenset[int] | tuple[()], now: float) -> None:
+        """Stop every VM that hosts no job, except on the nodes in ``keep`` and the fixed servers."""
+        nodes = self.world.nodes
+        fixed = self._fixed
+        for n in sorted(self.world.idle):
+            if n not in keep and n not in fixed:
+                self._stop_vm(nodes[n], now)
+
+    # ------------------------------------------------------------------ mutations
+
+    def _place(self, st: JobState, parts: tuple[tuple[int, int], ...], now: float) -> None:
+        """Run job ``st`` on ``parts`` ((node, GPUs) each, one VM type) from ``now`` (or once every VM is ready)."""
+        world = self.world
+        nodes = world.nodes
+        n, g = parts[0]
+        single = len(parts) == 1
+        vm = nodes[n].vm
+        assert vm is not None, "the plan rules put jobs only on nodes with a VM"
+        if not single:
+            g = sum(gn for _, gn in parts)
+        k = world.config_index[(vm.name, g)]
+        true = float(st.true[k])
+        if not math.isfinite(true):
+            raise CapsimError(
+                f"job {st.job.id} ({st.job.spec.name or st.job.spec.app_key}) was put on {vm.name}x{g}: the "
+                f"estimator supports it but the truth predictor {self._truth} has no runtime; use a truth predictor "
+                f"that covers every configuration the estimator does"
+            )
+        since = now
+        for m, _ in parts:
+            ready = nodes[m].ready_at
+            if ready > since:
+                since = ready
+        overhead = self.rules.restart_overhead if st.ran else 0.0
+        st.node, st.cfg, st.gpus, st.since, st.overhead, st.parts = n, k, g, since, overhead, parts
+        st.run_start = st.steps if self.rules.rounds else int(st.done * st.job.spec.iterations + 1e-9)
+        st.runs += 1
+        if st.runs == 1 or st.first_start != st.first_start:  # first run, or every earlier one lifted before it began
+            st.first_start = since
+        self.time.placed(st, true)
+        jid = st.job.id
+        for m, gm in parts:
+            node = nodes[m]
+            node.jobs[jid] = st
+            node.used += gm
+            world.job_placed(m)
+        world.add_running(JobView(st.job, st.est, done=st.done, node=n, config=k, since=since) if single else
+                          JobView(st.job, st.est, done=st.done, node=n, config=k, since=since, parts=parts))
+
+    def _end_segment(self, st: JobState, now: float) -> None:
+        """Record the job's current run segment (one per node) up to ``now``, credit its GPU-seconds, and take it
+        off its nodes."""
+        elapsed = now - st.since
+        if elapsed < 0:  # lifted before its VMs were ready: the run never began
+            st.runs -= 1
+            if st.runs == 0:
+                st.first_start = math.nan
+        else:
+            st.ran = True
+        world = self.world
+        nodes = world.nodes
+        jid = st.job.id
+        for n, g in st.parts:
+            node = nodes[n]
+            iv = node.interval
+            assert iv is not None, "a job runs only on a node with a VM"
+            if elapsed >= 0:
+                self._segments.add(st, iv.vm, now, n, g)
+                if elapsed > 0:
+                    secs = iv.gpu_secs
+                    secs[jid] = secs.get(jid, 0.0) + g * elapsed
+            del node.jobs[jid]
+            node.used -= g
+            world.job_left(n, not node.jobs)
+
+    def _detach(self, st: JobState, now: float, revoked: bool = False) -> None:
+        """Lift a running job off its nodes (preempted or moved), keeping the work it has done; when its spot VM is
+        ``revoked``, only the work up to its run's last checkpoint."""
+        if st.event is not None:
+            elapsed = now - st.since
+            if elapsed > 0:
+                worked = max(0.0, elapsed - st.overhead)
+                if revoked:
+                    c = self.rules.checkpoint_interval
+                    kept = math.floor(worked / c) * c if math.isfinite(c) else 0.0
+                    st.lost += (worked - kept) * st.gpus
+                    worked = kept
+                st.done = min(1.0, st.done + worked / float(st.true[st.cfg]))
+            self.clock.cancel(st.event)
+            st.event = None
+        if revoked:
+            st.revoked += 1
+        self._end_segment(st, now)
+        self.world.drop_running(st.job.id)
+
+    def _start_vm(self, node: NodeState, vm: VMType, now: float) -> None:
+        node.vm = vm
+        node.interval = iv = Interval(vm, now)
+        node.ready_at = iv.ready
+        self.world.vm_started(node.index)
+        if iv.booting:
+            self.booting += 1
+            self.clock.at(iv.ready, self._on_ready, (node, iv))
+        if vm.spot and vm.revocation_rate > 0:
+            life = float(self._spot[node.index].exponential(3600.0 / vm.revocation_rate))
+            iv.revocation = self.clock.at(now + life, self._on_revoke, (node, iv))
+
+    def _stop_vm(self, node: NodeState, now: float, revoked: bool = False) -> None:
+        """Stop the node's VM (``revoked``: the provider took it back), bill its interval and split the cost among its
+        jobs by GPU-seconds."""
+        iv = node.interval
+        assert iv is not None, "only a node with a VM is stopped"
+        if iv.booting:
+            iv.booting = False
+            self.booting -= 1
+        if iv.revocation is not None:
+            self.clock.cancel(iv.revocation)
+            iv.revocation = None
+        vm = iv.vm
+        billed = self.rules.billed_seconds(now - iv.start, vm)
+        cost = billed * vm.price_per_hour / 3600.0
+        busy = sum(iv.gpu_secs.values())
+        if busy > 0:
+            jobs = self.world.jobs
+            for jid, gs in iv.gpu_secs.items():
+                jobs[jid].cost_share += cost * (gs / busy)
+        self._nodes.add(node.index, iv, now, billed, cost, busy, revoked)
+        node.vm = None
+        node.interval = None
+        node.ready_at = 0.0
+        self.world.vm_stopped(node.index)
+
+
+def _parts(a: Any) -> tuple[tuple[int, int], ...]:
+    """An assignment's (node, GPUs) parts as plain ints."""
+    if not a.gang:
+        return ((index(a.node), index(a.gpus)),)
+    return tuple((index(n), index(g)) for n, g in a.parts)
