@@ -215,9 +215,9 @@ def figure_models(path: Path) -> None:
 def poisson_table(results: Path) -> pd.DataFrame:
     """Per load and policy: mean over seeds of the makespan, the busy time (sum of job times), the mean JCT and the
     total cost, from a result folder of ``experiments/mlperf.yaml``."""
-    from experiments.api import load_results
+    from experiments.api import read
 
-    res = load_results(results)
+    res = read(results)
     jobs = res.jobs.assign(busy=res.jobs["end_time"] - res.jobs["start_time"])
     keys = ["workload.mean_interarrival", "policy", "seed"]
     per_run = jobs.groupby(keys).agg(makespan=("end_time", "max"), first=("submit_time", "min"),

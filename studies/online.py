@@ -21,30 +21,31 @@ MAPE, WINDOW = "estimator.base.mape", "estimator.window"
 
 
 def paired(results: Path, metric: str = "total_cost") -> pd.DataFrame:
-    """Per policy and MAPE: mean ``metric`` off and online, and the mean paired relative change (online / off − 1
-    of the same grid point and seed) with its 95 % t-interval and the number of pairs."""
-    from experiments.api import load_results
+    """Per policy and MAPE: mean ``metric`` off and online, and the mean paired difference (online − off, same grid
+    point and seed) relative to the mean off, with its 95 % t-interval, and the number of pairs. (A mean of ratios
+    would let the runs that cost least weigh most.)"""
+    from experiments.api import read
 
-    s = load_results(results).summary
+    s = read(results).summary
     others = [c for c in s.columns if "." in c and c not in (MAPE, WINDOW)]
     keys = ["policy", MAPE, *others, "seed"]
     off = s[s[WINDOW] == 0].set_index(keys)[metric]
     on = s[s[WINDOW] > 0].set_index(keys)[metric]
     both = pd.DataFrame({"off": off, "on": on}).dropna()
-    both["change"] = both["on"] / both["off"] - 1.0
+    both["diff"] = both["on"] - both["off"]
     rows = []
     for (policy, mape), g in both.groupby(level=["policy", MAPE], sort=False):
-        n = len(g)
-        half = float(stats.t.ppf(0.975, n - 1) * g["change"].std(ddof=1) / np.sqrt(n)) if n > 1 else np.nan
-        rows.append({"policy": policy, "mape": mape, "off": g["off"].mean(), "online": g["on"].mean(),
-                     "change": g["change"].mean(), "half": half, "pairs": n})
+        n, base = len(g), g["off"].mean()
+        half = float(stats.t.ppf(0.975, n - 1) * g["diff"].std(ddof=1) / np.sqrt(n)) if n > 1 else np.nan
+        rows.append({"policy": policy, "mape": mape, "off": base, "online": g["on"].mean(),
+                     "change": g["diff"].mean() / base, "half": half / base, "pairs": n})
     return pd.DataFrame(rows)
 
 
 def markdown(table: pd.DataFrame) -> str:
     """The table as Markdown: total cost off and online, the paired change with its interval."""
-    lines = ["| policy | estimator MAPE | total cost, base alone ($) | total cost, online ($) | paired change "
-             "(95 % interval) | pairs |", "|---|---|---|---|---|---|"]
+    lines = ["| policy | estimator MAPE | total cost, base alone ($) | total cost, online ($) | change (95 % interval "
+             "of the paired difference) | pairs |", "|---|---|---|---|---|---|"]
     for r in table.to_dict("records"):
         lines.append(f"| `{r['policy']}` | {100 * r['mape']:.0f} % | {r['off']:,.2f} | {r['online']:,.2f} | "
                      f"{100 * r['change']:+.1f} % [{100 * (r['change'] - r['half']):+.1f}, "
