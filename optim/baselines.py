@@ -7,7 +7,7 @@ today's clouds and fixed GPU clusters (both off by default, where the published 
 - ``pack``: a job goes first, best fit, onto a VM of its D* type already running other jobs with enough free GPUs
   (sharing a VM: a server of 8 GPUs hosts eight 1-GPU jobs), else onto a free node as before.
 - ``spot``: spot VMs (``VMType.spot``) may be chosen, their D* cost and finish time taken at the expected runtime
-  with revocations (``optim.common.spot_view``); without it they are never rented.
+  with revocations (``sim.risk.expected_view``); without it they are never rented.
 - ``spot_rule: uniform_progress`` (implies ``spot``): Uniform Progress for many jobs (``optim.spot.fleet``): a job
   ahead of its uniform pace starts only on spot, one near its deadline only on demand.
 
@@ -22,9 +22,10 @@ from typing import ClassVar
 import numpy as np
 
 from optim.base import Policy, alias, register
-from optim.common import ConfigTable, config_table, d_star, hosted, spot_view
+from optim.common import ConfigTable, config_table, d_star, hosted
 from optim.spot.fleet import check_spot_rule, uniform_progress_snapshot
 from sim.model import Assignment, JobView, Plan, Snapshot
+from sim.risk import expected_view
 
 __all__ = ["ListScheduler", "FIFO", "EDF", "Priority"]
 
@@ -190,7 +191,7 @@ class ListScheduler(Policy):
             if usable is not None:
                 mask = usable if mask is None else mask & usable
             if weigh:
-                jv = spot_view(jv, table, snapshot.rules)
+                jv = expected_view(jv, snapshot)
             c = d_star(jv, snapshot.time, table, mask)
             if c is None:
                 break

@@ -8,14 +8,13 @@ decisions (the engine passes the same tuple every time), so no policy rebuilds t
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
 import numpy as np
 
-from sim.model import ClusterRules, Config, JobView, NodeView, Snapshot, VMType
+from sim.model import Config, JobView, NodeView, VMType, per_configs
 
 __all__ = ["ConfigTable", "config_table", "d_star", "d_star_ranking", "standalone_cost", "standalone_costs", "where",
-           "hosted", "expected_on_spot", "spot_view", "spot_snapshot"]
+           "hosted"]
 
 
 class ConfigTable:
@@ -25,7 +24,7 @@ class ConfigTable:
     (VMs rented: 1, or more for a gang over several VMs) and ``vm_of`` (the VM type's name) per configuration;
     ``index`` maps ``(VM name, GPUs)`` to the configuration's index; ``vm_names`` lists the VM types in order of first
     appearance, ``vm_index`` gives each configuration's position in it and ``vm_gpus`` each type's GPUs per VM.
-    ``spot`` marks configurations on spot VMs and ``rate`` is their revocation rate per second (0 on demand);
+    ``spot`` marks configurations on spot VMs (their risk is priced by ``sim.risk``);
     ``single`` those on one VM (``all_single``: every one), ``any_spot`` whether any is on spot.
     """
 
@@ -34,7 +33,6 @@ class ConfigTable:
         self.vms = np.array([-(-c.gpus // c.vm.gpus) for c in configs], dtype=int)
         self.price = np.array([c.vm.price_per_second for c in configs], dtype=float) * self.vms
         self.spot = np.array([c.vm.spot for c in configs], dtype=bool)
-        self.rate = np.where(self.spot, np.array([c.vm.revocation_rate for c in configs], dtype=float) / 3600.0, 0.0)
         self.boot = np.array([c.vm.boot_time for c in configs], dtype=float)
         self.gpus = np.array([c.gpus for c in configs], dtype=int)
         self.vm_of = tuple(c.vm.name for c in configs)
@@ -65,19 +63,8 @@ class ConfigTable:
         return mask
 
 
-_TABLES: dict[int, tuple[tuple[Config, ...], ConfigTable]] = {}
-
-
-def config_table(configs: tuple[Config, ...]) -> ConfigTable:
-    """The cached ConfigTable of this configs tuple (the engine passes the same tuple at every decision)."""
-    hit = _TABLES.get(id(configs))
-    if hit is not None and hit[0] is configs:
-        return hit[1]
-    table = ConfigTable(configs)
-    if len(_TABLES) > 64:
-        _TABLES.clear()
-    _TABLES[id(configs)] = (configs, table)
-    return table
+config_table = per_configs(ConfigTable)
+"""The ConfigTable of a configs tuple, built once per tuple."""
 
 
 def _cost(table: ConfigTable, remaining: np.ndarray) -> np.ndarray:
@@ -140,55 +127,6 @@ def standalone_costs(remaining: np.ndarray, start: float, weight: np.ndarray, de
     total = table.price * span + weight[:, None] * np.maximum(0.0, (start + span) - deadline[:, None])
     total = np.where(usable & np.isfinite(remaining), total, np.inf)
     return total.min(axis=1) if total.shape[1] else np.full(len(weight), math.inf)
-
-
-def expected_on_spot(remaining: np.ndarray, table: ConfigTable, restart: float, checkpoint: float) -> np.ndarray:
-    """Expected seconds to finish ``remaining`` seconds of work on each configuration: on a spot one, revoked at rate
-    λ, each revocation losing the work since the last checkpoint (every ``checkpoint`` s, at most the run) and
-    costing a restart (``restart`` overhead + the VM's boot) before the work resumes. With work cut in segments of
-    c = min(checkpoint, remaining), the classic result for Poisson failures gives remaining / c × (1/λ + restart)
-    × (e^(λc) − 1); it tends to ``remaining`` as λ → 0. On demand configurations keep ``remaining``."""
-    if not table.any_spot:
-        return remaining
-    out = np.array(remaining, dtype=float)
-    k = table.spot & (table.rate > 0) & np.isfinite(out) & (out > 0)
-    t, lam = out[k], table.rate[k]
-    c = np.minimum(checkpoint, t)
-    with np.errstate(over="ignore"):
-        out[k] = t / c * (1.0 / lam + restart + table.boot[k]) * np.expm1(lam * c)
-    return out
-
-
-def spot_view(jv: JobView, table: ConfigTable, rules: ClusterRules) -> JobView:
-    """``jv`` with its spot estimates raised so that its remaining time on each spot configuration is the expected
-    one (``expected_on_spot``): a policy that compares prices × remaining times then weighs a spot VM's discount
-    against the expected cost of the work it loses. The same view when the table has no spot configuration."""
-    if not table.any_spot:
-        return jv
-    left = 1.0 - jv.done
-    if left <= 0:
-        return jv
-    return replace(jv, estimates=expected_on_spot(left * jv.estimates, table, rules.restart_overhead,
-                                                  rules.checkpoint_interval) / left)
-
-
-def spot_snapshot(snapshot: Snapshot) -> Snapshot:
-    """``snapshot`` with every job's view as ``spot_view`` makes it (jobs of one spec at one progress share their
-    raised estimates, as they share their estimates); the same snapshot when no configuration is on a spot VM."""
-    table = config_table(snapshot.configs)
-    if not table.any_spot:
-        return snapshot
-    shared: dict[tuple[int, float], np.ndarray] = {}
-
-    def view(jv: JobView) -> JobView:
-        key = (id(jv.estimates), jv.done)
-        est = shared.get(key)
-        if est is None:
-            est = shared[key] = spot_view(jv, table, snapshot.rules).estimates
-            est.setflags(write=False)
-        return replace(jv, estimates=est)
-
-    return replace(snapshot, waiting=tuple(map(view, snapshot.waiting)), running=tuple(map(view, snapshot.running)))
 
 
 def standalone_cost(jv: JobView, start: float, table: ConfigTable, usable: np.ndarray, overhead: float = 0.0) -> float:

@@ -7,7 +7,7 @@ shrinks to the smallest VM of its GPU model that still holds its jobs. Any GPUs 
 new job on that VM that speeds up the most.
 
 Spot VMs (``VMType.spot``): a job's D* is taken on its expected runtime on each spot configuration
-(``optim.common.spot_view``: the revocations' expected lost work and restarts), so it rents spot where the discount
+(``sim.risk.expected_view``: the revocations' expected lost work and restarts), so it rents spot where the discount
 outweighs that; a job then goes only onto VMs of its setup's market (spot or on demand) as well as GPU model. A job
 larger than one VM (a gang, on a cluster that allows gangs) takes whole empty nodes of its VM type, then the free
 GPUs of open VMs of that type, most free first; its VMs are neither shrunk nor given to others' speed-ups.
@@ -26,9 +26,10 @@ from typing import ClassVar
 import numpy as np
 
 from optim.base import Policy, register
-from optim.common import config_table, d_star, d_star_ranking, spot_view
+from optim.common import config_table, d_star, d_star_ranking
 from optim.spot.fleet import check_spot_rule, uniform_progress_snapshot
 from sim.model import Assignment, Config, JobView, Plan, Snapshot, VMType
+from sim.risk import expected_view
 
 __all__ = ["Greedy", "construct", "pick_prefix", "pressure_order"]
 
@@ -95,7 +96,7 @@ def construct(
         if not empty and not any(free.values()):
             break  # nothing left to place a job on
         mask = _reachable(snapshot, table, vm_of, free, empty)
-        view = spot_view(jv, table, snapshot.rules) if spot else jv
+        view = expected_view(jv, snapshot) if spot else jv
         if rng is None:
             k = d_star(view, now, table, mask)
         else:

@@ -7,11 +7,12 @@ of the project, so any room may import it without creating a cycle. Units inside
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import KW_ONLY, dataclass, field, replace
 from functools import lru_cache
 from numbers import Real
 from types import MappingProxyType
+from typing import TypeVar
 
 import numpy as np
 
@@ -25,6 +26,7 @@ __all__ = [
     "JobSpec",
     "Job",
     "Config",
+    "per_configs",
     "Progress",
     "JobView",
     "NodeView",
@@ -34,6 +36,8 @@ __all__ = [
     "Plan",
     "INFEASIBLE",
 ]
+
+T = TypeVar("T")
 
 INFEASIBLE = math.inf
 """Runtime a predictor returns for a configuration it cannot support (see ``Predictor.support`` for why)."""
@@ -154,7 +158,8 @@ class ClusterRules:
       ``max_gang_gpus`` caps the GPUs of a gang configuration (None: all the GPUs of the slots that accept its type).
       ``unplaceable_gangs`` also gives every VM type the gang configurations up to the largest any VM type can hold:
       they cannot be placed, and the engine shows their estimates only to policies that price them
-      (``Policy.prices_unplaceable``), as Gavel's LPs price a gang on a type too small for it.
+      (those declaring ``prices_unplaceable = True``, as Gavel's mechanism does: its LPs price a gang on a type too
+      small for it).
     """
 
     billing_quantum: float = 0.0
@@ -263,6 +268,24 @@ class Config:
     @property
     def label(self) -> str:
         return f"{self.vm.name}x{self.gpus}"
+
+
+def per_configs(make: Callable[[tuple[Config, ...]], T]) -> Callable[[tuple[Config, ...]], T]:
+    """``make(configs)`` cached per configs tuple, by identity (the engine passes the same ``Snapshot.configs`` at
+    every decision, so what a policy derives from it is built once per run)."""
+    cache: dict[int, tuple[tuple[Config, ...], T]] = {}
+
+    def cached(configs: tuple[Config, ...]) -> T:
+        hit = cache.get(id(configs))
+        if hit is not None and hit[0] is configs:
+            return hit[1]
+        made = make(configs)
+        if len(cache) > 64:
+            cache.clear()
+        cache[id(configs)] = (configs, made)
+        return made
+
+    return cached
 
 
 @dataclass(frozen=True, slots=True)
@@ -379,7 +402,10 @@ class Snapshot:
     ``idle_nodes`` lists, in index order, the nodes whose VM hosts no job (e.g. just freed by a completion): the
     engine stops those VMs after this decision unless the plan places a job there or keeps them (``keep_idle``);
     a fixed server (``NodeView.fixed``) is never stopped. ``rules`` are the cluster's rules of money and time
-    (restart overhead, checkpoints, billing quantum, rounds, gangs: ``ClusterRules``).
+    (restart overhead, checkpoints, billing quantum, rounds, gangs: ``ClusterRules``). ``spot_expected`` says whether
+    the estimates of spot configurations are already their expected runtimes under revocations
+    (``sim.risk.expected_snapshot``, which every policy weighing cost decides on); the engine's snapshot has the
+    estimator's own.
     """
 
     time: float
@@ -392,6 +418,7 @@ class Snapshot:
     empty_nodes: tuple[int, ...] = ()
     idle_nodes: tuple[int, ...] = ()
     rules: ClusterRules = ClusterRules()
+    spot_expected: bool = False
 
     def vm_type(self, name: str) -> VMType:
         for v in self.vm_types:

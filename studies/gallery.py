@@ -44,7 +44,9 @@ CAPTIONS = {
                      "times: new runs give a slightly different figure).",
     "timeline": "One run: each node slot's VMs over time (colour by VM type, boot time hatched), one row per GPU, "
                 "and the stretch of each job over the GPUs it held (blue on time, red late; job ids where they "
-                "fit). Jobs sharing a VM sit side by side; idle GPUs show the VM's colour.",
+                "fit). Jobs sharing a VM sit side by side; idle GPUs show the VM's colour. Where GPU rows would "
+                "print thinner than 4 points (200 jobs on 8-GPU VMs at column width), it shows one band per slot "
+                "instead, with the share of its GPUs held by jobs on time and late.",
     "metric_gpu_utilisation": "Any declared metric, here GPU utilisation (busy over billed GPU-seconds, interval "
                               "clipped at 1), with `capsim plot DIR --metrics gpu_utilisation`.",
 }

@@ -12,8 +12,8 @@ an axes the caller owns (``draw``, ``experiments.api``). Each policy keeps one c
 | pareto | VM cost against tardiness cost, one panel per grid point, with the Pareto front of the means |
 | cdf | distributions of job completion time and of lateness per policy |
 | cost_vs | total cost against each numeric swept field, one line per policy |
-| decision_time | wall time of a decision against the problem size |
-| timeline | one run: each slot's VMs, one row per GPU, and the jobs on them |
+| decision_time | wall time of the decisions per policy and against the problem size |
+| timeline | one run: each slot's VMs, one row per GPU (a band per slot if rows get too thin), and the jobs |
 | metric | any declared metric per policy and grid point (``--metrics``) |
 | cost_deadlines | total cost against the share of deadlines met, one panel per grid point (on request: ``--only``) |
 """

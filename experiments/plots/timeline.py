@@ -3,6 +3,10 @@
 The records say how many GPUs each stretch of a job held on a slot (the ``segments`` table), not which ones; the
 figure gives each stretch a block of GPU rows, first fit, keeping a job on the same rows for the whole stretch, so
 jobs that share a VM sit side by side instead of on top of each other. Idle GPUs show the VM's colour.
+
+When a GPU row would print thinner than ``MIN_ROW_PT`` (many slots of many GPUs at column width: 200 jobs on 8-GPU
+VMs gave rows of 2 points), the figure switches to a summary: one band per slot, its VMs' colours as background and
+the share of its GPUs held by jobs on time and by late jobs stacked over time; job ids are then not shown.
 """
 
 from __future__ import annotations
@@ -21,9 +25,15 @@ from sim.model import CapsimError
 __all__ = ["timeline", "default_run", "gpu_blocks"]
 
 ON_TIME, LATE = "#2F5F98", "#C23B22"
-_VM_COLOURS = ["#CFE2F3", "#FCE5CD", "#D9EAD3", "#EAD1DC", "#FFF2CC", "#D0E0E3", "#E6D7F0", "#F4CCCC", "#DDDDDD",
-               "#C9DAF8", "#F9CB9C", "#B6D7A8"]
+_VM_COLOURS = ["#8DD3C7", "#E6AB02", "#E78AC3", "#B3DE69", "#F4A582", "#BEBADA", "#A6761D", "#1B9E77", "#FFFFB3",
+               "#FFED6F"]
+"""VM-type fills: pairwise at least 26 apart in CIELAB (ΔE) and at least 25 from the job colours and white, so each
+type is told apart from the others, from jobs and from the page."""
 EPS = 1e-6
+MIN_ROW_PT = 4.0
+"""The thinnest GPU row the per-GPU view draws; below it, the summary view."""
+BAND = 0.82
+"""Height of a slot's band in the summary view, of one row (the rest is the gap to the next)."""
 
 
 def default_run(data: PlotData, point: dict[str, Any] | None = None) -> str:
@@ -91,6 +101,51 @@ def _vm_colours(types: list[str]) -> dict[str, str]:
     return out
 
 
+def busy_steps(segs: pd.DataFrame, late: dict[Any, bool]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """GPUs held over time by the stretches ``segs`` of one slot: event times, then the GPUs held by jobs on time
+    and by late jobs from each time to the next."""
+    t0, t1 = segs["start_time"].to_numpy(float), segs["end_time"].to_numpy(float)
+    g = segs["gpus"].to_numpy(float)
+    is_late = np.array([bool(late.get(j)) for j in segs["job_id"]], dtype=bool)
+    times = np.unique(np.concatenate([t0, t1]))
+    on, lt = np.zeros(len(times)), np.zeros(len(times))
+    for a, b, k, bad in zip(t0, t1, g, is_late):
+        span = (times >= a - EPS) & (times < b - EPS)
+        (lt if bad else on)[span] += k
+    return times, on, lt
+
+
+def _summary_draw(vm_rows: list, segs: pd.DataFrame, slots: list[int], band: dict[int, int], late: dict[Any, bool],
+                  colours: dict[str, str], unit: float, end: float) -> Any:
+    """Draw one band per slot: VM colours as background, the shares of its GPUs held by jobs on time and late."""
+    def draw(ax: Any) -> None:
+        row = {n: i + (1 - BAND) / 2 for i, n in enumerate(slots)}  # each band with a gap to the next
+        for node, vm_type, _gpus, t0, ready, t1 in vm_rows:
+            ax.add_patch(Rectangle((t0 / unit, row[node]), (t1 - t0) / unit, BAND, facecolor=colours[vm_type],
+                                   edgecolor="none", zorder=1))
+            if ready > t0 + EPS:
+                ax.add_patch(Rectangle((t0 / unit, row[node]), (ready - t0) / unit, BAND, facecolor="white",
+                                       edgecolor="0.45", hatch="////", linewidth=0.3, zorder=2))
+        for n in slots:
+            g = segs[segs["node"] == n]
+            if g.empty:
+                continue
+            times, on, lt = busy_steps(g, late)
+            base, scale = row[n] + BAND, BAND / band[n]
+            x = times / unit
+            ax.fill_between(x, base, base - on * scale, step="post", color=ON_TIME, linewidth=0, zorder=3)
+            ax.fill_between(x, base - on * scale, base - (on + lt) * scale, step="post", color=LATE, linewidth=0,
+                            zorder=3)
+        ax.set_xlim(0, end / unit * 1.01)
+        ax.set_ylim(len(slots) + 0.1, -0.1)
+        step = max(1, len(slots) // 12)
+        ax.set_yticks([row[n] + BAND / 2 for n in slots[::step]], [f"slot {n}" for n in slots[::step]])
+        ax.tick_params(axis="y", length=0)
+        ax.spines["left"].set_visible(False)
+
+    return draw
+
+
 def timeline(data: PlotData, width: str, run_id: str | None = None) -> FigureSpec:
     """One run: per node slot a band of GPU rows; VMs as coloured backgrounds (boot time hatched), each stretch of a
     job as a block over the GPUs it held, blue if the job finished on time, red if late; job ids where they fit."""
@@ -121,6 +176,9 @@ def timeline(data: PlotData, width: str, run_id: str | None = None) -> FigureSpe
     colours = _vm_colours(list(dict.fromkeys(nodes["vm_type"])))
     fs = FONT_SIZE[width]
     plot_h = float(np.clip(rows_total * (0.045 if width == "column" else 0.05), 1.0, 5.5))
+    summary = plot_h * 72 / (rows_total + 0.4) < MIN_ROW_PT
+    if summary:
+        plot_h = float(np.clip(len(slots) * 0.14, 1.0, 5.5))
     # the VM intervals as plain Python values, typed once: (node, VM type, GPUs, start, ready, stop)
     ints = {c: nodes[c].to_numpy(dtype=np.int64).tolist() for c in ("node", "gpus")}
     floats = {c: nodes[c].to_numpy(dtype=float).tolist() for c in ("start_time", "ready_time", "stop_time")}
@@ -161,14 +219,21 @@ def timeline(data: PlotData, width: str, run_id: str | None = None) -> FigureSpe
     legend: list[tuple[Any, str]] = [(Patch(facecolor=c, edgecolor="0.45", linewidth=0.4), t)
                                      for t, c in colours.items()]
     legend += [(Patch(facecolor="white", edgecolor="0.45", hatch="////", linewidth=0.4), "booting"),
-               (Patch(facecolor=ON_TIME), "job on time"), (Patch(facecolor=LATE), "job late")]
+               (Patch(facecolor=ON_TIME), "GPUs of jobs on time" if summary else "job on time"),
+               (Patch(facecolor=LATE), "GPUs of late jobs" if summary else "job late")]
     if "done" in segs.columns and (segs["done"] == 0).any():
         legend.append((Patch(facecolor=ON_TIME, hatch="xxxx", edgecolor="white"), "stretch cut short"))
     point = {f: row[f] for f in data.fields}
     title = f"{row['policy']}, seed {row['seed']}" + (f", {data.point_title(point)}" if point else "")
     n_legend_rows = 1 + len(legend) // (4 if width == "column" else 8)
     height = plot_h + 0.55 + n_legend_rows * fs * 1.45 / 72
-    panel = Panel(draw, f"time ({uname})", "node slot", title, key={"run_id": run_id})
+    if summary:
+        panel = Panel(_summary_draw(vm_rows, segs, slots, band, late, colours, unit, end), f"time ({uname})",
+                      "node slot", title, key={"run_id": run_id})
+        caption = "per slot: share of its GPUs busy (too many GPUs for one row each)"
+    else:
+        panel = Panel(draw, f"time ({uname})", "node slot", title, key={"run_id": run_id})
+        caption = "one row per GPU"
     return FigureSpec("timeline", [panel], columns={"column": 1, "page": 1}, legend=legend, legend_below=True,
-                      legend_title="one row per GPU", fixed_height={"column": height + fs * 1.45 / 72,
-                                                                     "page": height + fs * 1.45 / 72})
+                      legend_title=caption, fixed_height={"column": height + fs * 1.45 / 72,
+                                                           "page": height + fs * 1.45 / 72})

@@ -8,7 +8,9 @@ slot hosts, and keeps its cost up to date one slot at a time.
 The cost is the MILP's objective (docs/milp.md) evaluated on the assignment: every VM's rent until its last job
 ends, the tardiness of every job started now, the waiting penalty p_j of every job left waiting, plus the running
 jobs' tardiness. So the heuristics rank plans by the quantity the MILP minimises, and ``plan_cost`` of the MILP's
-own plan is its reported objective. Non-preemptive: running jobs stay where they are; new jobs may use the free GPUs
+own plan is its reported objective. As in the MILP, a job's time on a spot configuration is its expected time under
+revocations (``sim.risk.expected_snapshot``), so a spot VM's discount is weighed against the work it is expected to
+lose. Non-preemptive: running jobs stay where they are; new jobs may use the free GPUs
 of their VMs.
 """
 
@@ -23,6 +25,7 @@ from optim.common import config_table, hosted, where
 from optim.milp.reductions import accepted_configs
 from optim.milp.waiting import next_decision_delay, waiting_penalties
 from sim.model import Assignment, CapsimError, JobView, Plan, Snapshot, VMType
+from sim.risk import expected_snapshot
 
 __all__ = ["Decision", "Schedule", "plan_cost"]
 
@@ -40,6 +43,7 @@ class Decision:
 
     def __init__(self, snapshot: Snapshot, wait_estimate: str = "mean", urgency: float = 0.0):
         now = snapshot.time
+        snapshot = expected_snapshot(snapshot)  # spot at its expected runtime (the work revocations lose)
         snapshot = replace(snapshot, running=tuple(r.at(now) for r in snapshot.running))
         self.snapshot, self.now = snapshot, now
         self.table = table = config_table(snapshot.configs)

@@ -11,7 +11,6 @@ from dataclasses import replace
 from typing import Any, ClassVar
 
 from optim.base import Policy, build, register
-from optim.common import spot_snapshot
 from optim.milp.formulation import build_model
 from optim.milp.model import Model
 from optim.milp.solution import set_warm_start, to_plan
@@ -19,6 +18,7 @@ from optim.milp.solvers import SOLVERS, report_licence_once, solve
 from optim.milp.waiting import WAIT_ESTIMATES
 from optim.spot.fleet import check_spot_rule, uniform_progress_snapshot
 from sim.model import CapsimError, DecisionInfo, Plan, Snapshot
+from sim.risk import expected_snapshot
 
 __all__ = ["MILP", "NODE_LIMIT"]
 
@@ -124,7 +124,7 @@ class MILP(Policy):
     def decide(self, snapshot: Snapshot) -> Plan:
         if self.spot_rule is not None:
             snapshot = uniform_progress_snapshot(snapshot)
-        snapshot = spot_snapshot(snapshot)  # spot configurations at their expected runtime (revocations' lost work)
+        snapshot = expected_snapshot(snapshot)  # spot at its expected runtime (the work revocations lose)
         if not snapshot.waiting and not (self.preempt and snapshot.running):
             return Plan(info=DecisionInfo(status="nothing_to_decide"))
         if not self.preempt and not any(nv.vm is None or nv.used_gpus < nv.vm.gpus for nv in snapshot.nodes):

@@ -180,3 +180,42 @@ def test_decision_times_of_different_policies_do_not_pile_up() -> None:
                     assert max(a[:, 1].min(), b[:, 1].min()) >= min(a[:, 1].max(), b[:, 1].max()), ax.get_xlabel()
                 if same_y:  # horizontal bars on one row
                     assert max(a[:, 0].min(), b[:, 0].min()) >= min(a[:, 0].max(), b[:, 0].max()), ax.get_xlabel()
+
+
+def _lab(colour) -> np.ndarray:
+    """CIELAB coordinates of a colour (sRGB, D65): distances of about 2.3 are just noticeable, of 20 plainly so."""
+    from matplotlib.colors import to_rgb
+
+    rgb = np.array(to_rgb(colour))
+    rgb = np.where(rgb > 0.04045, ((rgb + 0.055) / 1.055) ** 2.4, rgb / 12.92)
+    xyz = np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722], [0.0193, 0.1192, 0.9505]]) @ rgb
+    f = xyz / np.array([0.95047, 1.0, 1.08883])
+    f = np.where(f > 0.008856, np.cbrt(f), 7.787 * f + 16 / 116)
+    return np.array([116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])])
+
+
+def test_a_timeline_of_200_jobs_on_8_gpu_vms_is_readable_at_column_width(tmp_path) -> None:
+    """Rows (one per GPU, or one per slot in the summary view) at least 4 points tall and VM types whose fills are
+    told apart; the per-GPU view used to give 8-GPU slots about 2 points per GPU in pale, near-identical fills."""
+    from experiments.cli import main
+    from experiments.results.reading import read_results
+
+    from .conftest import write_yaml
+
+    scenario = {"name": "tl", "cluster": {"nodes": 20, "vm_types": ["inhouse2", "inhouse3", "NC24", "NV24"]},
+                "workload": {"jobs": 200, "mean_interarrival": 20}, "predictor": {"kind": "measured"},
+                "policies": [{"kind": "greedy"}], "seeds": [0]}
+    f = write_yaml(tmp_path / "tl.yaml", scenario)
+    assert main(["run", str(f), "--out", str(tmp_path / "out"), "--workers", "1", "--quiet"]) == 0
+    res = read_results(tmp_path / "out")
+    fig = render(specs("timeline", PlotData(res.tables, res.fields, res.policies), "column")[0], "column")
+    fig.draw_without_rendering()
+    ax = fig.axes[0]
+    rows = abs(ax.get_ylim()[1] - ax.get_ylim()[0])
+    row_pt = ax.get_window_extent().height / fig.dpi * 72 / rows
+    assert row_pt >= 4.0, f"rows of {row_pt:.1f} points"
+    vm = [h.get_facecolor() for h, t in zip(fig.legends[0].legend_handles, fig.legends[0].get_texts())
+          if t.get_text() in scenario["cluster"]["vm_types"]]
+    assert len(vm) >= 2
+    gaps = [np.linalg.norm(_lab(a[:3]) - _lab(b[:3])) for i, a in enumerate(vm) for b in vm[i + 1:]]
+    assert min(gaps) >= 20, "two VM types' fills look alike"
