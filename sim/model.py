@@ -290,13 +290,9 @@ def per_configs(make: Callable[[tuple[Config, ...]], T]) -> Callable[[tuple[Conf
 
 @dataclass(frozen=True, slots=True)
 class Progress:
-    """What an observer of a job that has run sees of it at ``time``: the configuration it ran on last (an index into
-    ``Snapshot.configs``), the iterations it has done in all, and, of its latest run, the iterations done and the
-    seconds they took (after its VM was ready and any restart overhead). The engine shows it to an estimator that
-    observes (``Predictor.observes``) at every decision while the job runs; a preempted or revoked job keeps the
-    last one seen. In capsim a job trains at a constant pace on one configuration, so ``run_seconds /
-    run_iterations`` is that pace; ``predictors.online`` models how far a real window of iterations strays from it.
-    """
+    """What an observer of a job that has run saw at ``time`` (``sim.run.observe``): the configuration it ran on (an
+    index into ``Snapshot.configs``), the iterations it has done in all, and of its latest run the iterations done and
+    the seconds they took."""
 
     config: int
     iterations: int
@@ -317,11 +313,8 @@ class JobView:
     In round mode (``ClusterRules.round_length`` finite) a running job's view is renewed at every round boundary:
     ``since`` is the boundary and ``done`` the work completed by then. ``parts`` lists, for a job spread over several
     nodes (a gang), its ``(node, GPUs)`` on each, ``node`` being the first; it is empty for a job on one node.
-
-    With an estimator that observes running jobs (``Predictor.observes``, the ``online`` estimator), a job that has
-    run carries what was seen of it (``progress``) and ``estimates`` refined from it; a running job's view is then
-    renewed at every decision: ``since`` is the decision time and ``done`` the iterations done by then over its
-    iterations.
+    With an estimator that observes (``Predictor.observes``), a running job's view is renewed at every decision with
+    what was seen (``progress``) and the estimates refined from it (``sim.run.observe``).
     """
 
     job: Job

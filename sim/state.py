@@ -37,7 +37,7 @@ class JobState:
     current round's micro-task (credited at the round's end) and ``final`` those of the job's last micro-task.
     ``revoked`` counts the runs ended by a spot revocation and ``lost`` the GPU-seconds of work they threw away.
     ``base`` is the estimator's row before any observation (``est`` becomes the refined row of an estimator that
-    observes, ``sim.observe``) and ``run_start`` the iterations done when the current run began.
+    observes, ``sim.run.observe``) and ``run_start`` the iterations done when the current run began.
     """
 
     __slots__ = ("job", "est", "true", "done", "node", "cfg", "gpus", "since", "overhead", "event", "runs", "ran",

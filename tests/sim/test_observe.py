@@ -1,4 +1,4 @@
-"""Estimates that sharpen as a job runs: what the engine shows an estimator that observes (``sim.observe``) and
+"""Estimates that sharpen as a job runs: what the engine shows an estimator that observes (``sim.run.observe``) and
 what the ``online`` estimator makes of it (``predictors.online``)."""
 
 from __future__ import annotations
