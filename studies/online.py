@@ -39,7 +39,10 @@ def paired(results: Path, metric: str = "total_cost") -> pd.DataFrame:
         half = float(stats.t.ppf(0.975, n - 1) * g["diff"].std(ddof=1) / np.sqrt(n)) if n > 1 else np.nan
         rows.append({"policy": policy, "mape": mape, "off": base, "online": g["on"].mean(),
                      "change": g["diff"].mean() / base, "half": half / base, "pairs": n})
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)
+    order = {p: i for i, p in enumerate(dict.fromkeys(out["policy"]))}
+    return out.sort_values(["policy", "mape"], key=lambda c: c.map(order) if c.name == "policy" else c,
+                           kind="stable", ignore_index=True)
 
 
 def markdown(table: pd.DataFrame) -> str:
