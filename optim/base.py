@@ -6,8 +6,9 @@ from collections.abc import Callable
 from typing import Any
 
 from sim.contracts import POLICIES, Policy
+from sim.elasticflow.vocabulary import REPLAY_POLICIES, ReplayPolicy
 
-__all__ = ["Policy", "register", "alias", "registry", "build"]
+__all__ = ["Policy", "register", "alias", "registry", "replay_registry", "kinds", "build", "build_any"]
 
 register = POLICIES.register
 """Class decorator adding a policy to the registry under ``name`` (the YAML ``policies[].kind``)."""
@@ -20,6 +21,24 @@ def registry(*, aliases: bool = True) -> dict[str, Callable[..., Policy]]:
     return POLICIES.kinds(aliases=aliases)
 
 
+def replay_registry() -> dict[str, Callable[..., ReplayPolicy]]:
+    """The deadline-replay policies (ElasticFlow's simulator's, ``optim.elasticflow``), which run on its time model
+    (``sim.elasticflow.vocabulary``) rather than deciding plans over VMs: a scenario names them explicitly."""
+    return REPLAY_POLICIES.kinds()
+
+
+def kinds() -> dict[str, Callable[..., Policy | ReplayPolicy]]:
+    """Every policy a scenario may name: ``registry()`` and ``replay_registry()``."""
+    return {**registry(), **replay_registry()}
+
+
 def build(kind: str, **params: Any) -> Policy:
     """Build the registered policy ``kind`` with ``params``; a clear error names the known kinds otherwise."""
+    return POLICIES.build(kind, **params)
+
+
+def build_any(kind: str, **params: Any) -> Policy | ReplayPolicy:
+    """Build any policy a scenario may name (``kinds()``): a plan-deciding one or a deadline-replay one."""
+    if kind not in POLICIES.kinds() and kind in REPLAY_POLICIES.kinds():
+        return REPLAY_POLICIES.build(kind, **params)
     return POLICIES.build(kind, **params)

@@ -31,6 +31,7 @@ from predictors.measurements import NO_DEPTH, runs
 from predictors.protocols import CELL_KEYS, DEFAULT, PROTOCOLS, Split, application_name, splits
 from predictors.provenance import ERROR_COLUMNS, PROTOCOL_OF
 from sim.model import CapsimError
+from sim.registry import did_you_mean
 
 __all__ = ["PUBLISHED_MEANS", "TARGETS", "trainable_kinds", "parse_label", "parse_predictor", "noise_floor", "evaluate",
            "Evaluation", "protocol_summary", "expected_errors", "crossgpu_errors", "CELL_COLUMNS"]
@@ -64,20 +65,16 @@ def parse_label(text: str) -> tuple[str, str, dict[str, Any]]:
             raise CapsimError(f"predictor {text!r}: {part!r} is not param=value")
         k, v = (x.strip() for x in part.split("=", 1))
         params[k] = _value(v)
-    if kind not in registry():
-        raise CapsimError(f"unknown predictor {kind!r}: choose from {', '.join(sorted(registry()))}")
+    kinds = registry()
+    if kind not in kinds:
+        raise CapsimError(f"unknown predictor {kind!r}{did_you_mean(kind, kinds)} (the predictor kinds: "
+                          f"{', '.join(sorted(kinds))})")
     return text.strip(), kind, params
 
 
 def parse_predictor(text: str) -> tuple[str, str, dict[str, Any]]:
     """``parse_label`` for a predictor that can be evaluated: a trainable kind."""
-    try:
-        label, kind, params = parse_label(text)
-    except CapsimError as e:
-        if "unknown predictor" in str(e):
-            raise CapsimError(f"unknown predictor {text.split('(')[0].strip()!r} for evaluation: choose from "
-                              f"{', '.join(trainable_kinds())}") from None
-        raise
+    label, kind, params = parse_label(text)
     if not getattr(registry()[kind], "trainable", lambda: False)():
         raise CapsimError(f"predictor {kind!r} does not learn from runs and cannot be evaluated; trainable kinds: "
                           f"{', '.join(trainable_kinds())}")

@@ -14,13 +14,14 @@ import gc
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 
 from sim.cluster import Cluster, NodeSlot
 from sim.contracts import Policy, Predictor
+from sim.elasticflow.vocabulary import ReplayPolicy
 from sim.metrics import summarise
 from sim.model import CapsimError, Job
 from sim.records import DECISION_COLUMNS, JOB_COLUMNS, NODE_COLUMNS, SEGMENT_COLUMNS, Segments
@@ -49,14 +50,16 @@ class Simulation:
     ``truth=None`` uses the estimator as the truth. The policy sees a configuration as infeasible (``inf``) where the
     job asks for another GPU count (``JobSpec.gpus``) and, for a policy without ``may_gang``, where only a gang fits.
     ``seed`` is the run's seed: the revocations of spot VMs are drawn from it (nothing else in the engine is random).
-    ``time`` is the time model (``sim.timing``); None takes the one the cluster's rules ask for.
+    ``time`` is the time model (``sim.timing``); None takes the one the cluster's rules ask for. A deadline-replay
+    policy (``sim.elasticflow.vocabulary.ReplayPolicy``) runs on ElasticFlow's time model instead (``sim.elasticflow``).
     """
 
-    def __init__(self, cluster: Cluster, jobs: Sequence[Job], policy: Policy, estimator: Predictor,
+    def __init__(self, cluster: Cluster, jobs: Sequence[Job], policy: Policy | ReplayPolicy, estimator: Predictor,
                  truth: Predictor | None = None, seed: int = 0, time: TimeModel | None = None):
         self.cluster = cluster
         self.seed = seed
-        self.policy = policy
+        self.policy = cast(Policy, policy)
+        self._replay = policy if isinstance(policy, ReplayPolicy) else None
         self.estimator = estimator
         self.truth = truth if truth is not None else estimator
         self.time = time if time is not None else default_time_model(cluster.rules)
@@ -73,6 +76,8 @@ class Simulation:
                     f"simulation: job {j.id} needs a finite submit_time and deadline and a weight >= 0, got "
                     f"submit {j.submit_time}, deadline {j.deadline}, weight {j.weight}"
                 )
+        if self._replay is not None:
+            return  # ElasticFlow's time model reads the predictors itself (sim.elasticflow.run)
         configs = cluster.configs
         self._gang_only = np.array([c.gpus > c.vm.gpus for c in configs], dtype=bool)
         caps = cluster.placeable_gpus if cluster.rules.gang else {}
@@ -90,7 +95,7 @@ class Simulation:
                     f"job spec {spec.name or spec.app_key!r} ({spec.application}, {spec.framework}, "
                     f"{spec.iterations} iterations, batch {spec.batch_size}{asks}) has no feasible configuration "
                     f"under the estimator {type(self.estimator).__name__}"
-                    f"{'' if policy.may_gang or not self._gang_only.any() else ' for a policy without may_gang'}; "
+                    f"{'' if self.policy.may_gang or not self._gang_only.any() else ' for a policy without may_gang'}; "
                     f"remove it or add VM types it can run on"
                 )
 
@@ -138,6 +143,12 @@ class Simulation:
 
     def run(self) -> RunResult:
         """Simulate until every job has completed and return the records (a fresh run each time: same records)."""
+        if self._replay is not None:
+            from sim.elasticflow.run import run_replay
+
+            t = run_replay(self.cluster, self.jobs, self._replay, self.estimator, self.truth, self._label)
+            assert t.segments is not None
+            return RunResult(t.jobs, t.nodes, t.decisions, summarise(t), t.segments)
         gc_was_on = gc.isenabled()
         gc.disable()  # full collections would walk every record kept so far; a run collects young ones
         try:

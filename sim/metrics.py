@@ -91,10 +91,13 @@ def _idle_cost(t: RunTables) -> float:
 
 
 def _mean_of(values: np.ndarray) -> float:
+    """The mean over the jobs that have a value (a rejected job has no completion time or lateness)."""
+    values = values[~np.isnan(values)]
     return float(values.mean()) if len(values) else 0.0
 
 
 def _p95_of(values: np.ndarray) -> float:
+    values = values[~np.isnan(values)]
     return float(np.percentile(values, 95)) if len(values) else 0.0
 
 
@@ -123,8 +126,16 @@ def _lateness(t: RunTables) -> np.ndarray:
 
 
 def _deadline_met(t: RunTables) -> float:
+    j = t.jobs
+    if "status" in j.columns:
+        return float((j["status"] == "on_time").mean()) if len(j) else math.nan
     late = _lateness(t)
     return float((late <= 0).mean()) if len(late) else math.nan
+
+
+def _rejected(t: RunTables) -> float:
+    j = t.jobs
+    return float((j["status"] == "rejected").sum()) if "status" in j.columns else 0.0
 
 
 def _gavel_drops(t: RunTables) -> np.ndarray:
@@ -198,10 +209,13 @@ _LIST = [
     Metric("late_jobs", "late jobs", "jobs", 2, lambda t: float((t.jobs["lateness"] > 0).sum()),
            description="jobs that ended after their deadline"),
     Metric("deadline_met", "deadlines met", "", 3, _deadline_met, upper=1.0, better="higher",
-           description="fraction of jobs that ended by their deadline (ElasticFlow's deadline-satisfaction ratio; "
-                       "NaN for a run without jobs)"),
+           description="fraction of jobs on time (ElasticFlow's deadline-satisfaction ratio): ended by their deadline, "
+                       "or judged so by a policy that judges by its plan; rejected jobs count as misses (NaN for a run "
+                       "without jobs)"),
+    Metric("rejected", "rejected jobs", "jobs", 0, _rejected, better=None,
+           description="jobs turned away by admission control (ElasticFlow): never run, counted as deadline misses"),
     Metric("mean_lateness", "mean lateness", "s", 1, lambda t: _mean_of(_lateness(t)),
-           description="mean over all jobs of max(0, end − deadline): a job on time counts 0"),
+           description="mean over all jobs that ran of max(0, end − deadline): a job on time counts 0"),
     Metric("p95_lateness", "p95 lateness", "s", 1, lambda t: _p95_of(_lateness(t)),
            description="95th percentile over all jobs of max(0, end − deadline)"),
     Metric("jobs", "jobs", "jobs", 0, lambda t: float(len(t.jobs)), better=None, description="jobs in the run"),

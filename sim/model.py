@@ -240,7 +240,9 @@ class Job:
     """One submitted job: its spec, submission time, deadline (s) and tardiness weight ($ per second late).
 
     ``priority`` is a fairness weight (Gavel's priority weight, dimensionless): weight-aware policies such as max-min
-    fairness give a job of priority p a share p times as large. It is 1 unless a trace gives it.
+    fairness give a job of priority p a share p times as large. It is 1 unless a trace gives it. ``duration`` is the
+    seconds the job ran in its trace on the GPUs it asked for, where the trace records it (ElasticFlow's rigid
+    policies count that much service as the job's work); None otherwise.
     """
 
     id: int
@@ -250,6 +252,7 @@ class Job:
     weight: float
     _: KW_ONLY
     priority: float = 1.0
+    duration: float | None = None
 
     def __hash__(self) -> int:
         return self.id

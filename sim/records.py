@@ -99,6 +99,10 @@ class Jobs(Table):
     """Runs of the job ended by the revocation of a spot VM it ran on."""
     lost_gpu_seconds: list[float]
     """GPU-seconds of work those revocations threw away (the work since each run's last checkpoint)."""
+    status: list[str]
+    """``on_time``, ``late`` or ``rejected`` (turned away by admission control, never run: no start, end or
+    lateness). A policy that judges deadlines by its own plan (ElasticFlow) gives the verdict; otherwise it is the end
+    against the deadline."""
 
     @classmethod
     def of(cls, states: Sequence[JobState], configs: Sequence[Config], estimator: Predictor) -> Jobs:
@@ -142,6 +146,7 @@ class Jobs(Table):
         t.final_round_iterations = [st.final for st in states]
         t.revocations = [st.revoked for st in states]
         t.lost_gpu_seconds = [st.lost for st in states]
+        t.status = ["on_time" if late <= 0 else "late" for late in t.lateness]
         return t
 
 

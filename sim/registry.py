@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
+import difflib
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from sim.model import CapsimError
 
-__all__ = ["Registry"]
+__all__ = ["Registry", "did_you_mean"]
 
 T = TypeVar("T")
+
+
+def did_you_mean(word: str, known: Iterable[str]) -> str:
+    """A ``; did you mean 'x'?`` hint naming the closest of ``known`` to a mistyped name, or empty: every message
+    about an unknown name (a key, a policy, a VM type, a flag's value) says it the same way."""
+    word, names = str(word), list(known)
+    close = difflib.get_close_matches(word, names, n=1, cutoff=0.6)
+    if not close:  # a longer or shorter spelling of a name (an old file name such as cdf_jct_lateness for cdf)
+        close = sorted((n for n in names if len(n) >= 3 and len(word) >= 3 and (word.startswith(n) or
+                                                                              n.startswith(word))), key=len)[-1:]
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 class _Named(Protocol):
@@ -55,7 +67,8 @@ class Registry(Generic[T]):
         """An instance of ``kind`` with ``params``; a clear error names the known kinds or the bad parameters."""
         kinds = self.kinds()
         if kind not in kinds:
-            raise CapsimError(f"unknown {self.what} {kind!r}: known {self.what} kinds are {', '.join(sorted(kinds))}")
+            raise CapsimError(f"unknown {self.what} {kind!r}{did_you_mean(kind, kinds)} (known {self.what} kinds: "
+                              f"{', '.join(sorted(kinds))})")
         try:
             return kinds[kind](**params)
         except TypeError as e:

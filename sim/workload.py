@@ -18,6 +18,7 @@ from sim.catalogue import job_types
 from sim.contracts import Predictor
 from sim.model import CapsimError, Config, Job, JobSpec
 from sim.streams import streams
+from sim.traces.base import COLUMNS as _TRACE_COLUMNS
 from sim.traces.base import REQUIRED as _TRACE_REQUIRED
 
 __all__ = ["WorkloadSpec", "poisson_jobs", "TraceRows", "validate_trace", "trace_jobs", "fastest_runtimes"]
@@ -155,6 +156,8 @@ class TraceRows:
     deadlines: tuple[float | None, ...]
     weights: tuple[float | None, ...]
     priorities: tuple[float, ...] = ()
+    durations: tuple[float | None, ...] = ()
+    """Seconds each job ran in the trace (a ``duration`` column), None where not given."""
 
     def __len__(self) -> int:
         return len(self.specs)
@@ -165,17 +168,17 @@ def validate_trace(rows: pd.DataFrame, source: str) -> TraceRows:
 
     Columns: ``sim.traces.REQUIRED`` (submit_time, application, framework, iterations, batch_size), and optionally
     name, deadline, weight, gpus (the GPU count asked for; empty: the policy chooses), priority (a fairness weight,
-    ``Job.priority``; empty: 1); others are ignored. Missing
+    ``Job.priority``; empty: 1), duration (seconds the job ran in the trace, ``Job.duration``); others are ignored.
+    Missing
     deadlines and weights (absent column or empty cell) are drawn as in ``poisson_jobs`` with ``deadline_factor`` and
     ``weight_range``. Rows are numbered from 1 in table order (a CSV file's rows after its header); a table without
     rows, or a bad cell, raises a CapsimError naming ``source``, the row and the column.
     """
     missing = [c for c in _TRACE_REQUIRED if c not in rows.columns]
     if missing:
-        raise CapsimError(
-            f"{source}: missing column(s) {missing}; a trace needs {list(_TRACE_REQUIRED)} and may add "
-            f"name, deadline, weight"
-        )
+        optional = [c for c in _TRACE_COLUMNS if c not in _TRACE_REQUIRED]
+        raise CapsimError(f"{source}: missing column(s) {', '.join(missing)}; a trace needs "
+                          f"{', '.join(_TRACE_REQUIRED)} and may add {', '.join(optional)}")
     if len(rows) == 0:
         raise CapsimError(f"{source}: no jobs (the trace has its columns but no rows); expected one row per job")
     has_d = "deadline" in rows.columns
@@ -183,7 +186,9 @@ def validate_trace(rows: pd.DataFrame, source: str) -> TraceRows:
     has_name = "name" in rows.columns
     has_g = "gpus" in rows.columns
     has_p = "priority" in rows.columns
+    has_t = "duration" in rows.columns
     submit, specs, given_d, given_w, prios = [], [], [], [], []
+    durations: list[float | None] = []
     for i, r in enumerate(rows.to_dict("records"), start=1):
         s = _number(source, i, "submit_time", r["submit_time"], integer=False, minimum=0.0)
         app, fw = r["application"], r["framework"]
@@ -201,6 +206,8 @@ def validate_trace(rows: pd.DataFrame, source: str) -> TraceRows:
             g = int(_number(source, i, "gpus", g, integer=True, minimum=1))
         else:
             g = None
+        t = r.get("duration") if has_t else None
+        durations.append(None if _empty(t) else _number(source, i, "duration", t, integer=False, minimum=0.0))
         p = r.get("priority") if has_p else None
         prios.append(1.0 if _empty(p) else _number(source, i, "priority", p, integer=False, minimum=0.0))
         if prios[-1] <= 0:
@@ -218,7 +225,8 @@ def validate_trace(rows: pd.DataFrame, source: str) -> TraceRows:
             w = _number(source, i, "weight", w, integer=False, minimum=0.0)
         given_d.append(d)
         given_w.append(w)
-    return TraceRows(source, tuple(submit), tuple(specs), tuple(given_d), tuple(given_w), tuple(prios))
+    return TraceRows(source, tuple(submit), tuple(specs), tuple(given_d), tuple(given_w), tuple(prios),
+                     tuple(durations) if has_t else ())
 
 
 def trace_jobs(
@@ -248,7 +256,8 @@ def trace_jobs(
     order = sorted(range(n), key=lambda k: submit[k])
     return [
         Job(id=new, spec=specs[k], submit_time=submit[k], deadline=_given_or(t.deadlines[k], drawn_d[k]),
-            weight=_given_or(t.weights[k], drawn_w[k]), priority=t.priorities[k] if t.priorities else 1.0)
+            weight=_given_or(t.weights[k], drawn_w[k]), priority=t.priorities[k] if t.priorities else 1.0,
+            duration=t.durations[k] if t.durations else None)
         for new, k in enumerate(order)
     ]
 

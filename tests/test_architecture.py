@@ -1,8 +1,8 @@
 """The rooms only look down: every import of every project module (top level, inside a function, or by name through
 ``importlib.import_module("...")``) is checked.
 
-- The floor (vocabulary, contracts, registry, catalogue, metric declarations, the single-job spot contract) imports
-  nothing else of the project.
+- The floor (vocabulary, contracts, registry, catalogue, metric declarations, the single-job spot contract, the
+  deadline-replay vocabulary) imports nothing else of the project.
 - The engine side of ``sim/`` imports only ``sim``.
 - ``optim/`` and ``predictors/`` import only the floor and themselves, never each other.
 - Only ``experiments/`` imports everything; inside it the parts are layered: ``scenario`` (what to run) imports no
@@ -25,7 +25,8 @@ ROOMS = ("sim", "optim", "predictors", "experiments")
 OUTSIDE = ("studies", "benchmarks")
 """Checkout-only code: scripts that may import every room and that no room imports."""
 PROJECT = (*ROOMS, *OUTSIDE, "tests")
-FLOOR = {"sim.model", "sim.registry", "sim.contracts", "sim.catalogue", "sim.metrics", "sim.spotjob", "sim.risk"}
+FLOOR = {"sim.model", "sim.registry", "sim.contracts", "sim.catalogue", "sim.metrics", "sim.spotjob", "sim.risk",
+         "sim.elasticflow.vocabulary"}
 LAYERS = ("experiments.scenario", "experiments.running", "experiments.results", "experiments.runs", "experiments.plots",
           "experiments.api", "experiments.cli")
 """The parts of ``experiments/``, bottom up: a part imports only the parts below it (and itself)."""

@@ -123,13 +123,19 @@ def _show(args: argparse.Namespace) -> int:
         raise CapsimError("--gpus, --batch and --iterations must be positive integers")
     spec = JobSpec(application, framework, args.iterations, args.batch, name=args.app, depth=args.depth)
     vm = VMType(name=f"{args.gpu}x{args.gpus}", gpu=gpu(args.gpu), gpus=args.gpus, price_per_hour=0.0)
+    kinds = split_specs(args.predictors) or list(SHOW_DEFAULT)
+    built = []
+    for kind in kinds:
+        try:
+            _, name, params = parse_label(kind)
+            built.append(build(name, **params))
+        except CapsimError as e:
+            raise CapsimError(f"--predictors: {e}") from None
     print(f"{application}/{framework} batch {args.batch}, {args.iterations} iterations on {args.gpus} x {args.gpu}; "
           f"the interval holds the times within the answer's expected error (capsim predict evaluate)")
     errors: list[CapsimError] = []
     answered = False
-    for kind in split_specs(args.predictors) or list(SHOW_DEFAULT):
-        _, name, params = parse_label(kind)
-        p = build(name, **params)
+    for kind, p in zip(kinds, built):
         try:
             reason = p.support(spec, vm, args.gpus)
             t = p.runtime(spec, vm, args.gpus)
@@ -250,6 +256,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     from predictors.evaluation import evaluate, expected_errors, parse_predictor, protocol_summary
     from predictors.protocols import PROTOCOLS
     from predictors.provenance import format_table, shipped_path
+    from sim.registry import did_you_mean
 
     if args.ship and (args.protocols or args.predictors or args.seed != 0):
         raise CapsimError("--ship writes the expected errors every predictor states: it needs the default "
@@ -257,10 +264,14 @@ def _evaluate(args: argparse.Namespace) -> int:
     protocols = split_specs(args.protocols) or list(DEFAULT_PROTOCOLS)
     bad = [x for x in protocols if x not in PROTOCOLS]
     if bad:
-        raise CapsimError(f"--protocols: unknown {', '.join(bad)}; choose from {', '.join(PROTOCOLS)}")
+        raise CapsimError(f"--protocols: unknown protocol {bad[0]!r}{did_you_mean(bad[0], PROTOCOLS)} (the "
+                          f"protocols: {', '.join(PROTOCOLS)})")
     names = split_specs(args.predictors) or None
     for n in names or []:
-        parse_predictor(n)
+        try:
+            parse_predictor(n)
+        except CapsimError as e:
+            raise CapsimError(f"--predictors: {e}") from None
     if args.workers < 1:
         raise CapsimError(f"--workers must be at least 1, got {args.workers}")
     out = Path(args.out)

@@ -39,19 +39,14 @@ def metrics_table() -> str:
 
 def choose_metrics(text: str | None, summary: pd.DataFrame, directory: str, recomputed: bool) -> list[str]:
     """The metrics named in ``--metrics`` (default: the headline ones), each declared or a numeric summary column."""
-    from experiments.scenario.loading import did_you_mean
-    from sim.metrics import HEADLINE, METRICS
+    from experiments.results.report import check_metric_names
+    from sim.metrics import HEADLINE
     from sim.model import CapsimError
 
     if not text:
         return list(HEADLINE)
     metrics = [m.strip() for m in text.split(",") if m.strip()]
-    numeric = {c for c in summary.columns if summary[c].dtype.kind in "fiub" and c != "seed"}
-    unknown = [m for m in metrics if m not in METRICS and m not in numeric]
-    if unknown:
-        hint = did_you_mean(unknown[0], METRICS)
-        raise CapsimError(f"--metrics: unknown metric {', '.join(unknown)}{hint}; declared metrics: "
-                          f"{', '.join(METRICS)} (`--metrics list` describes them)")
+    check_metric_names(metrics, summary, "--metrics")
     missing = [m for m in metrics if m not in summary.columns]
     if missing and not recomputed:
         raise CapsimError(f"--metrics: {', '.join(missing)} is not in the stored summaries of {directory} (its runs "
@@ -88,5 +83,5 @@ def run(args: argparse.Namespace) -> int:
         print(text.rstrip("\n"))
     failures = res.tables["failures"]
     if not failures.empty:
-        print(f"\n({len(failures)} failed runs are not included; see {args.dir}/failures/)")
+        print(f"capsim: {len(failures)} failed runs are not included; see {args.dir}/failures/", file=sys.stderr)
     return 0

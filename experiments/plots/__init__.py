@@ -68,9 +68,13 @@ def specs(name: str, data: PlotData, width: str = "column", run_id: str | None =
           metrics: Sequence[str] = ()) -> list[FigureSpec]:
     """The figure(s) called ``name`` (``cost_vs`` gives one per numeric swept field, ``metric`` one per metric)."""
     if name not in _BUILD:
-        from experiments.scenario.loading import did_you_mean
+        from sim.registry import did_you_mean
 
         raise CapsimError(f"unknown figure {name!r}{did_you_mean(name, _BUILD)}; known: {', '.join(_BUILD)}")
+    if metrics:
+        from experiments.results.report import check_metric_names
+
+        check_metric_names(metrics, data.table("summary"))
     if width not in WIDTHS:
         sizes = ", ".join(f"{k} ({v} in)" for k, v in WIDTHS.items())
         raise CapsimError(f"width {width!r}: expected one of {sizes}")

@@ -71,9 +71,11 @@ class Results:
     def report(self, metrics: Sequence[str] | None = None, interval: str = "t") -> pd.DataFrame:
         """What ``capsim report`` tabulates: per grid point and policy, runs ``n`` and per metric the mean and its
         95% interval (``<metric>_mean``, ``_lo``, ``_hi``; ``interval``: ``t`` or ``bootstrap``)."""
-        from experiments.results.report import aggregate
+        from experiments.results.report import aggregate, check_metric_names
         from sim.metrics import HEADLINE
 
+        if metrics:
+            check_metric_names(list(metrics), self.summary)
         return aggregate(self.summary, self.fields, list(metrics or HEADLINE), self.policies, method=interval)
 
     def tidy(self) -> pd.DataFrame:

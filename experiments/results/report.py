@@ -16,10 +16,23 @@ from experiments.results.intervals import few_runs_warning, interval, method_not
 from experiments.results.labels import field_label, field_value
 from experiments.results.tables import format_table, metric_digits, metric_label
 from sim.metrics import METRICS
+from sim.model import CapsimError
+from sim.registry import did_you_mean
 
-__all__ = ["aggregate", "render", "notes", "FORMATS"]
+__all__ = ["aggregate", "render", "notes", "FORMATS", "check_metric_names"]
 
 FORMATS = ("table", "csv", "markdown", "latex")
+
+
+def check_metric_names(metrics: Sequence[str], summary: pd.DataFrame, option: str = "metrics") -> None:
+    """Each name is a declared metric or a numeric column of ``summary``; else a CapsimError naming ``option``, each
+    unknown name with a did-you-mean and the declared metrics."""
+    numeric = [c for c in summary.columns if summary[c].dtype.kind in "fiub" and c != "seed"]
+    unknown = [m for m in metrics if m not in METRICS and m not in numeric]
+    if unknown:
+        named = ", ".join(f"{m!r}{did_you_mean(m, [*METRICS, *numeric])}" for m in unknown)
+        raise CapsimError(f"{option}: unknown metric {named} (declared metrics: {', '.join(METRICS)}; "
+                          f"`capsim report DIR --metrics list` describes them)")
 
 
 def aggregate(summary: pd.DataFrame, fields: Sequence[str], metrics: Sequence[str] | None = None,

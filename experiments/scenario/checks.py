@@ -6,6 +6,7 @@ predictors, trace formats), parameters a component does not take (read from ``Co
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,13 @@ def _bool_for_number(cls: Any, params: dict[str, Any], what: str, path: tuple) -
     return out
 
 
+def _param_at(at: tuple, message: str, params: dict[str, Any]) -> tuple:
+    """The path of the parameter a component's error is about (its message opens ``<component>: <param> ...``, as
+    ``milp policy: fallback 'none' is not a policy``), so the problem points at that parameter's line."""
+    m = re.match(r"[^:]*: (\w+)\b", message)
+    return at + (m.group(1),) if m and m.group(1) in params else at
+
+
 def _check_params(cls: Any, params: dict[str, Any], what: str, at: tuple, build: Any, problems: list[Problem]) -> None:
     """A problem per parameter ``cls`` does not take; if there is none, a trial ``build()`` whose failure is one."""
     hints = _unknown_params(cls, params, what, at) or _bool_for_number(cls, params, what, at)
@@ -54,7 +62,7 @@ def _check_params(cls: Any, params: dict[str, Any], what: str, at: tuple, build:
     try:
         build()
     except CapsimError as e:
-        problems.append(Problem(at, str(e)))
+        problems.append(Problem(_param_at(at, str(e), params), str(e)))
     except Exception as e:  # noqa: BLE001 (a constructor rejecting its parameters is a user mistake)
         problems.append(Problem(at, f"{what} rejected its parameters: {type(e).__name__}: {e}"))
 
@@ -102,8 +110,8 @@ def _check_trace(sc: Scenario, trace: TraceSpec, problems: list[Problem]) -> Non
         return
     try:
         sc.trace_rows()  # read and checked once, here, rather than in every run
-    except CapsimError as e:
-        problems.append(Problem(where, str(e)))
+    except CapsimError as e:  # the file as the scenario names it (a reader names the path it was given)
+        problems.append(Problem(where, str(e).replace(str(tp), trace.path) if tp is not None else str(e)))
     except OSError as e:
         problems.append(Problem(where, f"cannot read {tp}: {e.strerror}"))
 
@@ -272,7 +280,7 @@ def semantic_problems(sc: Scenario, runnable: bool = True) -> list[Problem]:
         if spec is not None:
             _check_predictor(spec, (field,), known_pred, problems)
 
-    known_pol = optim.registry()
+    known_pol = optim.kinds()
     if sc.policies is not None:
         if not sc.policies:
             problems.append(Problem(("policies",), "expected at least one policy, found an empty list"))
@@ -288,7 +296,7 @@ def semantic_problems(sc: Scenario, runnable: bool = True) -> list[Problem]:
                                         f"(also policies[{seen[p.label]}]); give each a distinct `name:`"))
             seen[p.label] = i
             _check_params(known_pol[p.kind], p.params, f"policy {p.kind!r}", ("policies", i),
-                          lambda p=p: optim.build(p.kind, **p.params), problems)
+                          lambda p=p: optim.build_any(p.kind, **p.params), problems)
     elif not known_pol:
         problems.append(Problem(("policies",), "no policies are registered; list some under `policies:`"))
     if runnable and not problems:

@@ -42,7 +42,7 @@ class RoundsSpec(StrictModel):
 
 
 _FIXED_CLUSTER = ("servers", "gpus_per_server", "server_price", "gang", "rounds", "spot", "checkpoint_interval",
-                  "max_gang_gpus")
+                  "max_gang_gpus", "gpu")
 """ClusterSpec fields left out of the scenario's data when unset, so that scenarios without them keep their run ids."""
 
 
@@ -81,6 +81,8 @@ class ClusterSpec(StrictModel):
     spot: SpotSpec | None = None
     checkpoint_interval: PositiveFloat | None = None
     max_gang_gpus: PositiveInt | None = None
+    gpu: str | None = None
+    """The GPU model of a ``servers: "NxG"`` cluster (N servers of G GPUs of one model)."""
 
     @field_validator("servers", mode="before")
     @classmethod
@@ -96,9 +98,10 @@ class ClusterSpec(StrictModel):
     @classmethod
     def _colons(cls, v: Any) -> Any:
         if isinstance(v, str):
-            from experiments.scenario.servers import parse_colons
+            from experiments.scenario.servers import parse_colons, parse_shape
 
-            parse_colons(v)
+            if parse_shape(v) is None:
+                parse_colons(v)
         return v
 
     @model_serializer(mode="wrap")
@@ -133,7 +136,7 @@ class ClusterSpec(StrictModel):
         if self.servers is not None:
             from experiments.scenario.servers import server_types
 
-            return sum(n for _, n in server_types(self.servers, self.gpus_per_server, self.server_price))
+            return sum(n for _, n in server_types(self.servers, self.gpus_per_server, self.server_price, self.gpu))
         return self.nodes if isinstance(self.nodes, int) else sum(g.count for g in self.nodes)
 
     # ----- the simulator's objects --------------------------------------------------------------------------------
@@ -145,7 +148,7 @@ class ClusterSpec(StrictModel):
         """A fixed cluster's server types, each with its count (``experiments.scenario.servers``)."""
         from experiments.scenario.servers import server_types
 
-        return server_types(self.servers, self.gpus_per_server, self.server_price)
+        return server_types(self.servers, self.gpus_per_server, self.server_price, self.gpu)
 
     def all_vm_types(self) -> tuple[VMType, ...]:
         """Every VM type of the cluster: the fixed servers' types, or those listed plus their spot variants."""

@@ -71,7 +71,7 @@ def select_policies(specs: list[PolicySpec], names: str | Sequence[str] | None, 
     if not wanted:
         raise CapsimError(f"{option}: expected at least one policy name, found none")
     by_label = {s.label: s for s in specs}
-    known = optim.registry()
+    known = optim.kinds()
     out: list[PolicySpec] = []
     for n in wanted:
         if any(p.label == n for p in out):
@@ -96,7 +96,7 @@ def build_policy(spec: PolicySpec, single_thread: bool = False) -> Any:
         cls = optim.registry().get(spec.kind)
         if cls is not None and "threads" in (param_names(cls) or ()):
             params["threads"] = 1
-    return optim.build(spec.kind, **params)
+    return optim.build_any(spec.kind, **params)
 
 
 _PREDICTORS: dict[str, Any] = {}

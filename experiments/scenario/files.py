@@ -33,14 +33,14 @@ def file_sha256(path: Path) -> str:
     return _HASHES[key]
 
 
-def trace_rows(path: Path, format: str, options: dict[str, Any]) -> Any:
+def trace_rows(path: Path, format: str, options: dict[str, Any], shown: str | None = None) -> Any:
     """A trace file's rows (``sim.workload.TraceRows``) read by its format's reader with ``options`` and checked,
-    once per file version, format, options and process; a bad file or cell is a CapsimError naming the file, the
-    row and the column."""
-    key = (*_file_key(path), format, json.dumps(options, sort_keys=True, default=str))
+    once per file version, format, options and process; a bad file or cell is a CapsimError naming the file (as
+    ``shown``, e.g. the path the scenario gives, else ``path``), the row and the column."""
+    key = (*_file_key(path), format, json.dumps(options, sort_keys=True, default=str), shown)
     if key not in _TRACES:
         from sim.traces import read_trace
         from sim.workload import validate_trace
 
-        _remember(_TRACES, key, validate_trace(read_trace(path, format, **options), str(path)), 16)
+        _remember(_TRACES, key, validate_trace(read_trace(path, format, **options), shown or str(path)), 16)
     return _TRACES[key]

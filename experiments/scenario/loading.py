@@ -6,8 +6,7 @@ expected and what was found. Validation collects all problems before raising, so
 
 from __future__ import annotations
 
-import difflib
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import UnionType
@@ -17,6 +16,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from sim.model import CapsimError
+from sim.registry import did_you_mean
 
 __all__ = ["Source", "Problem", "read_yaml", "raise_problems", "pydantic_problems", "did_you_mean", "path_str",
            "inner_model", "free_mapping"]
@@ -195,12 +195,6 @@ def read_yaml(path: str | Path, what: str = "file") -> Source:
     lines: dict[Path_, int] = {}
     _line_map(node, lines)
     return Source(str(p), data, lines)
-
-
-def did_you_mean(word: str, known: Iterable[str]) -> str:
-    """A ``did you mean 'x'?`` hint, or empty."""
-    close = difflib.get_close_matches(str(word), list(known), n=1, cutoff=0.6)
-    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def _looks_numeric(text: str) -> bool:

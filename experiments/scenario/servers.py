@@ -2,7 +2,8 @@
 
 ```yaml
 cluster:
-  servers: "4:4:4"            # servers of V100:P100:K80 (Gavel's order; quoted), or {V100: 4, P100: 4, K80: 4}
+  servers: "4:4:4"            # servers of V100:P100:K80 (Gavel's order; quoted), or {V100: 4, P100: 4, K80: 4},
+                              # or "32x8" with gpu: A100-40GB (32 servers of 8 GPUs of one model, ElasticFlow's shape)
   gpus_per_server: 1          # one number, "1:1:1", or {V100: 8, ...} (default 1)
   server_price: 0             # $ per server-hour, one number or {V100: 3.06, ...}, for cost reports (default 0)
   rounds: 360                 # optional: round-based mode (or {length: 360, effects: false})
@@ -21,18 +22,26 @@ from typing import Any
 
 from sim.model import VMType
 
-__all__ = ["GAVEL_ORDER", "per_model", "parse_colons", "server_types", "check_servers"]
+__all__ = ["GAVEL_ORDER", "per_model", "parse_colons", "parse_shape", "server_types", "check_servers"]
 
 GAVEL_ORDER = ("V100", "P100", "K80")
 """The GPU models of a colon-separated value, in Gavel's ``-c v100:p100:k80`` order."""
 
 _COLONS = re.compile(r"^\s*\d+(\s*:\s*\d+){2}\s*$")
+_SHAPE = re.compile(r"^\s*(\d+)\s*[xX]\s*(\d+)\s*$")
+
+
+def parse_shape(text: str) -> tuple[int, int] | None:
+    """``"32x8"`` → ``(32, 8)`` (servers, GPUs per server); None for any other text."""
+    m = _SHAPE.match(text)
+    return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 def parse_colons(text: str) -> dict[str, int]:
     """``"4:4:4"`` → ``{"V100": 4, "P100": 4, "K80": 4}`` (ValueError unless three whole numbers)."""
     if not _COLONS.match(text):
-        raise ValueError(f"expected three whole numbers V100:P100:K80 such as '4:4:4', found {text!r}")
+        raise ValueError(f"expected three whole numbers V100:P100:K80 such as '4:4:4', or servers x GPUs such as "
+                         f"'32x8' (with gpu:), found {text!r}")
     return dict(zip(GAVEL_ORDER, (int(x) for x in text.split(":"))))
 
 
@@ -47,10 +56,16 @@ def per_model(value: Any, models: list[str], default: float) -> dict[str, Any]:
     return {m: value for m in models}
 
 
-def server_types(servers: Any, gpus_per_server: Any, price: Any) -> list[tuple[VMType, int]]:
-    """(VM type, number of servers) per GPU model of a fixed cluster, in the order the models are given."""
+def server_types(servers: Any, gpus_per_server: Any, price: Any, gpu: str | None = None) -> list[tuple[VMType, int]]:
+    """(VM type, number of servers) per GPU model of a fixed cluster, in the order the models are given (``gpu``: the
+    model of a ``"NxG"`` cluster)."""
     from sim import catalogue
 
+    shape = parse_shape(servers) if isinstance(servers, str) else None
+    if shape is not None:
+        if gpu is None:
+            return []
+        servers, gpus_per_server = {gpu: shape[0]}, shape[1]
     counts = parse_colons(servers) if isinstance(servers, str) else dict(servers)
     models = [m for m, n in counts.items() if n > 0]
     gpus = per_model(gpus_per_server, models, 1)
@@ -66,10 +81,28 @@ def check_servers(cluster: Any, set_fields: set[str]) -> list[tuple[tuple, str]]
     out: list[tuple[tuple, str]] = []
     known = catalogue.gpu_models()
     if cluster.servers is None:
-        for f in ("gpus_per_server", "server_price"):
+        for f in ("gpus_per_server", "server_price", "gpu"):
             if getattr(cluster, f) is not None:
                 out.append(((f,), f"expected no {f} without servers (it describes the servers of a fixed cluster)"))
         return out
+    if isinstance(cluster.servers, str) and parse_shape(cluster.servers) is not None:
+        if cluster.gpu is None:
+            out.append((("gpu",), f"expected the GPU model of the {cluster.servers!r} servers (e.g. gpu: A100-40GB, "
+                                  f"gpu: T4), found none"))
+        elif cluster.gpu not in known:
+            out.append((("gpu",), f"unknown GPU model {cluster.gpu!r} (known: {', '.join(known)})"))
+        if cluster.gpus_per_server is not None:
+            out.append((("gpus_per_server",), f"expected no gpus_per_server with servers {cluster.servers!r} (it "
+                                              f"gives the GPUs per server); remove one"))
+        if any(n < 1 for n in parse_shape(cluster.servers) or ()):
+            out.append((("servers",), f"expected at least one server of at least one GPU, found {cluster.servers!r}"))
+        for f in ("nodes", "vm_types"):
+            if f in set_fields:
+                out.append(((f,), f"expected no {f} with servers: a fixed cluster's servers are its nodes; remove one"))
+        return out
+    if cluster.gpu is not None:
+        out.append((("gpu",), f"expected no gpu with servers {cluster.servers!r} (it names the models); use "
+                              f"servers: \"NxG\" with gpu, or remove gpu"))
     for f in ("nodes", "vm_types"):
         if f in set_fields:
             out.append(((f,), f"expected no {f} with servers: a fixed cluster's servers are its nodes; remove one"))

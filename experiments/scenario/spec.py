@@ -143,7 +143,7 @@ class Scenario(StrictModel):
         """The trace's rows (``sim.workload.TraceRows``; None without a trace), read and checked once per file
         version and process (``experiments.scenario.files.trace_rows``)."""
         t, tp = self.trace_spec(), self.trace_path()
-        return None if t is None or tp is None else trace_rows(tp, t.format, t.options)
+        return None if t is None or tp is None else trace_rows(tp, t.format, t.options, shown=t.path)
 
     # ----- the simulator's objects ----------------------------------------------------------------------------------
     def vm_types(self) -> tuple[VMType, ...]:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, ClassVar
 
-from optim.base import Policy, build, register
+from optim.base import Policy, build, register, registry
 from optim.milp.formulation import build_model
 from optim.milp.model import Model
 from optim.milp.solution import set_warm_start, to_plan
@@ -18,6 +18,7 @@ from optim.milp.solvers import SOLVERS, report_licence_once, solve
 from optim.milp.waiting import WAIT_ESTIMATES
 from optim.spot.fleet import check_spot_rule, uniform_progress_snapshot
 from sim.model import CapsimError, DecisionInfo, Plan, Snapshot
+from sim.registry import did_you_mean
 from sim.risk import expected_snapshot
 
 __all__ = ["MILP", "NODE_LIMIT"]
@@ -71,6 +72,11 @@ class MILP(Policy):
             raise CapsimError(f"milp policy: unknown solver {solver!r}; choose one of {', '.join(SOLVERS)}")
         if fallback == "milp":
             raise CapsimError("milp policy: fallback must be another policy (e.g. edf), not milp itself")
+        known = registry()
+        if fallback not in known:
+            raise CapsimError(f"milp policy: fallback {fallback!r} is not a policy{did_you_mean(fallback, known)} "
+                              f"(the MILP hands a decision to its fallback when a solve fails, so that no job is "
+                              f"lost: there is always one); expected one of {', '.join(sorted(known))}")
         if time_limit is not None and (isinstance(time_limit, bool) or not isinstance(time_limit, (int, float))
                                        or time_limit <= 0):
             raise CapsimError(f"milp policy: time_limit must be positive seconds (or null for none), got "

@@ -21,7 +21,7 @@ __all__ = ["TraceReader", "TRACE_FORMATS", "DEFAULT_FORMAT", "REQUIRED", "COLUMN
 
 REQUIRED = ("submit_time", "application", "framework", "iterations", "batch_size")
 """The columns every trace table has: submission time (s), network, ``pytorch``/``tensorflow``, iterations, batch."""
-COLUMNS = REQUIRED + ("name", "deadline", "weight", "gpus", "priority")
+COLUMNS = REQUIRED + ("name", "deadline", "weight", "gpus", "priority", "duration")
 """``REQUIRED`` plus the optional ones: a label, an absolute deadline (s), a tardiness weight ($ per s late), the
 GPUs the job asks for (``JobSpec.gpus``; empty: the policy chooses) and a fairness weight (``Job.priority``, 1 if
 empty)."""

@@ -1,8 +1,9 @@
 """ElasticFlow's trace format (Gu et al., ASPLOS'23): Microsoft ITP job arrivals with GPU counts and deadlines.
 
 One CSV file per cluster, header ``job_id, submission_time, num_iteration, model_name, deadline, batch_size, num_gpu,
-duration``: real arrivals (s since collection began), GPU counts and durations, and a generated model, global batch
-size, iteration count and absolute deadline (``sim/data/elasticflow/README.md``). Jobs keep their arrival, GPU count
+duration`` (the older names ``submit_time``, ``iteration``, ``ddl`` of ElasticFlow's testbed and Philly traces are read
+too): real arrivals (s since collection began), GPU counts and durations, and a generated model, global batch size,
+iteration count and absolute deadline (``sim/data/elasticflow/README.md``). Jobs keep their arrival, GPU count
 (``JobSpec.gpus``), iterations, model, batch size and deadline; the tardiness weight comes from the scenario's
 ``weight_range`` (``[w, w]`` for a fixed weight).
 """
@@ -19,6 +20,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
 _SOURCE = ("submission_time", "model_name", "num_iteration", "batch_size", "num_gpu", "deadline")
+_OLD_NAMES = {"submit_time": "submission_time", "iteration": "num_iteration", "ddl": "deadline"}
+"""The older column names of the testbed and Philly traces shipped with ElasticFlow (``elasticVpollux_e.csv``,
+``philly_103959.csv``), read the same way."""
 
 
 @TRACE_FORMATS.register("elasticflow")
@@ -61,6 +65,7 @@ class ElasticFlowTrace(TraceReader):
             raw = pd.read_csv(path, nrows=self.limit, dtype={"job_id": str, "model_name": str})
         except Exception as e:  # noqa: BLE001 (any parsing failure is the user's file)
             raise CapsimError(f"{path}: cannot read the ElasticFlow trace CSV: {e}") from None
+        raw = raw.rename(columns={o: n for o, n in _OLD_NAMES.items() if o in raw.columns and n not in raw.columns})
         missing = [c for c in _SOURCE if c not in raw.columns]
         if missing:
             raise CapsimError(f"{path}: missing column(s) {missing}; an ElasticFlow trace has "

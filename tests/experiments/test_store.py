@@ -126,7 +126,7 @@ def test_a_metric_declared_later_shows_up_in_plot(run_dir: Path, new_metric, tmp
 def test_unknown_metric_is_named(run_dir: Path, capsys) -> None:
     assert main(["report", str(run_dir), "--metrics", "total_cots"]) == 2
     err = capsys.readouterr().err
-    assert "unknown metric total_cots" in err and "did you mean 'total_cost'" in err
+    assert "unknown metric 'total_cots'" in err and "did you mean 'total_cost'" in err
 
 
 def test_metrics_list_describes_every_declared_metric(run_dir: Path, capsys) -> None:

@@ -165,7 +165,7 @@ def test_bad_options_are_clear_errors():
         optim.build("milp", solver="cplex")
     with pytest.raises(CapsimError, match="fallback"):
         optim.build("milp", fallback="milp")
-    with pytest.raises(CapsimError, match="unknown policy"):
+    with pytest.raises(CapsimError, match="fallback .nope. is not a policy"):
         optim.build("milp", fallback="nope")
     with pytest.raises(CapsimError, match="gap"):
         optim.build("milp", gap=2)

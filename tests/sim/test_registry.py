@@ -17,7 +17,7 @@ def test_alias_builds_the_same_policy_and_is_listed_once_without_aliases():
 
 @pytest.mark.parametrize("build, what", [(optim.build, "policy"), (predictors.build, "predictor")])
 def test_unknown_kind_lists_the_known_ones(build, what):
-    with pytest.raises(CapsimError, match=f"unknown {what} 'nope': known {what} kinds are .*"):
+    with pytest.raises(CapsimError, match=f"unknown {what} 'nope' \\(known {what} kinds: .*\\)"):
         build("nope")
 
 

@@ -1,0 +1,213 @@
+"""ElasticFlow (Gu et al., ASPLOS'23) as its simulator runs it (``ef-accessctrl``): admission control on the
+deadlines, the minimum satisfactory share of every job, spare GPUs handed out greedily.
+
+At each decision (``scheduler.py``'s ``ef_sim_jobs_access_control``):
+
+1. *admission*: when jobs arrive, every runnable job and the arrivals are planned afresh in deadline order on a
+   full cluster (``optim.elasticflow.plan``); if any plan misses its deadline (an old job's included), all the
+   arrivals of this decision are rejected and never run;
+2. every runnable job is planned again in deadline order; its GPUs now are its plan's;
+3. spare GPUs go, one level at a time, to the job whose next level costs the fewest added GPU-seconds per added
+   GPU as coded: the list is sorted by that value *descending* (a job without GPUs first), and the first job that
+   can grow takes its next level; repeated until no job can grow;
+4. the next decision is due at the first change of any job's plan.
+
+A job is judged on time by its planned exact end (``verdict: plan``, ElasticFlow's verdict: a job slowed by the
+restart overheads after its last plan still counts on time); ``verdict: end`` judges it by its actual end instead.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import ClassVar
+
+from optim.elasticflow.plan import free_at, plan
+from optim.elasticflow.timeline import PlanJob, PlanJobs, Timeline, elasticflow_cap, gpu_seconds, merged, ordered
+from sim.elasticflow.vocabulary import (
+    REPLAY_POLICIES,
+    ElasticPlan,
+    ElasticView,
+    ReplayCluster,
+    ReplayPolicy,
+    align,
+    next_level,
+)
+from sim.model import CapsimError
+
+__all__ = ["ElasticFlow"]
+
+
+@REPLAY_POLICIES.register("elasticflow")
+class ElasticFlow(ReplayPolicy):
+    """ElasticFlow's admission control and elastic scaling (see the module docstring).
+
+    ``verdict``: ``plan`` judges a job by its last planned exact end, as ElasticFlow does; ``end`` by when it really
+    ended (a job whose overheads pushed it past its deadline is late)."""
+
+    clock: ClassVar[str] = "elastic"
+    admission: ClassVar[bool] = True
+
+    def __init__(self, verdict: str = "plan"):
+        if verdict not in ("plan", "end"):
+            raise CapsimError(f"policy 'elasticflow': verdict must be 'plan' or 'end', got {verdict!r}")
+        self.verdict = verdict
+
+    def reset(self, cluster: ReplayCluster) -> None:
+        self._jobs = PlanJobs(lambda job: elasticflow_cap(job, cluster.gpu))
+
+    def decide(self, view: ElasticView) -> ElasticPlan:  # type: ignore[override]
+        now, n = view.time, view.cluster.gpus
+        runnable = [self._jobs(s) for s in view.runnable]
+        arrivals = [self._jobs(s) for s in view.arrivals]
+        self._jobs.forget({j.id for j in runnable} | {j.id for j in arrivals})
+        rejected: tuple[int, ...] = ()
+        admitted = False
+        if arrivals:
+            if _estimate(sorted(runnable + arrivals, key=_ddl), now, n):
+                admitted = True
+                runnable += arrivals
+            else:
+                rejected = tuple(a.id for a in arrivals)
+        if not admitted:
+            runnable.sort(key=_ddl)
+            _estimate(runnable, now, n)
+        runnable.sort(key=_ddl)
+        timeline: Timeline = {now: n}
+        for j in runnable:
+            j.gpus = j.allocations[now]
+            _, timeline = plan(j, now, timeline, n)
+        timeline = _hand_out(runnable, now, timeline, n)
+        wake = math.inf
+        for j in runnable:
+            for t in sorted(j.allocations):
+                if t > now:
+                    wake = min(wake, t)
+                    break
+        runnable.sort(key=lambda j: -j.gpus)
+        return ElasticPlan(tuple((j.id, j.gpus) for j in runnable), {j.id: j.end for j in runnable},
+                           {j.id: j.real_end for j in runnable}, rejected, wake)
+
+
+def _ddl(j: PlanJob) -> float:
+    return j.ddl
+
+
+def _estimate(jobs: list[PlanJob], now: float, n: int) -> bool:
+    """Plan ``jobs`` in their order on a full cluster; whether every plan meets its deadline."""
+    timeline: Timeline = {now: n}
+    ok = True
+    for j in jobs:
+        met, timeline = plan(j, now, timeline, n)
+        ok = ok and met
+    return ok
+
+
+def _first_change(job: PlanJob, now: float, timeline: Timeline) -> float | None:
+    """The first time after ``now`` at which the free GPUs change once ``job``'s own GPUs are given back (the first
+    key after ``now`` of ``get_marginal``'s merged timeline), None if they never do."""
+    allocs = sorted(job.allocations.items())
+    keys = sorted(set(timeline) | {t for t, _ in allocs} | {job.end})
+    tk = sorted(timeline.items())
+    i = a = 0
+    base = 0
+    mine = 0
+    last: float | None = None
+    for t in keys:
+        while i < len(tk) and tk[i][0] <= t:
+            base = tk[i][1]
+            i += 1
+        while a < len(allocs) and allocs[a][0] <= t:
+            mine = allocs[a][1]
+            a += 1
+        value = base + (mine if t < job.end else 0)
+        if t > now and last is not None and value != last:
+            return t
+        last = value
+    return None
+
+
+def _marginal(job: PlanJob, spare: int, now: float, timeline: Timeline, n: int) -> None:
+    """The job's added GPU-seconds per added GPU if it grew to its next level now (ElasticFlow's ``get_marginal``):
+    -inf where it cannot grow, +inf for a job without GPUs. ``job.trial`` says whether its ``next_*`` plan was laid
+    (a job that finishes at the next level before anything else changes needs only its end: ``_grow`` lays it)."""
+    if job.next_gpus - job.gpus > spare or job.next_gpus == job.gpus:
+        job.marginal = -math.inf
+        return
+    q = job.next_gpus
+    real_end = math.ceil(now + job.left / job.rate[q])
+    end = align(now, real_end)
+    fet = _first_change(job, now, timeline)
+    if (align(now, job.ddl) if fet is None else fet) >= end and job.ddl >= real_end:
+        job.marginal = math.inf if job.gpus == 0 else (q * (end - now) - gpu_seconds(job.allocations, job.end)) / (
+            q - job.gpus)
+        job.trial = False
+        return
+    _lay(job, now, timeline, n)
+
+
+def _lay(job: PlanJob, now: float, timeline: Timeline, n: int) -> None:
+    """The trial plan of ``job`` at its next level (``get_marginal``'s re-plan), its ``next_*`` fields set."""
+    job.trial = True
+    tmp = dict(timeline)
+    if job.end not in tmp:
+        last = None
+        for t, v in tmp.items():
+            if t < job.end:
+                last = v
+            else:
+                break
+        tmp[job.end] = last  # type: ignore[assignment]
+        tmp = ordered(tmp)
+    given = 0
+    for at, g in job.allocations.items():
+        if at not in tmp:
+            tmp[at] = free_at(at, tmp, n)
+            tmp = ordered(tmp)
+        for t in tmp:
+            if t < at:
+                continue
+            if t >= job.end:
+                break
+            tmp[t] += g - given
+        given = g
+    plan(job, now, merged(tmp), n, assign=job.next_gpus, trial=True)
+    if job.gpus == 0:
+        job.marginal = math.inf
+
+
+def _hand_out(runnable: list[PlanJob], now: float, timeline: Timeline, n: int) -> Timeline:
+    """Give the spare GPUs away one level at a time (ElasticFlow's ``allocate_free_gpus``); sorts ``runnable``."""
+    used = 0
+    for j in runnable:
+        j.next_gpus = next_level(j.levels, j.gpus)
+        used += j.gpus
+    spare = n - used
+    if spare == 0:
+        return timeline
+    if timeline.get(now) != spare:
+        raise CapsimError(f"elasticflow: the plans hold {used} of {n} GPUs at t={now:g} but the timeline says "
+                          f"{timeline.get(now)} are free")
+    for j in runnable:
+        _marginal(j, spare, now, timeline, n)
+    runnable.sort(key=lambda j: j.marginal, reverse=True)
+    grew = True
+    while spare > 0 and grew:
+        grew = False
+        for j in runnable:
+            if j.next_gpus - j.gpus > spare or j.next_gpus == j.gpus:
+                continue
+            if not j.trial:
+                _lay(j, now, timeline, n)
+            timeline = merged(j.next_timeline)
+            j.allocations = j.next_allocations
+            spare -= j.next_gpus - j.gpus
+            j.gpus = j.next_gpus
+            j.end = j.next_end
+            j.next_gpus = next_level(j.levels, j.gpus)
+            grew = True
+            break
+        for j in runnable:
+            if j.next_gpus - j.gpus > 0:
+                _marginal(j, spare, now, timeline, n)
+        runnable.sort(key=lambda j: j.marginal, reverse=True)
+    return timeline

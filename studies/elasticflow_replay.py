@@ -1,0 +1,197 @@
+"""Replaying ElasticFlow's simulator (``experiments/elasticflow/replay.yaml``) and measuring the agreement with its own
+runs.
+
+``python -m studies.elasticflow_replay`` prints, for the development settings (cluster10 on 32 x 8 A100, the
+Fig. 8a testbed trace on 16 x 4 T4) and every policy ElasticFlow's simulator ran there, capsim's deadline ratio,
+average JCT and makespan against the reference (``experiments/elasticflow/reference``), the share of jobs with the same
+verdict and the per-job completion error; ``--plot FILE`` draws the Fig. 8-style bars (capsim beside the reference)
+of ``docs/elasticflow.md``. ``--fig8b DIR`` replays every setting of the paper's Fig. 8b instead (the ten traces
+``DIR/cluster01.csv`` ... ``cluster10.csv`` of ``microsoft/elasticflow-traces`` on their clusters, all six policies),
+prints each run's deadline ratio and wall time and the total, and with ``--plot`` draws them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from experiments.scenario import build_policy, validate_scenario
+from experiments.scenario.loading import raise_problems, read_yaml
+
+__all__ = ["EF_DIR", "REPLAY", "SETTINGS", "POLICIES", "REFERENCE_NAMES", "FIG8B", "build", "replay", "reference",
+           "agreement", "agreement_table", "fig8b", "plot", "main"]
+
+EF_DIR = Path(__file__).resolve().parents[1] / "experiments" / "elasticflow"
+REPLAY = EF_DIR / "replay.yaml"
+DATA = Path(__file__).resolve().parents[1] / "sim" / "data" / "elasticflow"
+SETTINGS = {"cluster10": (DATA / "cluster10.csv", "32x8", "A100-40GB", "n32g8"),
+            "elasticVpollux_e": (DATA / "elasticVpollux_e.csv", "16x4", "T4", "n16g4")}
+"""The development settings: trace file, servers, GPU model, and the reference runs' cluster name."""
+POLICIES = ("elasticflow_edf", "tiresias", "elasticflow_gandiva", "themis", "chronus", "elasticflow")
+REFERENCE_NAMES = {"elasticflow_edf": "edf", "tiresias": "dlas-gpu", "elasticflow_gandiva": "gandiva",
+                   "themis": "themis", "elasticflow": "ef-accessctrl"}
+"""capsim's policy kinds and the names ElasticFlow's simulator runs them under (Chronus has no reference run)."""
+LABELS = {"elasticflow_edf": "EDF", "tiresias": "Tiresias", "elasticflow_gandiva": "Gandiva", "themis": "Themis",
+          "chronus": "Chronus", "elasticflow": "ElasticFlow"}
+COLOURS = {"elasticflow_edf": "#4C72B0", "tiresias": "#DD8452", "elasticflow_gandiva": "#55A868", "themis": "#8172B3",
+           "chronus": "#937860", "elasticflow": "#C44E52"}
+"""One colour per policy, in every figure of these replays (bars: colour alone tells them apart)."""
+FIG8B = {"cluster01": "64x8", "cluster02": "64x8", "cluster03": "64x8", "cluster04": "128x8", "cluster05": "64x8",
+         "cluster06": "64x8", "cluster07": "128x8", "cluster08": "128x8", "cluster09": "128x8", "cluster10": "32x8"}
+"""Fig. 8b's clusters per trace (ElasticFlow's ``run_fig8b.sh``): servers of 8 A100s."""
+
+
+def build(trace: str | Path, servers: str, gpu: str, policy: str,
+          params: dict[str, Any] | None = None) -> tuple[Any, list[Any], Any, Any, Any]:
+    """(cluster, jobs, policy, estimator, truth) of replaying ``trace`` on ``servers`` of ``gpu`` with ``policy``,
+    through the replay scenario (so exactly what ``capsim run`` does)."""
+    src = read_yaml(REPLAY, "scenario file")
+    data = copy.deepcopy(src.data)
+    data["workload"]["trace"]["path"] = str(Path(trace).resolve())
+    data["cluster"].update(servers=servers, gpu=gpu)
+    data["policies"] = [{"kind": policy, **(params or {})}]
+    sc, problems = validate_scenario(data, str(REPLAY), EF_DIR)
+    raise_problems(src, problems)
+    assert sc is not None and sc.policies is not None
+    estimator, truth = sc.predictors()
+    c = sc.build_cluster()
+    return c, sc.build_jobs(0, truth, c.configs), build_policy(sc.policies[0]), estimator, truth
+
+
+def replay(trace: str | Path, servers: str, gpu: str, policy: str, params: dict[str, Any] | None = None) -> Any:
+    """The run's records (``sim.engine.RunResult``) of one replay."""
+    from sim.engine import Simulation
+
+    c, jobs, pol, estimator, truth = build(trace, servers, gpu, policy, params)
+    return Simulation(c, jobs, pol, estimator, truth).run()
+
+
+def reference(setting: str, policy: str) -> pd.DataFrame:
+    """ElasticFlow's own run of ``policy`` on ``setting``: one row per job (``job_id``, ``status``, ``end_time``)."""
+    name = f"{setting}__{SETTINGS[setting][3]}__{REFERENCE_NAMES[policy]}.csv"
+    return pd.read_csv(EF_DIR / "reference" / name, dtype={"job_id": str})
+
+
+def agreement(setting: str, policy: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    """capsim against ElasticFlow on one development run: ratios, average JCT, makespan, verdicts, completions."""
+    trace, servers, gpu, _ = SETTINGS[setting]
+    t0 = time.perf_counter()
+    res = replay(trace, servers, gpu, policy, params)
+    wall = time.perf_counter() - t0
+    ours = res.jobs.set_index("name")
+    row: dict[str, Any] = {"setting": setting, "policy": policy, "deadline_met": res.summary["deadline_met"],
+                           "rejected": int(res.summary["rejected"]), "mean_jct": res.summary["mean_jct"],
+                           "makespan": res.summary["makespan"], "wall_s": wall}
+    if policy not in REFERENCE_NAMES:
+        return row
+    ref = reference(setting, policy).set_index("job_id")
+    ours = ours.loc[ref.index]
+    done = ref["end_time"].notna() & ours["end_time"].notna()
+    err = (ours["end_time"][done] - ref["end_time"][done]).abs() / (ref["end_time"][done] - ours["submit_time"][done])
+    ref_jct = (ref["end_time"] - ours["submit_time"])[ref["end_time"].notna()]
+    row.update(ref_deadline_met=float((ref["status"] == "on_time").mean()),
+               verdicts=float((ours["status"] == ref["status"]).mean()),
+               ref_mean_jct=float(ref_jct.mean()),
+               ref_makespan=float(ref["end_time"].max() - ours["submit_time"].min()),
+               median_error=float(err.median()), p95_error=float(np.percentile(err, 95)),
+               exact=float((ours["end_time"][done] == ref["end_time"][done]).mean()))
+    return row
+
+
+def agreement_table(rows: list[dict[str, Any]]) -> str:
+    """A markdown table of ``agreement`` rows."""
+    head = ("| setting | policy | deadline ratio (capsim / ElasticFlow) | same verdict | avg JCT s (capsim / "
+            "ElasticFlow) | makespan s (capsim / ElasticFlow) | completion error, median / p95 | exact |")
+    lines = [head, "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if "ref_deadline_met" not in r:
+            lines.append(f"| {r['setting']} | {LABELS[r['policy']]} | {r['deadline_met']:.3f} / – | – | "
+                         f"{r['mean_jct']:,.0f} / – | {r['makespan']:,.0f} / – | – | – |")
+            continue
+        lines.append(f"| {r['setting']} | {LABELS[r['policy']]} | {r['deadline_met']:.3f} / {r['ref_deadline_met']:.3f}"
+                     f" | {r['verdicts']:.1%} | {r['mean_jct']:,.0f} / {r['ref_mean_jct']:,.0f} | "
+                     f"{r['makespan']:,.0f} / {r['ref_makespan']:,.0f} | {r['median_error']:.2%} / "
+                     f"{r['p95_error']:.2%} | {r['exact']:.0%} |")
+    return "\n".join(lines)
+
+
+def fig8b(traces: Path, policies: tuple[str, ...] = POLICIES) -> list[dict[str, Any]]:
+    """Every Fig. 8b setting: each trace of ``traces`` on its cluster with every policy; ratio and wall time each."""
+    out = []
+    for name, servers in FIG8B.items():
+        path = traces / f"{name}.csv"
+        if not path.exists():
+            raise SystemExit(f"fig8b: {path} is missing (the ten traces of microsoft/elasticflow-traces)")
+        for p in policies:
+            t0 = time.perf_counter()
+            res = replay(path, servers, "A100-40GB", p)
+            wall = time.perf_counter() - t0
+            out.append({"setting": name, "policy": p, "deadline_met": res.summary["deadline_met"],
+                        "rejected": int(res.summary["rejected"]), "wall_s": wall})
+            print(f"{name:10s} {servers:6s} {LABELS[p]:12s} deadline ratio {res.summary['deadline_met']:.3f}  "
+                  f"rejected {int(res.summary['rejected']):5d}  {wall:7.1f} s", flush=True)
+    return out
+
+
+def plot(rows: list[dict[str, Any]], path: Path, with_reference: bool = True) -> None:
+    """Fig. 8-style bars: the deadline ratio per policy, one group per setting (the reference hatched beside)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    settings = list(dict.fromkeys(r["setting"] for r in rows))
+    policies = [p for p in POLICIES if any(r["policy"] == p for r in rows)]
+    width = 0.8 / len(policies)
+    fig, ax = plt.subplots(figsize=(6.9, 2.6), constrained_layout=True)
+    for k, p in enumerate(policies):
+        colour = COLOURS[p]
+        for i, s in enumerate(settings):
+            r = next((r for r in rows if r["setting"] == s and r["policy"] == p), None)
+            if r is None:
+                continue
+            x = i + (k - (len(policies) - 1) / 2) * width
+            ax.bar(x, r["deadline_met"], width * (0.5 if with_reference else 0.9), color=colour,
+                   label=LABELS[p] if i == 0 else None, align="edge" if with_reference else "center")
+            if with_reference and "ref_deadline_met" in r:
+                ax.bar(x, r["ref_deadline_met"], -width * 0.5, color="white", edgecolor=colour, hatch="////",
+                       align="edge", linewidth=0.6)
+    ax.set_xticks(range(len(settings)), settings)
+    ax.set_ylabel("deadline satisfactory ratio")
+    ax.set_ylim(0, 1.05)
+    ax.legend(ncols=len(policies), fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
+    if with_reference:
+        ax.text(0.99, 0.97, "capsim solid, ElasticFlow's simulator hatched", transform=ax.transAxes, fontsize=7,
+                ha="right", va="top")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=200)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--plot", type=Path, help="draw the figure to this PNG")
+    ap.add_argument("--fig8b", type=Path, help="replay every Fig. 8b setting from this folder of traces")
+    a = ap.parse_args(argv)
+    if a.fig8b is not None:
+        t0 = time.perf_counter()
+        rows = fig8b(a.fig8b)
+        print(f"every Fig. 8b setting ({len(rows)} runs): {time.perf_counter() - t0:.0f} s in total")
+        if a.plot:
+            plot(rows, a.plot, with_reference=False)
+        return
+    rows = [agreement(s, p) for s in SETTINGS for p in POLICIES
+            if p in REFERENCE_NAMES and (s != "elasticVpollux_e" or p != "themis") or p == "chronus"]
+    print(agreement_table(rows))
+    if a.plot:
+        plot(rows, a.plot)
+
+
+if __name__ == "__main__":
+    main()

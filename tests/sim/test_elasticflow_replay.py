@@ -1,0 +1,211 @@
+"""ElasticFlow's simulator replayed: each policy against the simulator's own runs (per-job verdicts and completion
+times, ``experiments/elasticflow/reference``), the time model's rules on hand-computed cases, and the invariants of
+every replay (no GPU over-subscribed, every job done or rejected exactly once)."""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+import pytest
+
+import optim
+from optim.elasticflow.chronus import pack
+from optim.elasticflow.plan import plan
+from optim.elasticflow.themis import fair_shares
+from optim.elasticflow.timeline import PlanJob, elasticflow_cap, table_cap
+from sim.elasticflow.events import Events
+from sim.elasticflow.placement import Placement
+from sim.elasticflow.replay import replay
+from sim.elasticflow.state import Run, overhead
+from sim.elasticflow.vocabulary import LEVELS, REPLAY_POLICIES, JobStatus, ReplayCluster, ReplayJob, align
+
+ROOT = Path(__file__).resolve().parents[2]
+REF = ROOT / "experiments" / "elasticflow" / "reference"
+DATA = ROOT / "sim" / "data" / "elasticflow"
+TABLES = ROOT / "predictors" / "data" / "elasticflow"
+
+
+def _tables(gpu: str) -> dict[tuple[str, int], tuple[float, ...]]:
+    out = {}
+    for f in TABLES.glob(f"{gpu}_*.csv"):
+        model = f.stem[len(gpu) + 1:]
+        for r in csv.DictReader(f.open()):
+            out[(model, int(r["global_batch_size"]))] = tuple(
+                float(r[str(g)]) if r.get(str(g)) not in (None, "", "nan") else 0.0 for g in LEVELS)
+    return out
+
+
+def trace_jobs(name: str, gpu: str) -> list[ReplayJob]:
+    """The trace's jobs in ElasticFlow's order (submission time, then row), with the table's throughputs."""
+    tables = _tables(gpu)
+    rows = list(csv.DictReader((DATA / f"{name}.csv").open()))
+    keyed = sorted(enumerate(rows), key=lambda ir: int(ir[1].get("submission_time") or ir[1]["submit_time"]))
+    out = []
+    for k, (_, r) in enumerate(keyed):
+        sub = float(r.get("submission_time") or r["submit_time"])
+        out.append(ReplayJob(k, r["job_id"], r["model_name"], int(r["batch_size"]), sub,
+                             float(r.get("deadline") or r["ddl"]), int(r["num_gpu"]), float(r["duration"]),
+                             float(r.get("num_iteration") or r["iteration"]),
+                             tables[(r["model_name"], int(r["batch_size"]))]))
+    return out
+
+
+def reference(run: str) -> dict[str, dict[str, str]]:
+    return {r["job_id"]: r for r in csv.DictReader((REF / f"{run}.csv").open())}
+
+
+SETTINGS = {"cluster10": (ReplayCluster(32, 8, "A100-40GB"), "A100", "n32g8"),
+            "elasticVpollux_e": (ReplayCluster(16, 4, "T4"), "T4", "n16g4")}
+REF_NAMES = {"elasticflow_edf": "edf", "tiresias": "dlas-gpu", "elasticflow_gandiva": "gandiva", "themis": "themis",
+             "elasticflow": "ef-accessctrl"}
+
+
+def compare(trace: str, kind: str) -> tuple[float, float, float, int]:
+    """(our ratio, reference ratio, share of jobs with the same verdict, jobs whose completion differs)."""
+    cluster, gpu, shape = SETTINGS[trace]
+    runs, _ = replay(trace_jobs(trace, gpu), cluster, REPLAY_POLICIES.build(kind))
+    ref = reference(f"{trace}__{shape}__{REF_NAMES[kind]}")
+    agree = differ = 0
+    for r in runs:
+        mine = "rejected" if r.status == "rejected" else "on_time" if r.on_time else "late"
+        theirs = ref[r.job.name]
+        agree += mine == theirs["status"]
+        if r.status == "done" and theirs["end_time"]:
+            differ += abs(r.finish - float(theirs["end_time"])) > 1e-6
+    ours = sum(r.status == "done" and r.on_time for r in runs) / len(runs)
+    theirs_ratio = sum(v["status"] == "on_time" for v in ref.values()) / len(ref)
+    return ours, theirs_ratio, agree / len(runs), differ
+
+
+FAST = [("cluster10", "elasticflow_edf"), ("cluster10", "tiresias"), ("cluster10", "elasticflow_gandiva"),
+        ("elasticVpollux_e", "elasticflow_edf"), ("elasticVpollux_e", "tiresias"), ("elasticVpollux_e", "elasticflow")]
+SLOW = [("cluster10", "themis"), ("elasticVpollux_e", "elasticflow_gandiva"),
+        pytest.param("cluster10", "elasticflow", marks=pytest.mark.xfail(strict=True, reason=(
+            "0.992 against the reference's 0.962 (252/260 verdicts): the reference run charged job 7 a larger restart "
+            "overhead at t=2,871,078 than the stored code does; open, see docs/elasticflow.md")))]
+
+
+@pytest.mark.parametrize("trace,kind", FAST)
+def test_replay_agrees_with_elasticflows_own_run(trace, kind):
+    ours, theirs, agree, _ = compare(trace, kind)
+    assert abs(ours - theirs) <= 0.02 and agree >= 0.98, (ours, theirs, agree)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("trace,kind", SLOW)
+def test_replay_agrees_with_elasticflows_own_run_slow(trace, kind):
+    ours, theirs, agree, _ = compare(trace, kind)
+    assert abs(ours - theirs) <= 0.02 and agree >= 0.98, (ours, theirs, agree)
+
+
+@pytest.mark.parametrize("kind", ["elasticflow_edf", "tiresias", "elasticflow_gandiva"])
+def test_every_completion_matches_to_the_second_on_cluster10(kind):
+    assert compare("cluster10", kind)[3] == 0
+
+
+def _small() -> list[ReplayJob]:
+    return trace_jobs("elasticVpollux_e", "T4")[:20]
+
+
+@pytest.mark.parametrize("kind", sorted(REPLAY_POLICIES.kinds()))
+def test_invariants_every_job_once_and_no_gpu_oversubscribed(kind):
+    cluster = ReplayCluster(4, 4, "T4")
+    jobs = _small()
+    runs, log = replay(jobs, cluster, REPLAY_POLICIES.build(kind))
+    assert len(runs) == len(jobs) and all(r.status in ("done", "rejected") for r in runs)
+    assert kind == "elasticflow" or all(r.status == "done" for r in runs)
+    edges = sorted({t for r in runs for _, _, a, b in r.segments for t in (a, b)})
+    for a, b in zip(edges, edges[1:]):
+        mid = (a + b) / 2
+        used = sum(g for r in runs for _, g, s, e in r.segments if s <= mid < e)
+        assert used <= cluster.gpus, (kind, mid, used)
+    for r in runs:
+        if r.status == "done":
+            assert r.finish >= r.job.submit and r.start >= r.job.submit
+    assert log.rows, "the policy was asked at least once"
+
+
+@pytest.mark.parametrize("kind", sorted(REPLAY_POLICIES.kinds()))
+def test_replays_are_deterministic_and_parameters_round_trip(kind):
+    p = REPLAY_POLICIES.build(kind)
+    q = optim.build_any(kind, **p.get_params())
+    assert type(q) is type(p) and q.get_params() == p.get_params() and q.describe() == p.describe()
+    first, _ = replay(_small(), ReplayCluster(4, 4, "T4"), p)
+    again, _ = replay(_small(), ReplayCluster(4, 4, "T4"), q)
+    assert [(r.status, r.finish, r.on_time) for r in first] == [(r.status, r.finish, r.on_time) for r in again]
+
+
+def test_events_within_a_slot_merge_into_one_at_plus_60_but_the_last_is_not_moved():
+    ev = Events()
+    for t in (110.0, 130.0, 300.0):
+        ev.get(t).starts.append(t)
+    assert ev.merge(100.0, 60) == 160.0
+    assert ev.first().starts == [110.0, 130.0]
+    one = Events()
+    one.get(110.0).starts.append(1)
+    assert one.merge(100.0, 60) == 110.0
+    gap = Events()
+    gap.get(160.5).starts.append(1)
+    gap.get(400.0).starts.append(2)
+    assert gap.merge(100.0, 60) == 160.0  # int(60.5) <= 60, as ElasticFlow compares
+
+
+def test_overheads_and_the_slot_grid():
+    assert overhead(8, 64) == 2 + 2 * (3 + 1)
+    assert overhead(8, 64, cached=True) == 2
+    assert overhead(64, 256, restart=True) == 7 + 47 + 14
+    assert overhead(64, 256, restart=True, cached=True) == 7
+    assert align(100.0, 161.0) == 220.0 and align(100.0, 160.0) == 160.0 and align(100.0, 70.0) == 100.0
+
+
+def _job(model="resnet50", batch=128, iterations=2218.0, submit=0.0, deadline=377.0, gpus=1) -> ReplayJob:
+    return ReplayJob(0, "j", model, batch, submit, deadline, gpus, 100.0, iterations, _tables("A100")[(model, batch)])
+
+
+def test_minimum_satisfactory_share_on_an_empty_cluster():
+    j = _job()  # 2,218 iterations of resnet50 at batch 128, 377 s to its deadline
+    pj = PlanJob(JobStatus(j, j.iterations, 0.0, 0, False), elasticflow_cap(j, "A100-40GB"))
+    met, timeline = plan(pj, 0.0, {0.0: 256}, 256)
+    rate2 = j.rate(2)  # one GPU needs 607 s, two need 336 s: two is the fewest that meet the deadline
+    assert met and pj.allocations == {0.0: 2}
+    assert pj.real_end == math.ceil(j.iterations / rate2) and pj.end == align(0.0, pj.real_end)
+    assert timeline == {0.0: 254, pj.end: 256}
+
+
+def test_gpu_caps_follow_the_policy_and_the_gpu():
+    assert elasticflow_cap(_job("bert", 64), "A100-40GB") == 8 and elasticflow_cap(_job("bert", 128), "A100") == 16
+    assert elasticflow_cap(_job("deepspeech2", 32), "A100-40GB") == 32
+    assert table_cap(_job("deepspeech2", 32)) == 32 and table_cap(_job("resnet50", 128)) == 64
+
+
+def test_placement_remembers_gpu_sets_until_reset():
+    place = Placement(4, 8)
+    a = Run(_job(gpus=16))
+    a.gpus = 16
+    place.place(a)
+    place.mark_cached()
+    assert a.cached is False and place.first_node(a) == 0
+    place.mark_cached()
+    assert a.cached is True
+    place.release(a)
+    place.reset_cache()
+    place.place(a)
+    place.mark_cached()
+    assert a.cached is False and place.free_nodes == [2, 3]
+
+
+def test_themis_shares_bind_the_cluster_when_it_is_contended():
+    # two jobs of 4 GPUs on 4 GPUs, equal in every way: half each, and the GPU constraint holds with equality
+    x = fair_shares([0.0, 0.0], [100.0, 100.0], [50.0, 50.0], [4, 4], 4)
+    assert x[0] == pytest.approx(0.5, rel=1e-6) and x[1] == pytest.approx(0.5, rel=1e-6)
+    assert fair_shares([0.0], [10.0], [5.0], [2], 8) == [1.0]
+
+
+def test_chronus_packs_before_deadlines_or_refuses():
+    j = _job(gpus=4)
+    ok = pack([JobStatus(j, 0.0, 0.0, 0, False)], 0.0, 240.0, 4)  # 100 s of service, 1 lease before 377 s
+    assert ok == {0: [0]}
+    late = ReplayJob(1, "k", "resnet50", 128, 0.0, 200.0, 4, 100.0, 10.0, j.rates)  # no whole lease before it
+    assert pack([JobStatus(late, 0.0, 0.0, 0, False)], 0.0, 240.0, 4) is None
