@@ -293,9 +293,8 @@ def per_configs(make: Callable[[tuple[Config, ...]], T]) -> Callable[[tuple[Conf
 
 @dataclass(frozen=True, slots=True)
 class Progress:
-    """What an observer of a job that has run saw at ``time`` (``sim.run.observe``): the configuration it ran on (an
-    index into ``Snapshot.configs``), the iterations it has done in all, and of its latest run the iterations done and
-    the seconds they took."""
+    """What was seen at ``time`` of a job that has run (``sim.run.observe``): its configuration (an index into
+    ``Snapshot.configs``), iterations done in all, and of its latest run the iterations done and their seconds."""
 
     config: int
     iterations: int
@@ -316,8 +315,7 @@ class JobView:
     In round mode (``ClusterRules.round_length`` finite) a running job's view is renewed at every round boundary:
     ``since`` is the boundary and ``done`` the work completed by then. ``parts`` lists, for a job spread over several
     nodes (a gang), its ``(node, GPUs)`` on each, ``node`` being the first; it is empty for a job on one node.
-    With an estimator that observes (``Predictor.observes``), a running job's view is renewed at every decision with
-    what was seen (``progress``) and the estimates refined from it (``sim.run.observe``).
+    An estimator that observes renews a running job's view at every decision (``progress``; ``sim.run.observe``).
     """
 
     job: Job
