@@ -194,8 +194,8 @@ def figure_models(path: Path) -> None:
     from experiments.plots.style import WIDTHS, rc
 
     fs = np.linspace(0.05, 0.95, 181)
-    with plt.rc_context(rc("column")):
-        fig, ax = plt.subplots(figsize=(WIDTHS["column"], 3.4), layout="constrained")
+    with plt.rc_context(rc("page")):
+        fig, ax = plt.subplots(figsize=(WIDTHS["page"], 2.6), layout="constrained")
         ax.axhspan(8.241 - 0.5, 8.241 + 0.5, color="#fdd49e", zorder=0, label="published 8.24 % ± 0.5")
         drawn = set()
         styles = {"makespan": "-", "busy": "--"}
@@ -207,7 +207,7 @@ def figure_models(path: Path) -> None:
             drawn.add(key)
             ax.plot(fs, ys, styles[m.total], linewidth=0.9, label=m.label)
         ax.set(xlabel="V100 share of the machines", ylabel="priority's cut of the total (%)", ylim=(0, 30))
-        fig.legend(fontsize=5, loc="outside lower center", ncol=2)
+        fig.legend(fontsize=6, loc="outside right center")
         fig.savefig(path, dpi=200, metadata={"Software": None})
         plt.close(fig)
 
@@ -244,7 +244,7 @@ def figure_poisson(table: pd.DataFrame, path: Path) -> None:
             for ax, col, scale in zip(axes, ("mean_jct", "busy", "tardiness"), (3600, 3600, 1)):
                 ax.plot(load, g[col] / scale, "o-", markersize=3, linewidth=0.9, label=str(policy))
         for ax, label in zip(axes, ("mean JCT (h)", "busy time, all jobs (h)", "tardiness cost ($)")):
-            ax.set(xlabel="offered load (jobs per second × mean time / 8 servers)", ylabel=label)
+            ax.set(xlabel="offered load", ylabel=label)
         axes[0].legend(fontsize=6)
         fig.savefig(path, dpi=200, metadata={"Software": None})
         plt.close(fig)
