@@ -134,6 +134,8 @@ class World:
         self._idle_t: tuple[int, ...] | None = ()
         self._vm_types_t = cluster.vm_types
         self._rules = cluster.rules
+        self.unavailable: frozenset[str] = frozenset()
+        """Spot VM types that cannot be started now (set by the run before each decision)."""
 
     # The engine reports every change through these, so the snapshot knows what to rebuild.
 

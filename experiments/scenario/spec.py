@@ -19,7 +19,7 @@ from pydantic import PrivateAttr, field_validator
 from experiments.scenario.cluster import ClusterSpec
 from experiments.scenario.components import PolicySpec, PredictorSpec, build_predictor, registered_policies
 from experiments.scenario.fields import StrictModel
-from experiments.scenario.files import file_sha256, trace_rows
+from experiments.scenario.files import availability_sha256, file_sha256, trace_rows
 from experiments.scenario.names import name_problem
 from experiments.scenario.vms import resolved_vm
 from experiments.scenario.workload import TraceSpec, WorkloadSpec
@@ -148,13 +148,13 @@ class Scenario(StrictModel):
     # ----- the simulator's objects ----------------------------------------------------------------------------------
     def vm_types(self) -> tuple[VMType, ...]:
         """Every VM type of the cluster (``ClusterSpec.all_vm_types``)."""
-        return self.cluster.all_vm_types()
+        return self.cluster.all_vm_types(self._base_dir)
 
     def slots(self) -> list[Any]:
         return self.cluster.slots()
 
     def build_cluster(self) -> Any:
-        return self.cluster.build()
+        return self.cluster.build(self._base_dir)
 
     def job_mix(self) -> tuple[tuple[JobSpec, float], ...]:
         return self.workload.job_mix()
@@ -207,6 +207,12 @@ class Scenario(StrictModel):
             d["workload"]["trace"] = {"sha256": file_sha256(tp)}
             if t.format != DEFAULT_FORMAT or t.options:  # a bare path hashes as it always did
                 d["workload"]["trace"].update(format=t.format, options=t.options)
+        spot = self.cluster.spot
+        st = None if spot is None else spot.trace_spec()
+        if spot is not None and st is not None:
+            sp = Path(st.path) if Path(st.path).is_absolute() else self._base_dir / st.path
+            d["cluster"]["spot"]["trace"] = {**st.model_dump(mode="json", exclude={"path"}),
+                                             "sha256": availability_sha256(sp, st.format)}
         if policy is not None:
             d["policy"] = policy.model_dump(mode="json")
         if seed is not None:

@@ -18,9 +18,9 @@ class Engine(Protocol):
 
     ``clock`` schedules callbacks; ``world`` holds the jobs (``world.jobs``, ``world.waiting``, ``world.running``) and
     nodes; ``rules`` are the cluster's rules; ``label`` names the policy in messages; ``booting`` counts VMs still
-    booting. ``decide`` asks the policy now and applies its plan; ``complete`` is the callback that ends a job
-    (schedule it with the job's ``JobState`` as value when its work is done); ``stuck`` makes the error of a policy
-    that leaves jobs waiting forever.
+    booting, ``waking`` the spot markets due to supply VMs again while jobs wait. ``decide`` asks the policy now and
+    applies its plan; ``complete`` is the callback that ends a job (schedule it with the job's ``JobState`` as value
+    when its work is done); ``stuck`` makes the error of a policy that leaves jobs waiting forever.
     """
 
     clock: Clock
@@ -28,6 +28,9 @@ class Engine(Protocol):
     rules: ClusterRules
     label: str
     booting: int
+
+    @property
+    def waking(self) -> int: ...
 
     @property
     def all_arrived(self) -> bool: ...
@@ -54,6 +57,7 @@ class TimeModel:
     - ``completed(st, now)``: job ``st`` completed (it has left its nodes).
     - ``ready(node, now)``: the VM of ``node`` (a ``NodeState``) finished booting.
     - ``revoked(now)``: a spot VM was revoked; its jobs wait again.
+    - ``available(now)``: a recorded spot market can supply VMs again while jobs wait (``sim.spot_market``).
     """
 
     def start(self, run: Engine) -> None:
@@ -72,4 +76,7 @@ class TimeModel:
         raise NotImplementedError(self)
 
     def revoked(self, now: float) -> None:
+        raise NotImplementedError(self)
+
+    def available(self, now: float) -> None:
         raise NotImplementedError(self)

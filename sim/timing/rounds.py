@@ -58,6 +58,9 @@ class Rounds(TimeModel):
     def revoked(self, now: float) -> None:
         raise AssertionError("round mode has no spot VMs")
 
+    def available(self, now: float) -> None:
+        raise AssertionError("round mode has no spot VMs")
+
     def _on_boundary(self, call: Call) -> None:
         now = call.time
         self._boundary = False
