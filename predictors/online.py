@@ -1,7 +1,7 @@
 """Estimates that sharpen as a job runs: another predictor's answer before a job starts, its observed pace after.
 
 Before a job has run, ``online`` answers as its ``base`` (with the base's source and expected error). Once it has run,
-the engine shows it what an observer of the job sees (``sim.model.Progress``: the configuration the job ran on, the
+the engine shows it what an observer of the job sees (``sim.contracts.Progress``: the configuration the job ran on, the
 iterations it has done, and the seconds its latest run took for its iterations; ``docs/predictors.md``, *Estimates that
 sharpen as a job runs*), and ``refine`` answers the job's time on that configuration from the time per iteration
 observed over a moving window of its last ``window`` iterations: the whole job at that pace, so that a policy reads
@@ -35,7 +35,8 @@ from scipy.special import ndtri
 
 from predictors.base import Predictor, Source, register
 from predictors.noisy import expected_mape
-from sim.model import CapsimError, Config, Job, JobSpec, Progress, VMType
+from sim.contracts import Progress
+from sim.model import CapsimError, Config, Job, JobSpec, VMType
 
 __all__ = ["OnlinePredictor", "run_to_run_variation"]
 

@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from sim.model import CapsimError, Config, Job, JobSpec, Plan, Progress, Snapshot, VMType
+from sim.model import CapsimError, Config, Job, JobSpec, Plan, Snapshot, VMType
 from sim.registry import Registry
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Component", "Policy", "Predictor", "Source", "POLICIES", "PREDICTORS", "NotFittedError"]
+__all__ = ["Component", "Policy", "Predictor", "Source", "Progress", "POLICIES", "PREDICTORS", "NotFittedError"]
 
 
 class NotFittedError(CapsimError):
@@ -149,6 +149,19 @@ class Policy(Component):
 
 
 @dataclass(frozen=True, slots=True)
+class Progress:
+    """What was seen at ``time`` of a job that has run, as an observer of a real job sees it (an iteration counter
+    and a clock; ``sim.run.observe``): the configuration it runs on (an index into ``Snapshot.configs``), the
+    iterations it has done in all, and of its current run the iterations done and the seconds they took."""
+
+    config: int
+    iterations: int
+    run_iterations: int
+    run_seconds: float
+    time: float
+
+
+@dataclass(frozen=True, slots=True)
 class Source:
     """Which kind of answer a predictor gave for one configuration, and how far off such answers are.
 
@@ -188,7 +201,7 @@ class Predictor(Component):
     - ``source(spec, vm, gpus) -> Source`` (optional): which kind of answer it gives there and that kind's expected
       error. The default says nothing (kind ``model``, error unknown).
     - ``refine(job, estimates, progress) -> estimates`` (optional, with ``observes`` true): a job's estimates on
-      every configuration once ``progress`` (``sim.model.Progress``) was observed of it running. The engine asks at
+      every configuration once ``progress`` (``Progress``) was observed of it running. The engine asks at
       every decision while the job runs and shows policies the answer (``JobView``).
 
     It may cache answers and fits; it may not depend on anything but its parameters and the data it was fitted on.

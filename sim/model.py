@@ -27,7 +27,6 @@ __all__ = [
     "Job",
     "Config",
     "per_configs",
-    "Progress",
     "JobView",
     "NodeView",
     "Snapshot",
@@ -292,18 +291,6 @@ def per_configs(make: Callable[[tuple[Config, ...]], T]) -> Callable[[tuple[Conf
 
 
 @dataclass(frozen=True, slots=True)
-class Progress:
-    """What was seen at ``time`` of a job that has run (``sim.run.observe``): its configuration (an index into
-    ``Snapshot.configs``), iterations done in all, and of its latest run the iterations done and their seconds."""
-
-    config: int
-    iterations: int
-    run_iterations: int
-    run_seconds: float
-    time: float
-
-
-@dataclass(frozen=True, slots=True)
 class JobView:
     """A job as a policy sees it at a decision.
 
@@ -315,7 +302,6 @@ class JobView:
     In round mode (``ClusterRules.round_length`` finite) a running job's view is renewed at every round boundary:
     ``since`` is the boundary and ``done`` the work completed by then. ``parts`` lists, for a job spread over several
     nodes (a gang), its ``(node, GPUs)`` on each, ``node`` being the first; it is empty for a job on one node.
-    An estimator that observes renews a running job's view at every decision (``progress``; ``sim.run.observe``).
     """
 
     job: Job
@@ -326,7 +312,6 @@ class JobView:
     config: int | None = None
     since: float | None = None
     parts: tuple[tuple[int, int], ...] = ()
-    progress: Progress | None = None
 
     @property
     def id(self) -> int:

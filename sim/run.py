@@ -37,9 +37,9 @@ import numpy as np
 
 from sim.clock import Call, Clock
 from sim.cluster import Cluster
-from sim.contracts import Policy, Predictor
+from sim.contracts import Policy, Predictor, Progress
 from sim.metrics import RunTables
-from sim.model import CapsimError, Job, JobSpec, JobView, Plan, Progress, Snapshot, VMType
+from sim.model import CapsimError, Job, JobSpec, JobView, Plan, Snapshot, VMType
 from sim.records import Decisions, Jobs, Nodes, Segments
 from sim.rules import PlanRejected, check_plan
 from sim.state import Interval, JobState, NodeState, World
@@ -457,4 +457,4 @@ def observe(world: World, now: float, estimator: Predictor, rounds: bool) -> Non
         seen = Progress(st.cfg, total, run, run * true / iterations, now)
         st.est = estimator.refine(st.job, st.est, seen)
         world.add_running(JobView(st.job, st.est, done=total / iterations, node=st.node, config=st.cfg, since=now,
-                                  parts=jv.parts, progress=seen))
+                                  parts=jv.parts))

@@ -11,8 +11,9 @@ import pytest
 
 from predictors import build
 from predictors.online import OnlinePredictor, run_to_run_variation
+from sim.contracts import Progress
 from sim.engine import Simulation
-from sim.model import Assignment, Job, Plan, Progress
+from sim.model import Assignment, Job, Plan
 from tests.sim.helpers import A, B, Scripted, cluster, job, preempt_job0_at_10, table
 
 # The truth says A takes 100 s (100 iterations) on a small VM; the estimator's base says 200 s.
@@ -20,9 +21,18 @@ TRUTH = table()
 WRONG = table(A_small_1=200.0, A_big_1=200.0, B_small_1=100.0, B_big_1=100.0)
 
 
-def exact(base=WRONG, **kw) -> OnlinePredictor:
-    """Online with no observation error: what it shows is the engine's exact pace."""
-    return OnlinePredictor(base, drift=0.0, iteration_cv=0.0, **kw)
+class Recording(OnlinePredictor):
+    """Online with no observation error (what it shows is the engine's exact pace), keeping what it was shown."""
+
+    def refine(self, job, estimates, progress):
+        self.seen.append((job.id, progress))
+        return super().refine(job, estimates, progress)
+
+
+def exact(base=WRONG, **kw) -> Recording:
+    p = Recording(base, drift=0.0, iteration_cv=0.0, **kw)
+    p.seen = []
+    return p
 
 
 def _first_fit(s):
@@ -33,11 +43,12 @@ def _first_fit(s):
 
 def test_a_running_job_is_seen_at_its_true_pace_by_hand() -> None:
     policy = Scripted(_first_fit)
-    Simulation(cluster(2), [job(0, A, 0.0), job(1, B, 30.0)], policy, exact(), TRUTH).run()
+    est = exact()
+    Simulation(cluster(2), [job(0, A, 0.0), job(1, B, 30.0)], policy, est, TRUTH).run()
     at30 = next(s for s in policy.seen if s.time == 30.0)
     (a,) = at30.running
     k = a.config
-    assert a.progress == Progress(k, 30, 30, 30.0, 30.0)  # 30 of 100 iterations in 30 s of the true 100 s
+    assert est.seen[0] == (0, Progress(k, 30, 30, 30.0, 30.0))  # 30 of 100 iterations in 30 s of the true 100 s
     assert a.done == pytest.approx(0.30) and a.since == 30.0
     assert a.estimates[k] == pytest.approx(100.0)        # the whole job at the pace seen, not the base's 200 s
     assert a.remaining_at(30.0) == pytest.approx(70.0) and a.remaining_at(50.0) == pytest.approx(50.0)
@@ -45,7 +56,8 @@ def test_a_running_job_is_seen_at_its_true_pace_by_hand() -> None:
     assert all(a.estimates[c] == WRONG.runtime(A, at30.configs[c].vm, at30.configs[c].gpus) for c in other)
     # the first decision came before any iteration: nothing observed, the base's answer
     first = policy.seen[0]
-    assert not first.running and first.waiting[0].progress is None
+    assert not first.running and np.array_equal(first.waiting[0].estimates, WRONG.runtimes([A], first.configs)[0])
+    assert all(p.time > 0 for _, p in est.seen)
 
 
 def test_transfer_scales_every_configuration_by_the_ratio_seen() -> None:
@@ -97,11 +109,11 @@ def test_the_observed_pace_errs_as_stated() -> None:
 
 def test_round_mode_observes_the_credited_iterations() -> None:
     policy = Scripted(_first_fit)
-    Simulation(cluster(1, round_length=30.0), [job(0, A, 0.0)], policy, exact(), TRUTH).run()
-    boundaries = [s for s in policy.seen if s.running]
-    first = boundaries[0].running[0]
-    assert first.progress.iterations == 30 and first.progress.run_iterations == 30
-    assert first.estimates[first.config] == pytest.approx(100.0)
+    est = exact()
+    Simulation(cluster(1, round_length=30.0), [job(0, A, 0.0)], policy, est, TRUTH).run()
+    first = [s for s in policy.seen if s.running][0].running[0]
+    assert est.seen[0][1].iterations == 30 and est.seen[0][1].run_iterations == 30
+    assert first.estimates[first.config] == pytest.approx(100.0) and first.done == pytest.approx(0.30)
 
 
 def test_run_to_run_variation_is_the_evaluations_noise_floor() -> None:
