@@ -36,8 +36,8 @@ from predictors.measured import select_cpu
 from predictors.measurements import NO_DEPTH, data_key, row_configs, row_specs
 from predictors.memory import guard
 from predictors.networks import GRAPHS, graph_depth, graph_name, layer_costs, network, parameters, time_on_graph
-from predictors.provenance import QuestionSources
 from predictors.structured import input_scaling
+from predictors.uncertainty.provenance import QuestionSources
 from sim.catalogue import gpu_models
 from sim.model import INFEASIBLE, CapsimError, Config, GPUModel, JobSpec, VMType
 

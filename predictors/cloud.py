@@ -37,8 +37,8 @@ from predictors.crossgpu import (
     nearest,
     peak_speeds,
 )
-from predictors.provenance import source
 from predictors.throughput import TABLES, ThroughputTable, runtimes_from_rates
+from predictors.uncertainty.provenance import source
 from sim.catalogue import gpu_models
 from sim.model import INFEASIBLE, CapsimError, Config, GPUModel, JobSpec, VMType
 

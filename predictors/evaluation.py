@@ -27,7 +27,7 @@ import pandas as pd
 from predictors.base import TrainablePredictor, build, registry
 from predictors.measurements import NO_DEPTH, runs
 from predictors.protocols import CELL_KEYS, DEFAULT, PROTOCOLS, Split, application_name, splits
-from predictors.provenance import ERROR_COLUMNS, PROTOCOL_OF
+from predictors.uncertainty.provenance import ERROR_COLUMNS, PROTOCOL_OF
 from sim.model import CapsimError
 from sim.registry import did_you_mean
 
@@ -244,8 +244,8 @@ def crossgpu_errors() -> dict[str, Any]:
 
 
 def expected_errors(ev: Evaluation, crossgpu: bool = True) -> pd.DataFrame:
-    """The expected relative error of each (predictor, kind of answer) (``predictors.provenance``): over the test
-    runs of the protocol that asks that kind of question (``PROTOCOL_OF``), the mean over its cells of the mean
+    """The expected relative error of each (predictor, kind of answer) (``predictors.uncertainty.provenance``): over
+    the test runs of the protocol that asks that kind of question (``PROTOCOL_OF``), the mean over its cells of the mean
     ``|predicted − measured| / measured`` of the runs the predictor answered with that kind. The predictor is named
     by its ``describe()`` label (``hybrid(anchor=True)``), as ``Predictor.source`` looks it up. ``crossgpu`` adds the
     ``cloud`` predictor's cross-GPU scaling, scored by its leave-one-GPU-out test."""

@@ -25,8 +25,8 @@ from predictors.base import Predictor, TrainablePredictor, clone, register
 from predictors.measured import MeasuredPredictor
 from predictors.measurements import data_key, measured_gpu_name, row_configs, row_specs
 from predictors.memory import guard
-from predictors.provenance import source
 from predictors.regression import RegressionPredictor
+from predictors.uncertainty.provenance import source
 from sim.contracts import Source
 from sim.model import INFEASIBLE, CapsimError, Config, JobSpec, VMType
 

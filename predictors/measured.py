@@ -28,7 +28,7 @@ import pandas as pd
 
 from predictors.base import AffinePredictor, TrainablePredictor, register
 from predictors.measurements import data_key, measured_gpu_name, row_configs, row_specs
-from predictors.provenance import source
+from predictors.uncertainty.provenance import source
 from sim.contracts import Source
 from sim.model import INFEASIBLE, CapsimError, JobSpec, VMType
 

@@ -16,8 +16,8 @@ Published protocols (Gianniti, Zhang and Ardagna, CLOSER 2019; Lattuada et al., 
   k ∈ {4, 5, 6, 8}; one cell per (GPU count, k).
 - ``interpolation``: five random folds of every application's runs (fold i of every application held out together);
   one cell per application, over all its runs.
-capsim's own protocols ask the two kinds of question the expected errors (``predictors.provenance``) need and no
-publication holds out:
+capsim's own protocols ask the two kinds of question the expected errors (``predictors.uncertainty.provenance``)
+need and no publication holds out:
 - ``batch_below`` mirrors ``batch`` downwards: the smallest batch of every cell predicted from the larger ones.
 - ``between``: configurations between measured ones. Split 0 holds out every other interior batch size of each
   (application, GPU type, GPU count) with three or more (the 2nd, 4th, ...: each has measured sizes on both sides);

@@ -45,7 +45,6 @@ from predictors.augmented import FLEXIBLE, fit_flexible, folds, select_features
 from predictors.base import TrainablePredictor, register
 from predictors.measurements import NO_DEPTH, data_key, measured_gpu_name
 from predictors.memory import guard
-from predictors.provenance import QuestionSources, question, ranges_of
 from predictors.structured import (
     COMM_SHAPES,
     DEPTH,
@@ -57,6 +56,7 @@ from predictors.structured import (
     speed,
     with_comm,
 )
+from predictors.uncertainty.provenance import QuestionSources, question, ranges_of
 from sim.model import INFEASIBLE, CapsimError, Config, JobSpec, VMType
 
 __all__ = ["RegressionPredictor", "FAMILIES", "AXES", "AppFit", "axis_splits", "mape"]

@@ -34,8 +34,8 @@ import numpy as np
 
 from predictors.base import Predictor, register
 from predictors.crossgpu import default_scaling
-from predictors.provenance import expected_error
 from predictors.throughput import TABLES, ThroughputTable
+from predictors.uncertainty.provenance import expected_error
 from sim.catalogue import trace_gpu
 from sim.contracts import Source
 from sim.model import INFEASIBLE, CapsimError, Config, GPUModel, JobSpec, VMType

@@ -24,7 +24,7 @@ from predictors.measured import MeasuredPredictor
 from predictors.measurements import data_key
 from predictors.memory import guard
 from predictors.networks import layer_costs, network
-from predictors.provenance import QuestionSources
+from predictors.uncertainty.provenance import QuestionSources
 from sim.catalogue import gpu_models
 from sim.model import INFEASIBLE, CapsimError, GPUModel, JobSpec, VMType
 

@@ -166,9 +166,9 @@ class Source:
     """Which kind of answer a predictor gave for one configuration, and how far off such answers are.
 
     ``kind`` names the source (``measured``, ``interpolated``, ``batch``, ``gpus``, ``compute``, ``scaled``, ...;
-    ``predictors.provenance.KINDS`` lists and explains them). ``error`` is the expected relative error of that kind
-    of answer: the mean of ``|predicted − actual| / actual`` that ``capsim predict evaluate`` measured for it; NaN
-    where nothing measured it.
+    ``predictors.uncertainty.provenance.KINDS`` lists and explains them). ``error`` is the expected relative error of
+    that kind of answer: the mean of ``|predicted − actual| / actual`` that ``capsim predict evaluate`` measured for
+    it; NaN where nothing measured it.
     """
 
     kind: str

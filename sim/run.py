@@ -437,9 +437,9 @@ def observe(world: World, now: float, estimator: Predictor, rounds: bool) -> Non
     configuration it runs on, the iterations done in all, and of this run the iterations done and the seconds they
     took (after its VM was ready and any restart overhead); nothing else. In capsim a job trains at a constant pace
     on one configuration, so what is seen tells that pace; how far a real window of iterations strays from the rest
-    of the run is the estimator's to model (``predictors.online``). A job lifted off its VM keeps the estimates last
-    refined, and ``done`` is then the work done, as without observation. Round mode observes at the round
-    boundaries, where a round's iterations are credited.
+    of the run is the estimator's to model (``predictors.uncertainty.online``). A job lifted off its VM keeps the
+    estimates last refined, and ``done`` is then the work done, as without observation. Round mode observes at the
+    round boundaries, where a round's iterations are credited.
     """
     jobs = world.jobs
     for jid, jv in tuple(world.running.items()):

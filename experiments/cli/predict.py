@@ -103,7 +103,7 @@ def parse_app(app: str, framework: str | None) -> tuple[str, str]:
 def answer_text(t: float, src: Any) -> str:
     """An answer's interval and source: ``443.0–690.6 s (compute, error 21.9 %)``, or the source alone where its
     error was never measured."""
-    from predictors.provenance import KINDS
+    from predictors.uncertainty.provenance import KINDS
 
     label = src.kind if src.kind in KINDS else f"{src.kind}?"
     if not math.isfinite(src.error):
@@ -256,7 +256,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     from experiments.running.pool import run_parallel
     from predictors.evaluation import evaluate, expected_errors, parse_predictor, protocol_summary
     from predictors.protocols import PROTOCOLS
-    from predictors.provenance import format_table, shipped_path
+    from predictors.uncertainty.provenance import format_table, shipped_path
     from sim.registry import did_you_mean
 
     if args.ship and (args.protocols or args.predictors or args.seed != 0):

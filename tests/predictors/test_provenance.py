@@ -16,7 +16,7 @@ from predictors import build
 from predictors.evaluation import Evaluation, crossgpu_errors, evaluate, expected_errors
 from predictors.measurements import NO_DEPTH, runs
 from predictors.protocols import splits
-from predictors.provenance import KINDS, PROTOCOL_OF, expected_error, format_table, shipped_path
+from predictors.uncertainty.provenance import KINDS, PROTOCOL_OF, expected_error, format_table, shipped_path
 from sim.catalogue import configurations, gpu, job_types, select_vm_types, vm_types
 from sim.contracts import PREDICTORS, Source
 from sim.model import Config, JobSpec, VMType

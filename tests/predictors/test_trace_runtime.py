@@ -120,7 +120,7 @@ def test_bad_parameters(params, message) -> None:
 
 
 def test_sources_say_which_assumption_answered() -> None:
-    from predictors.provenance import expected_error
+    from predictors.uncertainty.provenance import expected_error
 
     p = predictors.build("trace")
     named = trace_job(3600.0, 2, "V100")

@@ -1,5 +1,5 @@
 """Estimates that sharpen as a job runs: what the engine shows an estimator that observes (``sim.run.observe``) and
-what the ``online`` estimator makes of it (``predictors.online``)."""
+what the ``online`` estimator makes of it (``predictors.uncertainty.online``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from predictors import build
-from predictors.online import OnlinePredictor, run_to_run_variation
+from predictors.uncertainty.online import OnlinePredictor, run_to_run_variation
 from sim.contracts import Progress
 from sim.engine import Simulation
 from sim.model import Assignment, Job, Plan

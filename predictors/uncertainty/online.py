@@ -34,7 +34,7 @@ import numpy as np
 from scipy.special import ndtri
 
 from predictors.base import Predictor, Source, register
-from predictors.noisy import expected_mape
+from predictors.uncertainty.noisy import expected_mape
 from sim.contracts import Progress
 from sim.model import CapsimError, Config, Job, JobSpec, VMType
 
