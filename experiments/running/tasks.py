@@ -99,7 +99,7 @@ def execute(task: Task, single_thread: bool = False) -> Outcome:
         jobs = sc.build_jobs(task.seed, truth, cluster.configs)
         policy = build_policy(spec, single_thread=single_thread)
         if "seed" in policy.param_names() and "seed" not in spec.params:  # seeded policies draw from the run's seed
-            policy = type(policy)(**{**policy.get_params(), "seed": task.seed})
+            policy.set_params(seed=task.seed)
         result = Simulation(cluster, jobs, policy, estimator, truth, seed=task.seed).run()
         bound = _lower_bound(jobs, cluster, truth)
     except BaseException as e:  # noqa: BLE001 (recorded and reported by the caller; the sweep goes on)

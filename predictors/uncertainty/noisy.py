@@ -71,23 +71,23 @@ def _words(text: str) -> list[int]:
 
 @register("noisy")
 class NoisyPredictor(Predictor):
-    """``base``'s answer × a log-normal error with the requested MAPE (a number, or ``expected``: each answer's own
-    expected error) and bias, deterministic per (seed, spec, configuration)."""
+    """``base``'s answer × a log-normal error with the requested ``mape`` (a number, or ``expected``: each answer's
+    own expected error) and ``bias``, deterministic per (``seed``, spec, configuration)."""
 
     test_params: ClassVar[Mapping[str, Any]] = {"base": {"kind": "measured"}, "mape": 0.2}
 
     def __init__(self, base: Predictor, mape: float | str = 0.2, bias: float = 0.0, seed: int = 0):
         if not isinstance(base, Predictor):
             raise CapsimError(f"predictor 'noisy': base must be a predictor or a mapping with 'kind', got {base!r}")
-        if mape != "expected" and (isinstance(mape, (str, bool)) or not isinstance(mape, (int, float))):
-            raise CapsimError(f"predictor 'noisy': mape must be a number >= 0 or 'expected' (each answer's expected "
-                              f"error), got {mape!r}")
-        if mape != "expected" and not 0 <= float(mape) or not bias > -1:
-            raise CapsimError(f"predictor 'noisy': need mape >= 0 and bias > -1, got mape={mape}, bias={bias}")
-        self.base, self.bias, self.seed = base, float(bias), int(seed)
-        self.mape: float | str = mape if mape == "expected" else float(mape)
-        if isinstance(self.mape, float):
-            self.mu, self.sigma = lognormal_params(self.mape, self.bias)
+        self.base, self.mape, self.bias, self.seed = base, mape, bias, seed
+        if mape != "expected":
+            try:
+                self.check_param("mape", float, low=0.0)
+            except CapsimError as err:
+                raise CapsimError(f"{err} (or 'expected': each answer's own expected error)") from None
+        self.check_param("bias", float, above=-1.0)
+        self.check_param("seed", int, low=0)
+        self.mu, self.sigma = lognormal_params(mape, bias) if mape != "expected" else (0.0, 0.0)
         self._keys: dict[object, int] = {}
         self._errors: dict[tuple, tuple[float, float]] = {}
 
@@ -111,7 +111,7 @@ class NoisyPredictor(Predictor):
         h = _mix(_mix(sk)[:, None] ^ ck[None, :])
         u = ((h >> np.uint64(11)).astype(np.float64) + 0.5) / float(1 << 53)
         z = ndtri(u)
-        if isinstance(self.mape, float):
+        if self.mape != "expected":
             return np.exp(self.mu + self.sigma * z)
         if answered is None:
             answered = np.isfinite(self.base.runtimes(specs, configs))

@@ -64,7 +64,12 @@ _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 @register("online")
 class OnlinePredictor(Predictor):
-    """``base`` before a job runs; its observed pace once it has run (module docstring)."""
+    """``base`` before a job runs; its observed pace once it has run (module docstring).
+
+    ``window``: the iterations whose mean pace is taken (0: never observe, the base alone); ``iteration_cv``: one
+    iteration's coefficient of variation (AI Gauge's bound); ``drift``: a run's drift from its pace (``measured``: its
+    application's run-to-run variation in the shipped measurements, or a number); ``transfer``: scale every
+    configuration's answer by the ratio seen on the one that ran; ``seed``: the window errors' draws."""
 
     test_params: ClassVar = {"base": {"kind": "measured"}}
 
@@ -74,19 +79,17 @@ class OnlinePredictor(Predictor):
             raise CapsimError(f"predictor 'online': base must be a predictor or a mapping with 'kind', got {base!r}")
         if getattr(base, "observes", False):
             raise CapsimError("predictor 'online': its base already observes running jobs; wrap a plain predictor")
-        if isinstance(window, bool) or not isinstance(window, int) or window < 0:
-            raise CapsimError(f"predictor 'online': window must be a whole number of iterations >= 0 (0: never "
-                              f"observe), got {window!r}")
-        if isinstance(iteration_cv, bool) or not isinstance(iteration_cv, (int, float)) or not iteration_cv >= 0:
-            raise CapsimError(f"predictor 'online': iteration_cv must be a number >= 0, got {iteration_cv!r}")
-        if drift != "measured" and (isinstance(drift, (bool, str)) or not isinstance(drift, (int, float))
-                                    or not drift >= 0):
-            raise CapsimError(f"predictor 'online': drift must be a number >= 0 or 'measured', got {drift!r}")
-        if not isinstance(transfer, bool):
-            raise CapsimError(f"predictor 'online': transfer must be true or false, got {transfer!r}")
-        self.base, self.window, self.iteration_cv = base, window, float(iteration_cv)
-        self.drift: float | str = drift if drift == "measured" else float(drift)
-        self.transfer, self.seed = transfer, int(seed)
+        self.base, self.window, self.iteration_cv, self.drift = base, window, iteration_cv, drift
+        self.transfer, self.seed = transfer, seed
+        self.check_param("window", int, low=0)
+        self.check_param("iteration_cv", float, low=0.0)
+        if drift != "measured":
+            try:
+                self.check_param("drift", float, low=0.0)
+            except CapsimError as err:
+                raise CapsimError(f"{err} (or 'measured': the application's run-to-run variation)") from None
+        self.check_param("transfer", bool)
+        self.check_param("seed", int, low=0)
 
     @property
     def observes(self) -> bool:
@@ -109,8 +112,8 @@ class OnlinePredictor(Predictor):
     # ----- once it has run: its pace --------------------------------------------------------------------------------
     def job_drift(self, spec: JobSpec) -> float:
         """The run-to-run variation assumed for the job's application (``drift``)."""
-        if isinstance(self.drift, float):
-            return self.drift
+        if self.drift != "measured":
+            return float(self.drift)
         table = run_to_run_variation()
         return table.get(spec.app_key, table["*"])
 

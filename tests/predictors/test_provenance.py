@@ -19,7 +19,7 @@ from predictors.protocols import splits
 from predictors.uncertainty.provenance import KINDS, PROTOCOL_OF, expected_error, format_table, shipped_path
 from sim.catalogue import configurations, gpu, job_types, select_vm_types, vm_types
 from sim.contracts import PREDICTORS, Source
-from sim.model import Config, JobSpec, VMType
+from sim.model import CapsimError, Config, JobSpec, VMType
 
 SHIPPED_KINDS = ("measured", "regression", "analytical", "wave", "hybrid")
 
@@ -165,7 +165,7 @@ def test_noisy_draws_each_answer_from_its_expected_error() -> None:
     v100 = _vm("V100", 1)
     spec = JobSpec("resnet50", "pytorch", 1000, 64)
     assert exact.runtime(spec, v100, 1) == build("cloud").runtime(spec, v100, 1)
-    with pytest.raises(Exception, match="mape must be a number"):
+    with pytest.raises(CapsimError, match="mape must be a finite number .*or .expected."):
         build("noisy", base={"kind": "measured"}, mape="typical")
 
 
