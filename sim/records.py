@@ -176,15 +176,15 @@ class Nodes(Table):
     revoked: list[bool]
     """Stopped by the provider's revocation (a spot VM), not by a plan or the end of the run."""
 
-    def add(self, node: int, iv: Interval, now: float, billed: float, cost: float, busy: float,
+    def add(self, node: int, iv: Interval, now: float, billed: float, price: float, cost: float, busy: float,
             revoked: bool = False) -> None:
         """VM interval ``iv`` of node ``node``, stopped at ``now`` (by a revocation if ``revoked``) after ``busy``
-        GPU-seconds of work."""
+        GPU-seconds of work, billed ``billed`` seconds at ``price`` $ per hour (an owned server's amortised rate)."""
         vm = iv.vm
         self.node.append(node)
         self.vm_type.append(vm.name)
         self.gpus.append(vm.gpus)
-        self.price_per_hour.append(vm.price_per_hour)
+        self.price_per_hour.append(price)
         self.start_time.append(iv.start)
         self.ready_time.append(min(iv.ready, now))
         self.stop_time.append(now)

@@ -7,8 +7,9 @@ policy is asked, and how a placed job's work is scheduled, is the business of it
 it calls at each of those events through the hooks of ``sim.timing.TimeModel``; the time model drives the run through
 the public members listed by ``sim.timing.Engine``.
 
-Money: a VM bills from its start to its stop (by ``ClusterRules.billed_seconds``); each interval's cost is split among
-the jobs that ran on it by GPU-seconds, and an interval that ran no job is idle cost.
+Money: a VM bills from its start to its stop (by ``ClusterRules.bill``: a rented VM its billed seconds at its price, an
+owned server its time on at its amortised rate); each interval's cost is split among the jobs that ran on it by
+GPU-seconds, and an interval that ran no job is idle cost.
 
 Spot VMs (``VMType.spot``): each one started draws its lifetime from an exponential distribution of mean 1 /
 ``revocation_rate`` hours, from its node's own stream of the run's seed (``sim.streams.spot_streams``). When it ends
@@ -405,15 +406,13 @@ class Run:
         if iv.revocation is not None:
             self.clock.cancel(iv.revocation)
             iv.revocation = None
-        vm = iv.vm
-        billed = self.rules.billed_seconds(now - iv.start, vm)
-        cost = billed * vm.price_per_hour / 3600.0
+        billed, rate, cost = self.rules.bill(now - iv.start, iv.vm)
         busy = sum(iv.gpu_secs.values())
         if busy > 0:
             jobs = self.world.jobs
             for jid, gs in iv.gpu_secs.items():
                 jobs[jid].cost_share += cost * (gs / busy)
-        self._nodes.add(node.index, iv, now, billed, cost, busy, revoked)
+        self._nodes.add(node.index, iv, now, billed, rate, cost, busy, revoked)
         node.vm = None
         node.interval = None
         node.ready_at = 0.0

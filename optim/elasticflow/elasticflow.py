@@ -9,7 +9,9 @@ At each decision (``scheduler.py``'s ``ef_sim_jobs_access_control``):
 2. every runnable job is planned again in deadline order; its GPUs now are its plan's;
 3. spare GPUs go, one level at a time, to the job whose next level costs the fewest added GPU-seconds per added
    GPU as coded: the list is sorted by that value *descending* (a job without GPUs first), and the first job that
-   can grow takes its next level; repeated until no job can grow;
+   can grow takes its next level; repeated until no job can grow. A job that grows takes the grown plan whole:
+   its GPUs, its end and its exact end (``real_end``), which caps its progress until the next decision (the clock
+   never runs a job past its planned exact end) and is its verdict;
 4. the next decision is due at the first change of any job's plan.
 
 A job is judged on time by its planned exact end (``verdict: plan``, ElasticFlow's verdict: a job slowed by the
@@ -203,6 +205,7 @@ def _hand_out(runnable: list[PlanJob], now: float, timeline: Timeline, n: int) -
             spare -= j.next_gpus - j.gpus
             j.gpus = j.next_gpus
             j.end = j.next_end
+            j.real_end = j.next_real_end
             j.next_gpus = next_level(j.levels, j.gpus)
             grew = True
             break

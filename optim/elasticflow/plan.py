@@ -261,6 +261,7 @@ def _finish(job: PlanJob, alloc: dict[float, int], new: Timeline, end: float, re
             job.marginal = (gpu_seconds(alloc, end) - gpu_seconds(job.allocations, job.end)) / added
         job.next_timeline = merged(new)
         job.next_end = end
+        job.next_real_end = real_end
         return real_end <= job.ddl, timeline
     job.end = end
     job.real_end = real_end

@@ -73,7 +73,8 @@ def run_replay(cluster: Cluster, jobs: Sequence[Job], policy: ReplayPolicy, esti
                               int(j.spec.gpus), float(j.duration), float(j.spec.iterations), cache[(j.spec, False)]))
         true.append(cache[(j.spec, True)])
     runs, log = replay(told, rc, policy, true if truth is not estimator else None)
-    return RunTables(_jobs(runs, jobs, vm).frame(), _nodes(runs, rc, vm).frame(), _decisions(log, label).frame(),
+    rate = cluster.rules.owned_price_per_hour.get(vm.name, vm.price_per_hour)
+    return RunTables(_jobs(runs, jobs, vm).frame(), _nodes(runs, rc, vm, rate).frame(), _decisions(log, label).frame(),
                      _segments(runs, vm).frame())
 
 
@@ -112,6 +113,7 @@ def _jobs(runs: list[Run], jobs: Sequence[Job], vm: VMType) -> Jobs:
         t.revocations.append(0)
         t.lost_gpu_seconds.append(0.0)
         t.status.append("rejected" if not done else "on_time" if r.on_time else "late")
+        t.gpu_request.append(math.nan if s.gpus is None else s.gpus * (s.gpu_share or 1.0))
     return t
 
 
@@ -129,8 +131,9 @@ def _segments(runs: list[Run], vm: VMType) -> Segments:
     return t
 
 
-def _nodes(runs: list[Run], rc: ReplayCluster, vm: VMType) -> Nodes:
-    """One interval per server, from the first arrival to the last completion (fixed servers are always on)."""
+def _nodes(runs: list[Run], rc: ReplayCluster, vm: VMType, rate: float) -> Nodes:
+    """One interval per server, from the first arrival to the last completion (fixed servers are always on), billed
+    that time at ``rate`` $ per hour (an owned server's amortised rate, ``ClusterRules.owned_price_per_hour``)."""
     t = Nodes()
     if not runs:
         return t
@@ -150,12 +153,12 @@ def _nodes(runs: list[Run], rc: ReplayCluster, vm: VMType) -> Nodes:
         t.node.append(n)
         t.vm_type.append(vm.name)
         t.gpus.append(per)
-        t.price_per_hour.append(vm.price_per_hour)
+        t.price_per_hour.append(rate)
         t.start_time.append(start)
         t.ready_time.append(start)
         t.stop_time.append(stop)
         t.billed_seconds.append(billed)
-        t.cost.append(billed * vm.price_per_hour / 3600.0)
+        t.cost.append(billed * rate / 3600.0)
         t.busy_gpu_seconds.append(float(busy[n]))
         t.jobs.append(0)
         t.spot.append(False)
