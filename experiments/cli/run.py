@@ -54,13 +54,11 @@ def report_failures(ran: Ran, limit: int = 5) -> None:
 def run(args: argparse.Namespace) -> int:
     import sys
 
-    import optim
     from experiments.results.folders import output_dir
     from experiments.results.reading import read_results
     from experiments.results.tables import policy_means
     from experiments.runs import plan, run_plan
     from experiments.scenario import load_scenario
-    from sim.metrics import DEADLINE_HEADLINE
 
     check_workers(args.workers)
     sc = load_scenario(args.scenario)
@@ -69,10 +67,7 @@ def run(args: argparse.Namespace) -> int:
     ran = run_plan(p, out, workers=args.workers, force=args.force, quiet=args.quiet)
     res = read_results(out, empty_ok=True)
     if not res.summary.empty:
-        kinds = {s.label: s.kind for s in sc.policies or ()}
-        replays = optim.replay_registry()
-        replay = all(kinds.get(name, name) in replays for name in p.policies)
-        print(policy_means(res.summary, p.policies, DEADLINE_HEADLINE if replay else None))
+        print(policy_means(res.summary, p.policies))
     print(f"{sc.name}: {ran.finished} runs finished in {ran.wall:.1f} s, {ran.already} were already done; results in "
           f"{out}/", file=sys.stderr)
     if ran.failures:

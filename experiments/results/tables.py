@@ -52,15 +52,14 @@ def metric_digits(name: str) -> int:
     return m.digits if m is not None else 2
 
 
-def policy_means(summary: pd.DataFrame, order: Sequence[str] | None = None,
-                 metrics: Sequence[str] | None = None) -> str:
-    """The ``capsim run`` table: per policy, the number of seeds and the mean over seeds of each of ``metrics`` (the
-    headline ones by default)."""
-    from sim.metrics import HEADLINE
+def policy_means(summary: pd.DataFrame, order: Sequence[str] | None = None) -> str:
+    """The ``capsim run`` table: per policy, the number of seeds and the mean over seeds of each headline metric
+    (``experiments.results.headline``: the setting's own, those that apply)."""
+    from experiments.results.headline import headline
 
     if summary.empty:
         return "(no finished runs)"
-    columns = [m for m in (metrics or HEADLINE) if m in summary.columns]
+    columns = headline(summary)
     g = summary.groupby("policy", sort=False)
     means = g[columns].mean()
     counts = g.size()
