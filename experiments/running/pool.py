@@ -25,6 +25,7 @@ from typing import Any
 
 from experiments.running import interrupts
 from experiments.scenario.components import register_extras, registered_extras
+from predictors.base import adopt_fits, shared_fits
 
 __all__ = ["run_parallel", "die_with_parent", "init_worker", "start_method", "PRELOAD"]
 
@@ -98,11 +99,14 @@ def die_with_parent(parent: int | None = None) -> None:
     threading.Thread(target=watch, name="capsim-parent-watch", daemon=True).start()
 
 
-def _worker(fn: Callable[[Any], Any], conn: Connection, command: int, extras: list[Any]) -> None:
+def _worker(fn: Callable[[Any], Any], conn: Connection, command: int, extras: list[Any], fits: dict[tuple, Any]
+            ) -> None:
     """A worker's loop: receive (index, item), send back (index, fn(item)); stop on None or when the command's end
-    of the pipe closes. ``extras``: components the command registered from outside the packages."""
+    of the pipe closes. ``extras``: components the command registered from outside the packages; ``fits``: the
+    predictors' fits the command made (``predictors.base.shared_fits``), so no worker fits them again."""
     init_worker(command)
     register_extras(extras)
+    adopt_fits(fits)
     while True:
         try:
             msg = conn.recv()
@@ -120,11 +124,11 @@ def _worker(fn: Callable[[Any], Any], conn: Connection, command: int, extras: li
 
 
 class _Worker:
-    def __init__(self, ctx: Any, fn: Callable[[Any], Any]):
+    def __init__(self, ctx: Any, fn: Callable[[Any], Any], fits: dict[tuple, Any]):
         ours, theirs = ctx.Pipe(duplex=True)
         self.conn: Connection = ours
-        self.process = ctx.Process(target=_worker, args=(fn, theirs, os.getpid(), registered_extras()), daemon=True,
-                                   name="capsim-worker")
+        self.process = ctx.Process(target=_worker, args=(fn, theirs, os.getpid(), registered_extras(), fits),
+                                   daemon=True, name="capsim-worker")
         self.process.start()
         theirs.close()
         self.job: int | None = None
@@ -207,6 +211,7 @@ def run_parallel(fn: Callable[[Any], Any], items: Iterable[Any], on_result: Call
     """
     feed = _Feed(items)
     ctx = _context()
+    fits = shared_fits()
     pool: list[_Worker] = []
     held: dict[int, Any] = {}
     try:
@@ -215,7 +220,7 @@ def run_parallel(fn: Callable[[Any], Any], items: Iterable[Any], on_result: Call
                 interrupts.check()
                 pool = [w for w in pool if w.job is not None or w.process.is_alive()]
                 while feed.more() and len(pool) < max(1, workers):
-                    pool.append(_Worker(ctx, fn))
+                    pool.append(_Worker(ctx, fn, fits))
                 for w in pool:
                     if w.job is None and feed.more():
                         _give(w, feed, held)
