@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from experiments.running import interrupts
 
@@ -97,6 +98,22 @@ def _crash_report(e: BaseException, argv: Sequence[str]) -> str:
     except OSError:
         saved = "the traceback could not be saved"
     return f"capsim: internal error (a defect in capsim, not in your input): {what}{where}; {saved}; please report it"
+
+
+def console(argv: list[str] | None = None) -> NoReturn:
+    """The ``capsim`` program: ``main``, then exit. A command stopped by Ctrl-C or SIGTERM exits at once, without the
+    interpreter's teardown (every result is on disk and the journal synced by then; the teardown of a process that
+    loaded pandas, Arrow and the solvers took over a second under load, past the 2 s a stop may take). Not after
+    Dask ran: its semaphores must be released, or the resource tracker warns."""
+    code = main(argv)
+    if code in (EXIT_INTERRUPTED, EXIT_TERMINATED) and "distributed" not in sys.modules:  # Dask's cleanup must run
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(code)
+    sys.exit(code)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -215,6 +215,8 @@ def run_parallel(fn: Callable[[Any], Any], items: Iterable[Any], on_result: Call
     pool: list[_Worker] = []
     held: dict[int, Any] = {}
     try:
+        while feed.more() and len(pool) < max(1, workers):  # a start waits on the fork server: a signal raises here
+            pool.append(_Worker(ctx, fn, fits))
         with interrupts.deferred():
             while feed.more() or any(w.job is not None for w in pool):
                 interrupts.check()
@@ -232,10 +234,8 @@ def run_parallel(fn: Callable[[Any], Any], items: Iterable[Any], on_result: Call
                         interrupts.check()
         _stop(pool)
     except BaseException:
-        for w in pool:
+        for w in pool:  # SIGKILL, not waited for: the kernel ends them, and their parent (the server) reaps them
             w.kill()
-        for w in pool:
-            w.process.join(timeout=1.0)
         raise
 
 
