@@ -45,7 +45,8 @@ class Plan:
     label_types: dict[str, Any] = field(default_factory=dict)
     description: str = ""
     notes: list[str] = field(default_factory=list)
-    """What the traces' readers did with the rows they could not use, one report per distinct trace."""
+    """What the traces' readers did with the rows they could not use, one report per distinct trace; what in the
+    scenarios is valid but likely not meant (``Scenario.notes``)."""
 
     def manifest(self) -> dict[str, Any]:
         return new_manifest(self.kind, self.name, self.file, self.fields, self.policies, self.seeds,
@@ -94,8 +95,10 @@ def plan(what: Scenario | Sweep, policies: str | Sequence[str] | None = None,
 
 
 def _reports(scenarios: Sequence[Scenario]) -> list[str]:
-    """The trace reports of the scenarios (``Scenario.trace_report``), each distinct one once."""
-    return list(dict.fromkeys(r.text() for r in (sc.trace_report() for sc in scenarios) if r is not None))
+    """The trace reports of the scenarios (``Scenario.trace_report``) and their notes (``Scenario.notes``), each
+    distinct one once."""
+    texts = [r.text() for r in (sc.trace_report() for sc in scenarios) if r is not None]
+    return list(dict.fromkeys(texts + [n for sc in scenarios for n in sc.notes()]))
 
 
 def _check_memory(sc: Scenario, file: str, where: str) -> None:

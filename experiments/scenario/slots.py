@@ -21,7 +21,7 @@ from sim.model import CapsimError, VMType
 from sim.registry import did_you_mean
 
 __all__ = ["SlotGroup", "groups_name_the_types", "rentable_listed", "group_accepts", "entry_problems",
-           "slot_problems"]
+           "slot_problems", "free_rented_note"]
 
 Problems = list[tuple[tuple, str]]
 
@@ -188,3 +188,18 @@ def _server_spellings(nodes: list[SlotGroup], rentable: Sequence[VMType]) -> Pro
                          f"next to the rented nodes; for a rented type on at most {n} slot{plural}, give "
                          f"cluster.nodes[{other}] VM types of its own (e.g. a selection {{provider: aws}})"))
     return problems
+
+
+def free_rented_note(cluster: ClusterView, rentable: Sequence[VMType], file: str) -> str | None:
+    """A warning for rentable VM types priced 0, valid but rarely meant: rented slots may take as many of them as they
+    have, started and stopped like any VM, which is how in-house servers were once written (and multiplied)."""
+    free = [v.name for v in rentable if v.price_per_hour == 0 and not v.spot]
+    nodes = cluster.rented_nodes
+    if not free or nodes is None:
+        return None
+    n = nodes if isinstance(nodes, int) else sum(g.count for g in nodes)
+    names = ", ".join(repr(name) for name in free)
+    return (f"capsim: note: {file}: cluster.vm_types: {names} priced 0: up to {n} such VMs may be rented at a "
+            f"time, free, and started and stopped like any rented VM. For servers of your own (always there, billed "
+            f"an amortised $ per server-hour), write servers: {{<GPU model>: <count>}} with gpus_per_server and "
+            f"server_price (docs/clouds.md, 'Owned servers and rented VMs')")

@@ -158,6 +158,13 @@ class Scenario(StrictModel):
         t, tp = self.trace_spec(), self.trace_path()
         return None if t is None or tp is None else trace_rows(tp, t.format, t.options, shown=t.path)
 
+    def notes(self) -> list[str]:
+        """What in the scenario is valid but likely not meant (``experiments.scenario.slots.free_rented_note``)."""
+        from experiments.scenario.slots import free_rented_note
+
+        note = free_rented_note(self.cluster, self.cluster.rentable_vm_types(self._base_dir), self._file)
+        return [] if note is None else [note]
+
     def trace_report(self) -> Any:
         """What the trace's reader, then the cluster, did with the rows they could not use as they were (a
         ``sim.traces.report.TraceReport``; None without a production trace)."""

@@ -186,3 +186,18 @@ def test_an_elasticflow_replay_bills_its_owned_servers_their_rate(tmp_path: Path
     assert runs.failures.empty and len(nodes) == 4 and (on > 0).all() and (nodes["price_per_hour"] == 1.5).all()
     assert ((nodes["cost"] - on * 1.5 / 3600.0).abs() < 1e-9).all()
     assert math.isclose(float(nodes["cost"].sum()), float(runs.summary["vm_cost"].iloc[0]), rel_tol=1e-12)
+
+
+def test_a_free_rented_type_gets_a_note_on_stderr(tmp_path: Path, capsys) -> None:
+    """A rentable type priced 0 is valid (the run goes on) but is how in-house servers were once written: rented
+    slots may take as many as they have. The run says so on stderr, names the types and how to write owned servers."""
+    from experiments.cli import main
+
+    data = {"name": "free", "cluster": {"nodes": 3, "vm_types": [MINE, "NC6"]}, "workload": {"jobs": 6},
+            "policies": [{"kind": "fifo"}], "seeds": [0]}
+    path = write_yaml(tmp_path / "s.yaml", data)
+    assert main(["run", str(path), "--out", str(tmp_path / "out"), "--quiet", "--workers", "1"]) == 0
+    err = capsys.readouterr().err
+    assert "cluster.vm_types: 'my-a100x4' priced 0: up to 3 such VMs" in err and "servers: {<GPU model>" in err
+    data["cluster"]["vm_types"] = ["NC6", "NC12"]
+    assert load_scenario(write_yaml(tmp_path / "t.yaml", data)).notes() == [], "priced types get no note"
