@@ -4,7 +4,8 @@
 optional boot time, billing quantum, restart overhead and periodic decisions) or fixed servers (1–3 VM types with
 1–3 always-present servers each, gangs across servers allowed or not), each sometimes in round mode; 3–15 jobs of the
 J1–J6 mix with tight or loose deadlines, on fixed servers some asking for a GPU count; an estimator table and,
-sometimes, a truth that differs from it. ``check`` asserts what any run must satisfy whatever the policy;
+sometimes, a truth that differs from it; sometimes GPUs that two jobs may share (co-location), with random pair
+slowdowns and memory. ``check`` asserts what any run must satisfy whatever the policy;
 ``recorded_run`` also returns every snapshot the policy saw and the plan it answered.
 """
 
@@ -18,6 +19,7 @@ from typing import ClassVar
 from hypothesis import strategies as st
 
 from optim.base import Policy
+from predictors.interference.explicit import GivenPairs
 from predictors.table import TablePredictor
 from sim.catalogue import job_types, vm_types
 from sim.cluster import Cluster, NodeSlot
@@ -38,6 +40,8 @@ class World:
     estimator: TablePredictor
     truth: TablePredictor | None
     seed: int
+    interference: GivenPairs | None = None
+    """The interference model of a world whose GPUs two jobs may share (told and true alike)."""
 
 
 @st.composite
@@ -65,7 +69,7 @@ def worlds(draw, single_gpu: bool = False) -> World:
                       restart_overhead=draw(st.sampled_from([0.0, 5.0])),
                       decision_interval=math.inf if math.isfinite(rounds) else
                       draw(st.sampled_from([math.inf, math.inf, 45.0])),
-                      gang=gang, round_length=rounds))
+                      gang=gang, round_length=rounds, jobs_per_gpu=2 if draw(st.integers(0, 3)) == 0 else 1))
     table = {}
     for spec in SPECS:
         for c in cluster.configs:
@@ -87,7 +91,13 @@ def worlds(draw, single_gpu: bool = False) -> World:
     truth = None
     if draw(st.booleans()):
         truth = TablePredictor({k: v * draw(st.sampled_from([0.5, 0.9, 1.3, 2.0])) for k, v in table.items()})
-    return World(cluster, jobs, TablePredictor(table), truth, draw(st.integers(0, 1000)))
+    pairs = None
+    if cluster.rules.colocation:
+        names = [spec.name for spec in SPECS]
+        pairs = GivenPairs({f"{a}+{b}": [draw(st.sampled_from([1.0, 1.3, 1.7, 2.5])) for _ in range(2)]
+                            for i, a in enumerate(names) for b in names[i:] if draw(st.integers(0, 4)) > 0},
+                           memory={n: float(draw(st.integers(1, 9))) for n in names})
+    return World(cluster, jobs, TablePredictor(table), truth, draw(st.integers(0, 1000)), pairs)
 
 
 class Recorder(Policy):
@@ -102,6 +112,7 @@ class Recorder(Policy):
         self.may_preempt = policy.may_preempt  # type: ignore[misc]
         self.may_share = policy.may_share  # type: ignore[misc]
         self.may_gang = policy.may_gang  # type: ignore[misc]
+        self.may_colocate = policy.may_colocate  # type: ignore[misc]
         self.seen: list[tuple[Snapshot, Plan]] = []
 
     def describe(self) -> str:
@@ -114,7 +125,8 @@ class Recorder(Policy):
 
 
 def run(world: World, policy: Policy) -> RunResult:
-    return Simulation(world.cluster, world.jobs, policy, world.estimator, world.truth).run()
+    return Simulation(world.cluster, world.jobs, policy, world.estimator, world.truth,
+                      interference=world.interference).run()
 
 
 def recorded_run(world: World, policy: Policy) -> tuple[RunResult, list[tuple[Snapshot, Plan]]]:
@@ -183,16 +195,37 @@ def check(world: World, r: RunResult) -> None:
         for row in sg.itertuples():
             host = iv[(iv.ready_time <= row.start_time) & (row.end_time <= iv.stop_time) & (iv.vm_type == row.vm_type)]
             assert len(host) >= 1, f"segment {row} outside any ready VM interval on node {n}"
-        events = sorted([(t, 1, g) for t, g in zip(sg.end_time, sg.gpus)]
-                        + [(t, 2, g) for t, g in zip(sg.start_time, sg.gpus)])
+        held = sg.gpus * sg.partner.isna().map({True: 1.0, False: 0.5})  # a pair holds its GPUs once
+        events = sorted([(t, 1, g) for t, g in zip(sg.end_time, held)]
+                        + [(t, 2, g) for t, g in zip(sg.start_time, held)])
         used = 0
         for t, kind, g in events:
             used += g if kind == 2 else -g
             cap = iv[(iv.start_time <= t) & (t <= iv.stop_time)].vm_type.map(gpus).max()
             assert used <= cap, f"node {n} uses {used} GPUs at t={t}"
+    _check_sharing(world, r)
     regular = r.decisions[r.decisions.trigger != "stall"]
     assert not regular.time.duplicated().any(), "two decisions at one instant: simultaneous triggers not folded"
     _check_money(cluster, r)
+
+
+def _check_sharing(world: World, r: RunResult) -> None:
+    """Co-location: only where the rules allow it; two jobs at most per GPU, each pair's segments naming each other
+    over the same times, node and GPU count; and both jobs' memory within one GPU's."""
+    seg = r.segments
+    shared = seg[seg.partner.notna()]
+    if shared.empty:
+        return
+    assert world.cluster.rules.jobs_per_gpu == 2 and world.interference is not None
+    key = {(row.job_id, row.partner, row.node, row.gpus, row.start_time, row.end_time) for row in shared.itertuples()}
+    for job_id, partner, node, gpus, start, end in key:
+        assert (partner, job_id, node, gpus, start, end) in key, f"job {job_id} shares with {partner} alone"
+    specs = {j.id: j.spec for j in world.jobs}
+    memory = {v.name: v.gpu.memory_gb for v in world.cluster.vm_types}
+    for row in shared.itertuples():
+        vm = next(v for v in world.cluster.vm_types if v.name == row.vm_type)
+        total = sum(world.interference.memory_gb(specs[j], vm, row.gpus) for j in (row.job_id, int(row.partner)))
+        assert total <= memory[row.vm_type], f"jobs {row.job_id} and {row.partner} need {total} GiB on one GPU"
 
 
 def _check_money(cluster: Cluster, r: RunResult) -> None:
@@ -241,6 +274,8 @@ def features(world: World) -> set[str]:
         found.add("slot groups")
     if math.isfinite(c.rules.decision_interval):
         found.add("periodic decisions")
+    if c.rules.colocation:
+        found.add("co-location")
     return found
 
 
