@@ -23,7 +23,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from experiments.results.store import ResultStore  # noqa: E402
-from experiments.running.pool import run_tasks  # noqa: E402
+from experiments.running.dispatch import run_tasks  # noqa: E402
 from experiments.runs import plan  # noqa: E402
 from experiments.scenario.sweep import load_sweep  # noqa: E402
 

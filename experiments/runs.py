@@ -19,9 +19,9 @@ from typing import Any
 
 from experiments.results.files import DASK_TMP, label_type
 from experiments.results.store import ResultStore, new_manifest
-from experiments.running.pool import run_tasks
+from experiments.running.dispatch import run_tasks
 from experiments.running.progress import Progress
-from experiments.running.tasks import Outcome, Task
+from experiments.running.tasks import Outcome, Task, memory_problem
 from experiments.scenario import Scenario, parse_seeds, select_policies
 from experiments.scenario.sweep import Sweep
 from sim.model import CapsimError
@@ -65,6 +65,9 @@ def plan(what: Scenario | Sweep, policies: str | Sequence[str] | None = None,
     ``flags``: mistakes name the command-line options (``--policies``) rather than the keywords."""
     dash = "--" if flags else ""
     seed_list = _seeds(seeds, f"{dash}seeds")
+    for where, sc in [("", what)] if isinstance(what, Scenario) else [
+            (" at the grid point " + ", ".join(f"{k}={v!r}" for k, v in pt.values), pt.scenario) for pt in what.points]:
+        _check_memory(sc, what.file, where)
     if isinstance(what, Scenario):
         specs = select_policies(what.policy_specs(), policies, f"{dash}policies")
         seed_list = seed_list or what.seeds
@@ -81,6 +84,14 @@ def plan(what: Scenario | Sweep, policies: str | Sequence[str] | None = None,
             f"{len(tasks)} runs")
     return Plan("sweep", what.name, what.file, list(what.fields), [p.label for p in specs], seed_list, tasks, types,
                 text)
+
+
+def _check_memory(sc: Scenario, file: str, where: str) -> None:
+    """Refuse, before anything runs, a workload whose runs would not fit in this machine's memory."""
+    why = memory_problem(sc.n_jobs)
+    if why:
+        field = "workload.trace" if sc.workload.trace is not None else "workload.jobs"
+        raise CapsimError(f"{file}: {field}{where}: {why}")
 
 
 @dataclass

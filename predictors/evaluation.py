@@ -16,10 +16,8 @@ average, so a figure below it is luck, and a target below it cannot be met hones
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,11 +99,6 @@ def noise_floor(df: pd.DataFrame) -> np.ndarray:
         return np.where(k > 1, np.abs(y - mean) / y * np.sqrt(k / (k - 1)), np.nan)
 
 
-def _init_worker() -> None:
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[var] = "1"
-
-
 def run_split(df: pd.DataFrame, split: Split, predictors: Sequence[tuple[str, str, dict[str, Any]]]
               ) -> list[tuple[str, np.ndarray]]:
     """Every predictor fitted on the split's training runs and asked its test runs (seconds, NaN = declined)."""
@@ -128,11 +121,25 @@ class Evaluation:
     coverage: pd.DataFrame
 
 
+Parallel = Callable[[Callable[[Any], Any], Sequence[Any], Callable[[int, Any], None], int], None]
+"""How splits run on several processes: ``parallel(fn, items, on_result, workers)`` computes ``fn(item)`` for every
+item and hands ``on_result(index, result)`` each result (the command line passes its one process pool,
+``experiments.running.pool.run_parallel``, so its rules on signals and orphans hold here too)."""
+
+
+def _run_item(item: tuple[pd.DataFrame | None, Split, Sequence[tuple[str, str, dict[str, Any]]]]
+              ) -> list[tuple[str, np.ndarray]]:
+    """``run_split`` of one parallel item; the shipped runs are read in the worker rather than sent with each."""
+    data, split, specs = item
+    return run_split(runs().reset_index(drop=True) if data is None else data, split, specs)
+
+
 def evaluate(protocols: Sequence[str] = PUBLISHED, predictors: Sequence[str] | None = None, seed: int = 0,
              data: pd.DataFrame | None = None, workers: int = 1,
-             progress: Callable[[int, int, str], None] | None = None) -> Evaluation:
+             progress: Callable[[int, int, str], None] | None = None, parallel: Parallel | None = None) -> Evaluation:
     """Score ``predictors`` (default: every trainable kind) under ``protocols`` (module docstring); splits run on
-    ``workers`` processes. ``progress(done, total, label)`` is called as splits finish."""
+    ``workers`` processes through ``parallel`` (in this process without it). ``progress(done, total, label)`` is
+    called as splits finish."""
     df = (runs() if data is None else data).reset_index(drop=True)
     specs = [parse_predictor(p) for p in (predictors or trainable_kinds())]
     bad = [p for p in protocols if p not in PROTOCOLS]
@@ -141,22 +148,21 @@ def evaluate(protocols: Sequence[str] = PUBLISHED, predictors: Sequence[str] | N
     todo = [s for p in protocols for s in splits(df, p, seed) if len(s.test)]
     results: dict[int, list[tuple[str, np.ndarray]]] = {}
     label = lambda s: f"{s.protocol} split {s.index + 1}"  # noqa: E731
-    if workers <= 1:
+    if workers <= 1 or parallel is None:
         for i, s in enumerate(todo):
             results[i] = run_split(df, s, specs)
             if progress:
                 progress(len(results), len(todo), label(s))
     else:
-        import multiprocessing
-
         order = sorted(range(len(todo)), key=lambda i: -len(todo[i].train) * (todo[i].protocol == "interpolation"))
-        ctx = multiprocessing.get_context("fork")
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker) as pool:
-            futures = {pool.submit(run_split, df, todo[i], specs): i for i in order}
-            for f in as_completed(futures):
-                results[futures[f]] = f.result()
-                if progress:
-                    progress(len(results), len(todo), label(todo[futures[f]]))
+        items = [(None if data is None else df, todo[i], specs) for i in order]
+
+        def arrived(k: int, result: list[tuple[str, np.ndarray]]) -> None:
+            results[order[k]] = result
+            if progress:
+                progress(len(results), len(todo), label(todo[order[k]]))
+
+        parallel(_run_item, items, arrived, workers)
     return _assemble(df, todo, results)
 
 

@@ -8,6 +8,7 @@ from functools import cached_property
 
 from sim.catalogue import configurations
 from sim.model import CapsimError, ClusterRules, Config, VMType
+from sim.spot_market import SpotMarkets
 
 __all__ = ["NodeSlot", "Cluster"]
 
@@ -41,6 +42,9 @@ class Cluster:
     vm_types: tuple[VMType, ...]
     slots: tuple[NodeSlot, ...]
     rules: ClusterRules = field(default_factory=ClusterRules, kw_only=True)
+    markets: SpotMarkets | None = field(default=None, kw_only=True)
+    """Recorded spot markets (``sim.spot_market``): the spot types they name follow their availability series
+    instead of Poisson revocations; others keep their ``revocation_rate``."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "vm_types", tuple(self.vm_types))
@@ -76,6 +80,10 @@ class Cluster:
                                   f"{v.revocation_rate!r}")
         if spot and self.rules.rounds:
             raise CapsimError("cluster: spot VM types are not modelled in round mode; drop rounds or spot")
+        if self.markets is not None:
+            unknown = sorted(set(self.markets.names()) - {v.name for v in spot})
+            if unknown:
+                raise CapsimError(f"cluster: spot markets name {unknown}, which are not spot VM types of the cluster")
         fixed = sorted({n for s in self.slots if s.fixed for n in s.allowed or ()} & {v.name for v in spot})
         if fixed:
             raise CapsimError(f"cluster: fixed servers cannot be spot VMs ({fixed}); a fixed server is never revoked")

@@ -248,8 +248,10 @@ class Snapshot:
     (restart overhead, checkpoints, billing quantum, rounds, gangs: ``ClusterRules``). ``spot_expected`` says whether
     the estimates of spot configurations are already their expected runtimes under revocations
     (``sim.risk.expected_snapshot``, which every policy weighing cost decides on); the engine's snapshot has the
-    estimator's own. ``colocation`` is the estimator's interference model where two jobs may share a GPU
-    (``ClusterRules.jobs_per_gpu``), else None.
+    estimator's own. ``unavailable`` names the spot VM types whose recorded market cannot supply a VM now
+    (``sim.spot_market``): a plan may not start one, and the jobs' estimates are ``inf`` on their configurations
+    for this decision (no VM of such a type is running: a running one's zone has VMs). ``colocation`` is the
+    estimator's interference model where two jobs may share a GPU (``ClusterRules.jobs_per_gpu``), else None.
     """
 
     time: float
@@ -263,6 +265,7 @@ class Snapshot:
     idle_nodes: tuple[int, ...] = ()
     rules: ClusterRules = ClusterRules()
     spot_expected: bool = False
+    unavailable: frozenset[str] = frozenset()
     colocation: Colocation | None = None
 
     def vm_type(self, name: str) -> VMType:

@@ -4,7 +4,8 @@
 (the engine adds the policy's name and the time). The rules, in the order they are checked:
 
 1. ``vms`` names existing nodes (0..N-1); each gets ``None`` (stop its VM) or a VM type of the cluster that the
-   node's slot allows. A fixed server keeps its VM: ``None`` or its own type there changes nothing.
+   node's slot allows and that can be started now (not a spot type in ``Snapshot.unavailable``). A fixed server
+   keeps its VM: ``None`` or its own type there changes nothing.
 2. ``keep_idle`` names existing nodes.
 3. ``preempt`` and ``move`` are only for a policy that declares ``may_preempt``, and name running jobs.
 4. A node whose VM the plan stops or changes keeps no job: every job running there is moved or preempted.
@@ -84,6 +85,9 @@ def check_plan(plan: Plan, world: World, policy: Policy) -> None:
                 raise PlanRejected(f"vms puts VM type {name!r} on node {n}, which only allows {sorted(allowed)}")
         if node.vm is not new and (node.vm is None or new is None or node.vm.name != new.name):
             changes[n] = new
+            if new is not None and new.name in world.unavailable:
+                raise PlanRejected(f"vms starts a {new.name!r} VM on node {n}, but its spot market has none to give "
+                                   f"now (Snapshot.unavailable)")
 
     # 2. keep_idle: existing nodes.
     for key in plan.keep_idle:

@@ -16,6 +16,12 @@ the VM is revoked: billing stops, every job on it (a gang on all its nodes) is l
 last checkpoint (``ClusterRules.checkpoint_interval`` seconds of work apart within a run), returns to the queue and
 pays the restart overhead when it runs again; the time model hears of it (``TimeModel.revoked``).
 
+Spot VMs of a recorded market (``Cluster.markets``, ``sim.spot_market``) instead go to the first zone of their type
+available at their start and are revoked when that zone's series turns unavailable. While no zone of a type is
+available, the policy sees the type in ``Snapshot.unavailable`` (its waiting jobs' estimates there are inf) and a
+plan may not start it; when one becomes available again while jobs wait, the time model hears of it
+(``TimeModel.available``).
+
 Co-location (``ClusterRules.jobs_per_gpu`` 2, ``docs/sharing.md``): a job started with ``Assignment.partner`` runs on
 its partner's GPUs (the run keeps each GPU's jobs: ``NodeState.devices``). Both then run at the truth's co-located pace
 (``sim.sharing.TruePairs``) from that moment, and the partner alone again once one of them leaves; at each change the
@@ -29,6 +35,7 @@ from __future__ import annotations
 import gc
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from operator import index
 from time import perf_counter
 from typing import Any
@@ -39,7 +46,7 @@ from sim.clock import Call, Clock
 from sim.cluster import Cluster
 from sim.contracts import Policy
 from sim.metrics import RunTables
-from sim.model import CapsimError, Job, JobSpec, JobView, Plan, VMType
+from sim.model import CapsimError, Job, JobSpec, JobView, Plan, Snapshot, VMType
 from sim.records import Decisions, Jobs, Nodes, Segments
 from sim.rules import PlanRejected, check_plan
 from sim.sharing import PairView, SharedGPUs, TruePairs
@@ -87,6 +94,14 @@ class Run:
         self._decisions = Decisions()
         self._spot = (spot_streams(seed, len(cluster.slots))
                       if any(v.spot and v.revocation_rate > 0 for v in cluster.vm_types) else [])
+        self.markets = cluster.markets
+        self._wake: dict[str, Call] = {}
+        self._masks: dict[frozenset[str], np.ndarray] = {}
+
+    @property
+    def waking(self) -> int:
+        """Spot markets due to have VMs again while jobs wait (each will trigger a decision)."""
+        return len(self._wake)
 
     @property
     def all_arrived(self) -> bool:
@@ -144,11 +159,14 @@ class Run:
         st.event = None
         self.world.drop_running(st.job.id)
         self._completed += 1
-        if self._spot and self.all_done:
+        if (self._spot or self.markets is not None) and self.all_done:
             for node in self.world.nodes:  # the run ends here: no VM left idle is revoked after it
                 if node.interval is not None and node.interval.revocation is not None:
                     self.clock.cancel(node.interval.revocation)
                     node.interval.revocation = None
+            for wake in self._wake.values():
+                self.clock.cancel(wake)
+            self._wake.clear()
         self.time.completed(st, call.time)
 
     def _on_ready(self, call: Call) -> None:
@@ -172,11 +190,53 @@ class Run:
 
     # ------------------------------------------------------------------ decisions
 
+    def _on_market(self, call: Call) -> None:
+        del self._wake[call.value]
+        if self.world.waiting:
+            self.time.available(call.time)
+
+    def _market_view(self, snap: Snapshot, now: float) -> Snapshot:
+        """The snapshot with the spot types that cannot be started now (``Snapshot.unavailable``), their
+        configurations ruled out for every job (a new VM of such a type cannot be had)."""
+        markets = self.markets
+        assert markets is not None
+        out = frozenset(name for name in markets.names() if not markets.available(name, now))
+        self.world.unavailable = out
+        if not out:
+            return snap
+        mask = self._masks.get(out)
+        if mask is None:
+            mask = self._masks[out] = np.array([c.vm.name in out for c in self.world.configs], dtype=bool)
+        masked: dict[int, np.ndarray] = {}
+
+        def view(jv: JobView) -> JobView:
+            est = masked.get(id(jv.estimates))
+            if est is None:
+                est = masked[id(jv.estimates)] = np.where(mask, np.inf, jv.estimates)
+                est.setflags(write=False)
+            return replace(jv, estimates=est)
+
+        # a running VM's zone has VMs (else it was revoked), so no running job is on a type ruled out here
+        return replace(snap, unavailable=out, waiting=tuple(map(view, snap.waiting)),
+                       running=tuple(map(view, snap.running)))
+
+    def _await_markets(self, now: float) -> None:
+        """While jobs wait, have each spot type that cannot be started now trigger a decision when it can."""
+        markets = self.markets
+        assert markets is not None
+        for name in self.world.unavailable:
+            if name not in self._wake:
+                at = markets.next_available(name, now)
+                if math.isfinite(at):
+                    self._wake[name] = self.clock.at(at, self._on_market, name)
+
     def decide(self, trigger: str, now: float) -> None:
         """Ask the policy, check its plan against the rules, apply it, and record the decision."""
         if gc.get_count()[0] > _YOUNG_LIMIT:
             gc.collect(1)
         snap = self.world.snapshot(now, trigger)
+        if self.markets is not None:
+            snap = self._market_view(snap, now)
         t0 = perf_counter()
         plan = self.policy.decide(snap)
         wall = perf_counter() - t0
@@ -190,6 +250,8 @@ class Run:
             self._apply(plan, now)
         elif self.world.idle:
             self._stop_idle((), now)
+        if self.markets is not None and self.world.waiting:
+            self._await_markets(now)
         self._decisions.add(self.label, snap, plan, wall)
 
     def _rejected(self, rule: str, now: float) -> CapsimError:
@@ -338,7 +400,16 @@ class Run:
         if iv.booting:
             self.booting += 1
             self.clock.at(iv.ready, self._on_ready, (node, iv))
-        if vm.spot and vm.revocation_rate > 0:
+        markets = self.markets
+        if vm.spot and markets is not None and vm.name in markets.zones:
+            zone = markets.zone_at(vm.name, now)
+            if zone is None:
+                raise CapsimError(f"a {vm.name!r} spot VM was started at t={now:g} with no zone available (the plan "
+                                  f"rules refuse this: a defect of the engine)")
+            end = markets.revoked_at(vm.name, zone, now)
+            if math.isfinite(end):
+                iv.revocation = self.clock.at(end, self._on_revoke, (node, iv))
+        elif vm.spot and vm.revocation_rate > 0:
             life = float(self._spot[node.index].exponential(3600.0 / vm.revocation_rate))
             iv.revocation = self.clock.at(now + life, self._on_revoke, (node, iv))
 

@@ -142,6 +142,8 @@ class World:
         self._idle_t: tuple[int, ...] | None = ()
         self._vm_types_t = cluster.vm_types
         self._rules = cluster.rules
+        self.unavailable: frozenset[str] = frozenset()
+        """Spot VM types that cannot be started now (set by the run before each decision)."""
         self.colocation: PairView | None = None
         """What the policy knows of co-location (``Snapshot.colocation``), where GPUs may be shared."""
 

@@ -112,6 +112,7 @@ run_case("huge-file", "name: tiny\n" + "# padding\n" * 300_000)
 bad("name-escapes", "name", "../../escaped")
 bad("name-absolute", "name", "/tmp/capsim-absolute")
 bad("name-empty", "name", "")
+bad("jobs-beyond-memory", "workload.jobs", 100_000_000)  # refused before it runs, with the estimate and the limit
 bad("name-with-space", "name", "my run")
 bad("name-dot", "name", ".")
 bad("nodes-zero", "cluster.nodes", 0)

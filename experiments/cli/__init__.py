@@ -101,16 +101,22 @@ def _crash_report(e: BaseException, argv: Sequence[str]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        with interrupts.install():
+            return _run(args, argv)
+    except KeyboardInterrupt:  # a signal Python handled only as the command's handlers were being put back
+        print("capsim: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except interrupts.Terminated:
+        print("capsim: terminated", file=sys.stderr)
+        return EXIT_TERMINATED
+
+
+def _run(args: argparse.Namespace, argv: list[str]) -> int:
+    """Run the command; every way it can end becomes one line on stderr and an exit code (``EXIT_*``)."""
     from sim.model import CapsimError
 
-    argv = list(sys.argv[1:] if argv is None else argv)
-    previous = None
-    try:
-        import signal
-
-        previous = signal.signal(signal.SIGTERM, interrupts.on_sigterm)
-    except ValueError:  # not the main thread: leave SIGTERM alone
-        pass
     try:
         return int(args._run(args) or 0)
     except CapsimError as e:
@@ -137,11 +143,3 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # noqa: BLE001 (the one place an unexpected error becomes one line, not a traceback)
         print(_crash_report(e, argv), file=sys.stderr)
         return EXIT_INTERNAL
-    finally:
-        interrupts.reset()
-        if previous is not None:
-            import signal
-
-            signal.signal(signal.SIGTERM, previous)
-
-

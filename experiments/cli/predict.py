@@ -206,6 +206,7 @@ def application_table(cells: pd.DataFrame) -> str:
 
 def _evaluate(args: argparse.Namespace) -> int:
     from experiments.results.files import write_csv
+    from experiments.running.pool import run_parallel
     from predictors.evaluation import evaluate, parse_predictor, protocol_summary
     from predictors.protocols import PROTOCOLS
     from sim.registry import did_you_mean
@@ -226,7 +227,8 @@ def _evaluate(args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    ev = evaluate(protocols, names, seed=args.seed, workers=args.workers, progress=Progress(args.quiet))
+    ev = evaluate(protocols, names, seed=args.seed, workers=args.workers, progress=Progress(args.quiet),
+                  parallel=run_parallel)
     summary = protocol_summary(ev)
     write_csv(ev.cells, out / "cells.csv")
     write_csv(ev.coverage, out / "coverage.csv")

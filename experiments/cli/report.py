@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     if args.metrics and args.metrics.strip() == "list":
         print(metrics_table())
         return 0
-    res = read_results(args.dir, args.all, recompute=args.recompute)
+    res = read_results(args.dir, args.all, recompute=args.recompute, tables=("summary",))
     summary = res.tables["summary"]
     metrics = choose_metrics(args.metrics, summary, args.dir, args.recompute)
     agg = aggregate(summary, res.fields, metrics, res.policies, method=args.interval)

@@ -97,11 +97,12 @@ def _stderr(line: str) -> None:
 
 
 def read_results(root: str | Path, all_runs: bool = False, recompute: bool = False, warn: Any = None,
-                 empty_ok: bool = False) -> Results:
+                 empty_ok: bool = False, tables: Sequence[str] | None = None) -> Results:
     """Read a result folder: the finished runs of the latest command into it (every finished run with
     ``all_runs``), rows sorted like the reports; a clear error when it is not a result folder or (unless
     ``empty_ok``) holds no intact finished run. Runs left out (damaged or missing files) are named through ``warn``.
     ``recompute`` recomputes every metric of the summary from the stored per-run tables (``recompute_summary``).
+    ``tables``: read only these tables (and ``failures``), every file of a run still checked.
 
     Runs of different scenarios are never pooled: when one grid point holds several (``--all`` over commands with
     different scenarios), the summary gets a ``scenario`` column (the scenario's name, with its hash when names do
@@ -117,7 +118,9 @@ def read_results(root: str | Path, all_runs: bool = False, recompute: bool = Fal
             else ""
         raise CapsimError(f"{d}: not a result directory{legacy}; write one with `capsim run SCENARIO --out {d}` or "
                           f"`capsim sweep FILE --out {d}`")
-    tables, skipped = store.load_checked(all_runs)
+    if recompute and tables is not None:
+        tables = None  # recomputing reads every table of every run
+    frames, skipped = store.load_checked(all_runs, tables)
     warn = warn or _stderr
     for rid, why in sorted(skipped.items()):
         warn(f"{d}: left out run {rid}: {why}")
@@ -126,17 +129,17 @@ def read_results(root: str | Path, all_runs: bool = False, recompute: bool = Fal
     manifest = store.manifest()
     fields = list(manifest.get("grid_fields", []))
     order = list(manifest.get("policies", []))
-    if tables["summary"].empty:
+    if frames["summary"].empty:
         if empty_ok:
-            return Results(d, tables, fields, order, skipped)
+            return Results(d, frames, fields, order, skipped)
         raise CapsimError(f"{d}: no finished runs yet" + (" (every finished run is damaged, see above)" if skipped
                                                           else ""))
     if recompute:
-        tables["summary"] = recompute_summary(tables, with_segments=store.runs_with("segments"))
-    summary, fields = _split_scenarios(store, tables["summary"], fields)
-    tables["summary"] = summary
+        frames["summary"] = recompute_summary(frames, with_segments=store.runs_with("segments"))
+    summary, fields = _split_scenarios(store, frames["summary"], fields)
+    frames["summary"] = summary
     order += [p for p in dict.fromkeys(summary["policy"]) if p not in order]
-    return Results(d, tables, fields, order, skipped)
+    return Results(d, frames, fields, order, skipped)
 
 
 def _split_scenarios(store: ResultStore, summary: pd.DataFrame, fields: list[str]) -> tuple[pd.DataFrame, list[str]]:

@@ -2,9 +2,11 @@
 
 ```
 DIR/manifest.json                 what the latest command into DIR covered (kind: run or sweep, name, file, grid
-                                  fields, policy order, seeds, run ids), and every run stored here with its
-                                  scenario (the hash of its resolved configuration without policy and seed) and the
-                                  SHA-256 of each of its files
+                                  fields, policy order, seeds, run ids), written once when the command starts
+DIR/runs.jsonl                    the journal, appended to as runs are stored, never rewritten: one line per run
+                                  stored (its scenario - the hash of its resolved configuration without policy and
+                                  seed - and the SHA-256 of each of its files) or dropped (damaged, run again); the
+                                  last line about a run is its state
 DIR/summary/<run_id>.parquet      one row: run id, grid values, policy, seed, every metric of ``sim.metrics``, the
                                   run's configuration as JSON; written last, so its presence means the run finished
 DIR/jobs|nodes|decisions|segments/<run_id>.parquet    the run's records (``running.tasks.TABLES``)
@@ -28,7 +30,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import time
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -46,10 +48,11 @@ from experiments.results.files import (
     write_parquet,
 )
 from experiments.results.folders import FolderLock
+from experiments.running import interrupts
 from experiments.running.tasks import TABLES, Outcome, Task
 from sim.model import CapsimError
 
-__all__ = ["ResultStore", "new_manifest", "MANIFEST"]
+__all__ = ["ResultStore", "new_manifest", "MANIFEST", "JOURNAL"]
 
 MANIFEST = "manifest.json"
 _LEGACY_MANIFEST = "sweep.json"
@@ -57,9 +60,9 @@ FORMAT = 2
 """Version of the folder layout, recorded in the manifest (2: runs recorded with scenario and checksums)."""
 _NEEDED = ("summary", "jobs", "nodes", "decisions")
 """The files a run written before checksums must have (``segments`` came later)."""
-_FLUSH_EVERY = 1.0
-"""Seconds between rewrites of the manifest while runs arrive (and once at the end): a run finished but not yet
-recorded when the writer is killed is checked by parsing and recorded by the next writer."""
+JOURNAL = "runs.jsonl"
+"""The append-only record of the runs stored in a folder (before it, ``manifest.json`` held them, rewritten as runs
+arrived: I/O quadratic in the runs of a sweep)."""
 
 
 def new_manifest(kind: str, name: str, file: str, fields: Sequence[str], policies: Sequence[str],
@@ -76,8 +79,8 @@ class ResultStore:
         self.root = Path(root)
         self.label_types = dict(label_types or {})
         self._manifest: dict[str, Any] | None = None
-        self._dirty = False
-        self._flushed = 0.0
+        self._runs: dict[str, dict[str, Any]] | None = None
+        self._journal: Any = None
 
     # ----- what is here ---------------------------------------------------------------------------------------------
     def runs_with(self, table: str) -> set[str]:
@@ -116,7 +119,44 @@ class ResultStore:
         return self._manifest
 
     def _records(self) -> dict[str, dict[str, Any]]:
-        return self.manifest().setdefault("runs", {})
+        """Every run recorded here: those of an older manifest, then the journal's lines in order (the last about a
+        run wins; a line cut short by a killed writer is left out: its run, if intact, is recorded again by the next
+        ``verify``)."""
+        if self._runs is None:
+            runs = dict(self.manifest().get("runs", {}))
+            path = self.root / JOURNAL
+            if path.is_file():
+                for line in path.read_bytes().split(b"\n"):
+                    try:
+                        entry = json.loads(line)
+                        rid = entry["run"]
+                    except (ValueError, KeyError, TypeError):
+                        continue  # empty, or cut short by a killed writer
+                    if entry.get("drop"):
+                        runs.pop(rid, None)
+                    else:
+                        runs[rid] = {k2: v for k2, v in entry.items() if k2 != "run"}
+            self._runs = runs
+        return self._runs
+
+    def _record(self, rid: str, rec: dict[str, Any] | None) -> None:
+        """Append a run's new state to the journal (None: dropped)."""
+        runs = self._records()
+        if rec is None:
+            runs.pop(rid, None)
+            entry: dict[str, Any] = {"run": rid, "drop": True}
+        else:
+            runs[rid] = rec
+            entry = {"run": rid, **rec}
+        if self._journal is None:
+            path = self.root / JOURNAL
+            torn = path.is_file() and path.stat().st_size > 0 and not path.read_bytes().endswith(b"\n")
+            self._journal = open(path, "ab")  # noqa: SIM115 (kept open while the command writes)
+            if torn:  # a killed writer's last line: the next starts on a line of its own
+                self._journal.write(b"\n")
+        with interrupts.writing():
+            self._journal.write(json.dumps(entry, sort_keys=True, separators=(",", ":")).encode() + b"\n")
+            self._journal.flush()
 
     # ----- writing (by the holder of the folder's lock) -------------------------------------------------------------
     def prepare(self) -> int:
@@ -135,37 +175,40 @@ class ResultStore:
             if lock.stale is not None and log:
                 log(f"{self.root}: took over the lock of pid {lock.stale}, which is no longer running")
             clean_temp_files(self.root)
-            runs = self._records() if self._has_manifest() else {}
-            self._manifest = {**command, "runs": runs}
-            self._dirty = True
-            self.flush(force=True)
+            older = self.manifest().get("runs")
+            self._manifest = dict(command)
+            if older:  # an older folder's records move to the journal once
+                for rid, rec in sorted(older.items()):
+                    self._record(rid, rec)
+            self.flush()
             yield self
         finally:
             try:
-                self.flush(force=True)
+                self.close()
                 self.export_summary()
             finally:
                 lock.release()
 
-    def _has_manifest(self) -> bool:
-        return (self.root / MANIFEST).is_file() or (self.root / _LEGACY_MANIFEST).is_file()
-
-    def flush(self, force: bool = False) -> None:
-        """Rewrite the manifest if runs were recorded since the last time (at most every ``_FLUSH_EVERY`` s)."""
-        if not self._dirty or (not force and time.monotonic() - self._flushed < _FLUSH_EVERY):
-            return
+    def flush(self) -> None:
+        """Write the manifest (the command's coverage; runs are in the journal)."""
         text = json.dumps(self._manifest, indent=1, sort_keys=True) + "\n"
         atomic_write_bytes(self.root / MANIFEST, text.encode())
         (self.root / _LEGACY_MANIFEST).unlink(missing_ok=True)
-        self._dirty, self._flushed = False, time.monotonic()
+
+    def close(self) -> None:
+        """Flush the journal to disk and close it."""
+        if self._journal is not None:
+            self._journal.flush()
+            os.fsync(self._journal.fileno())
+            self._journal.close()
+            self._journal = None
 
     def write(self, o: Outcome) -> None:
         """Store one outcome: tables first and the summary row last for a success, a failure record otherwise; the
-        manifest records each file's checksum and the run's scenario."""
+        journal records each file's checksum and the run's scenario."""
         rid = o.task.run_id
-        rec = self._records().setdefault(rid, {})
-        rec["scenario"] = o.task.scenario_id
-        files = rec.setdefault("files", {})
+        old = self._records().get(rid, {})
+        files = dict(old.get("files", {}))
         if o.ok:
             assert o.summary is not None  # a run that succeeded has its summary row
             for name in TABLES:
@@ -177,8 +220,7 @@ class ResultStore:
             row = {"run_id": rid, **dict(o.task.labels), "policy": o.task.policy_label, "seed": o.task.seed,
                    "config": o.task.config_json(), "traceback": o.error or ""}
             files["failures"] = self._put(pd.DataFrame([row]), "failures", rid)
-        self._dirty = True
-        self.flush()
+        self._record(rid, {"scenario": o.task.scenario_id, "files": files})
 
     def _put(self, df: pd.DataFrame, table: str, rid: str) -> str:
         return write_parquet(df, self.root / table / f"{rid}.parquet", self.label_types)
@@ -200,25 +242,25 @@ class ResultStore:
             if "summary" not in records.get(rid, {}).get("files", {}):
                 files = {n: sha256(p.read_bytes()) for n in ("summary", *TABLES)
                          if (p := self.root / n / f"{rid}.parquet").is_file()}
-                records[rid] = {"scenario": tasks[rid].scenario_id, "files": files}
-                self._dirty = True
+                self._record(rid, {"scenario": tasks[rid].scenario_id, "files": files})
         for rid in set(tasks) - done - bad.keys():
             if "summary" in records.get(rid, {}).get("files", {}):
                 bad[rid] = f"summary/{rid}.parquet is missing"
                 self._discard(rid)
-        self.flush()
         return done, bad
 
     def _discard(self, rid: str) -> None:
         for name in ("summary", *TABLES):
             (self.root / name / f"{rid}.parquet").unlink(missing_ok=True)
-        self._records().pop(rid, None)
-        self._dirty = True
+        if rid in self._records():
+            self._record(rid, None)
 
     # ----- reading --------------------------------------------------------------------------------------------------
-    def _read_run(self, rid: str, parse: bool = True) -> tuple[dict[str, pa.Table], str | None]:
-        """The tables of a finished run (parsed when ``parse``), or the reason it cannot be trusted: a file missing,
-        not matching its recorded checksum, or (without one) not a readable Parquet file."""
+    def _read_run(self, rid: str, parse: bool = True, only: Sequence[str] | None = None
+                  ) -> tuple[dict[str, pa.Table], str | None]:
+        """The tables of a finished run (parsed when ``parse``; only those in ``only`` if given, every file checked
+        all the same), or the reason it cannot be trusted: a file missing, not matching its recorded checksum, or
+        (without one) not a readable Parquet file."""
         recorded = self._records().get(rid, {}).get("files")
         out: dict[str, pa.Table] = {}
         for name in ("summary", *TABLES):
@@ -233,14 +275,18 @@ class ResultStore:
                 return {}, f"{name}/{rid}.parquet does not match its recorded checksum (damaged)"
             if parse or want is None:
                 try:
-                    out[name] = read_parquet_bytes(data)
+                    table = read_parquet_bytes(data)
+                    if only is None or name in only:
+                        out[name] = table
                 except (pa.ArrowException, OSError) as e:
                     return {}, f"{name}/{rid}.parquet is not a readable Parquet file ({str(e).splitlines()[0]})"
         return out, None
 
-    def load_checked(self, all_runs: bool = False) -> tuple[dict[str, pd.DataFrame], dict[str, str]]:
-        """The tables of the folder's intact finished runs, plus ``failures``, rows sorted by run labels; and the runs
-        left out, each with the reason (damaged or missing files).
+    def load_checked(self, all_runs: bool = False, tables: Sequence[str] | None = None
+                     ) -> tuple[dict[str, pd.DataFrame], dict[str, str]]:
+        """The tables of the folder's intact finished runs (those named in ``tables``, default every one; a run is
+        intact when every file of it is), plus ``failures``, rows sorted by run labels; and the runs left out, each
+        with the reason (damaged or missing files).
 
         Only the runs of the latest command into the folder are read (a folder may also hold runs of an earlier,
         different grid or scenario); ``all_runs`` reads every finished run.
@@ -251,11 +297,14 @@ class ResultStore:
         skipped: dict[str, str] = {}
         parts: dict[str, list[pa.Table]] = {name: [] for name in ("summary", *TABLES)}
         for rid in sorted(done):
-            tables, why = self._read_run(rid)
+            read, why = self._read_run(rid, parse=tables is None or any(t != "summary" for t in tables),
+                                       only=tables)
             if why:
                 skipped[rid] = why
                 continue
-            for name, t in tables.items():
+            if tables is not None and "summary" in tables and "summary" not in read:
+                read["summary"] = read_parquet_bytes((self.root / "summary" / f"{rid}.parquet").read_bytes())
+            for name, t in read.items():
                 parts[name].append(t)
         for rid, rec in self._records().items():
             if (scope is None or rid in scope) and rid not in done and "summary" in rec.get("files", {}):
@@ -269,7 +318,7 @@ class ResultStore:
         order = {p: i for i, p in enumerate(manifest.get("policies", []))}
         fields = list(manifest.get("grid_fields", []))
         out: dict[str, pd.DataFrame] = {}
-        for name in ("summary", *TABLES, "failures"):
+        for name in [n for n in ("summary", *TABLES) if tables is None or n in tables] + ["failures"]:
             chunks = parts.get(name, [])
             df = pa.concat_tables(chunks, promote_options="permissive").to_pandas() if chunks else pd.DataFrame()
             if not df.empty:
@@ -280,9 +329,9 @@ class ResultStore:
             out[name] = df
         return out, skipped
 
-    def load(self, all_runs: bool = False) -> dict[str, pd.DataFrame]:
+    def load(self, all_runs: bool = False, tables: Sequence[str] | None = None) -> dict[str, pd.DataFrame]:
         """The tables of ``load_checked``, without the list of runs left out."""
-        return self.load_checked(all_runs)[0]
+        return self.load_checked(all_runs, tables)[0]
 
     def scenario_keys(self, summary: pd.DataFrame) -> list[str]:
         """Each summary row's scenario: the recorded hash of its resolved configuration without policy and seed, or,
@@ -306,7 +355,7 @@ class ResultStore:
         """Write ``summary.csv``: the manifest's finished runs, label columns and headline metrics first; return its
         path (None, and no file, when no run finished)."""
         path = self.root / "summary.csv"
-        summary = self.load()["summary"]
+        summary = self.load(tables=("summary",))["summary"]
         if summary.empty:
             path.unlink(missing_ok=True)
             return None

@@ -1,66 +1,148 @@
-"""SIGTERM as an exception that is never lost and never lands half-way through a close.
+"""Ctrl-C and SIGTERM: never lost, never landing half-way through a write, and a command stopped within 2 s.
 
-``capsim`` turns SIGTERM into ``Terminated`` so a terminated command unwinds like Ctrl-C: the result folder's lock is
-released, worker processes are stopped and every finished run is kept. Raised by the handler, the exception lands
-wherever the main thread is. Two places are unsafe:
+``capsim`` handles SIGINT and SIGTERM alike: the handler records the request and raises ``KeyboardInterrupt`` or
+``Terminated`` where the main thread is, so the command unwinds (the folder's lock released, workers stopped, every
+finished run kept) and exits 130 or 143. Three places need more:
 
-- where Python cannot let it escape (an at-fork hook, a ``__del__``: it prints "Exception ignored" and goes on), so
-  the command would run to its end;
-- inside the process pool's own bookkeeping (closing a pipe between the ``close`` and the forgetting of its file
-  descriptor), which left a stale descriptor that the interpreter's exit then wrote to, with a traceback.
+- writes of results (``deferred()``): there the handler only records the request, and the code raises it at a safe
+  point (``check()``: between runs and at least every ``POLL`` seconds while waiting for workers);
+- places where Python cannot let the exception escape (an at-fork hook, a ``__del__``): ``check()`` raises a
+  request whose exception was swallowed;
+- native code that runs on without returning to Python (a solver's long call in this process): a watchdog thread,
+  woken by the signal itself (``signal.set_wakeup_fd``), ends the process after ``GRACE`` seconds if the command
+  has not finished unwinding by then, and never while a write is in progress. Finished runs are on disk by then.
 
-So the handler always records the request. While a process pool runs (``deferred()``), it only records it, and the
-loop that waits for runs raises it at a safe point: ``check()`` between runs and at least every ``POLL`` seconds.
-Elsewhere it raises at once, as before, and ``check()`` catches a swallowed one. Imports only the standard library,
-so the command line still starts at once.
+Imports only the standard library, so the command line still starts at once.
 """
 
 from __future__ import annotations
 
+import os
+import signal
+import sys
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["Terminated", "POLL", "on_sigterm", "check", "reset", "deferred"]
+__all__ = ["Terminated", "POLL", "GRACE", "install", "on_signal", "check", "reset", "deferred", "writing",
+           "exit_code"]
 
-POLL = 1.0
+POLL = 0.25
 """Seconds a loop waiting for runs may go without calling ``check()``."""
+GRACE = 1.5
+"""Seconds after a signal within which the command must have unwound, else the watchdog ends the process."""
+EXIT: dict[int, int] = {int(signal.SIGINT): 130, int(signal.SIGTERM): 143}
+_MESSAGES = {int(signal.SIGINT): "capsim: interrupted", int(signal.SIGTERM): "capsim: terminated"}
 
-_requested = False
-_deferred = False
+_requested: int | None = None
+_deferred = 0
+_active = False
+_writing = threading.Lock()
 
 
 class Terminated(BaseException):
     """SIGTERM arrived: unwind like Ctrl-C, so the lock is released, workers stopped and finished runs kept."""
 
 
-def on_sigterm(signum: int, frame: Any) -> None:
-    """The SIGTERM handler: remember the request, then (unless ``deferred``) raise ``Terminated`` where the main
-    thread is."""
+def _exception(signum: int) -> BaseException:
+    return KeyboardInterrupt() if signum == signal.SIGINT else Terminated()
+
+
+def on_signal(signum: int, frame: Any) -> None:
+    """The SIGINT and SIGTERM handler: remember the request, then (unless ``deferred``) raise where the main thread
+    is."""
     global _requested
-    _requested = True
-    if not _deferred:
-        raise Terminated()
+    if _requested is None:
+        _requested = signum
+    if _active and not _deferred:
+        raise _exception(signum)
 
 
 @contextmanager
 def deferred() -> Iterator[None]:
-    """While inside, SIGTERM is only recorded: the code inside calls ``check()`` at points where unwinding is safe."""
+    """While inside, a signal is only recorded: the code inside calls ``check()`` where unwinding is safe."""
     global _deferred
-    before, _deferred = _deferred, True
+    _deferred += 1
     try:
         yield
     finally:
-        _deferred = before
+        _deferred -= 1
+
+
+@contextmanager
+def writing() -> Iterator[None]:
+    """A write of results: a signal is recorded (raised by ``check()`` after it), and the watchdog waits for it."""
+    with _writing, deferred():
+        yield
 
 
 def check() -> None:
-    """Raise ``Terminated`` if SIGTERM arrived, even if the handler's own exception was swallowed."""
-    if _requested:
-        raise Terminated()
+    """Raise the recorded request, even if the handler's own exception was swallowed."""
+    if _requested is not None:
+        raise _exception(_requested)
+
+
+def exit_code() -> int | None:
+    """130 or 143 when a signal was recorded, else None."""
+    return None if _requested is None else EXIT[_requested]
+
+
+def _watch(read_fd: int, finished: threading.Event) -> None:
+    """The watchdog of one command (``finished``: set when that command has unwound)."""
+    while True:
+        try:
+            data = os.read(read_fd, 64)
+        except OSError:
+            data = b""
+        if not data:  # the command closed its end: it is over
+            os.close(read_fd)
+            return
+        signums = [b for b in data if b in EXIT]
+        if not signums:
+            continue
+        deadline = time.monotonic() + GRACE
+        if finished.wait(max(0.0, deadline - time.monotonic())):
+            continue  # the command unwound in time: wait for the end of its pipe
+        with _writing:  # never end the process half-way through a write of results
+            if finished.is_set():
+                continue
+            try:
+                sys.stderr.write(_MESSAGES[signums[0]] + " (stopped while inside native code)\n")
+                sys.stderr.flush()
+            finally:
+                os._exit(EXIT[signums[0]])
+
+
+@contextmanager
+def install() -> Iterator[None]:
+    """Handle SIGINT and SIGTERM as this module describes for the duration of one command (main thread only; in
+    another thread the signals are left alone)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    global _active
+    previous = {s: signal.signal(signal.Signals(s), on_signal) for s in EXIT}
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(write_fd, False)
+    old_fd = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+    finished = threading.Event()
+    threading.Thread(target=_watch, args=(read_fd, finished), name="capsim-signal-watch", daemon=True).start()
+    _active = True
+    try:
+        yield
+    finally:
+        _active = False  # a signal from here on is only recorded: the command has ended
+        finished.set()
+        signal.set_wakeup_fd(old_fd)
+        for s, h in previous.items():
+            signal.signal(s, h)
+        os.close(write_fd)
+        reset()
 
 
 def reset() -> None:
     """Forget a request (a command ends; the next in the same process starts clean)."""
     global _requested
-    _requested = False
+    _requested = None

@@ -1,5 +1,17 @@
-"""Running tasks in parallel: here, in a process pool, or on Dask; every worker dies with the command that
-started it, and SIGTERM or Ctrl-C stop the workers and keep every finished run."""
+"""The one process pool for everything capsim runs in parallel (simulations, ``predict evaluate``, the API).
+
+Workers are started from a fork server (``forkserver``, Linux) that has imported what they need once, so a worker
+starts in milliseconds and never inherits a lock held by a thread of the command (the command itself is never
+forked); elsewhere, or with ``CAPSIM_START_METHOD=spawn``, they are spawned. The command talks to each worker over
+its own pipe and has no thread of its own. The rules, the same everywhere:
+
+- a worker dies with the command, however it ends (SIGKILL included: the kernel's parent-death signal, and the fork
+  server ends when the command does);
+- workers ignore Ctrl-C and leave SIGTERM to its default: the command alone decides, and on SIGINT or SIGTERM it
+  kills its workers and unwinds (``experiments.running.interrupts``) within ``interrupts.GRACE`` seconds;
+- a worker that dies (out of memory, a crash) loses only the item it held, reported through ``on_lost``; another
+  worker takes its place.
+"""
 
 from __future__ import annotations
 
@@ -7,29 +19,55 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from collections.abc import Callable, Iterable
+from multiprocessing.connection import Connection, wait
+from typing import Any
 
 from experiments.running import interrupts
-from experiments.running.tasks import Outcome, Task, execute
+from experiments.scenario.components import register_extras, registered_extras
 
-__all__ = ["run_tasks", "die_with_parent"]
+__all__ = ["run_parallel", "die_with_parent", "init_worker", "start_method", "PRELOAD"]
+
+PRELOAD = ["experiments.running.server", "experiments.running.tasks", "sim.engine", "optim", "predictors"]
+"""Modules the fork server imports once, so every worker starts with them loaded (``server`` first: see there)."""
+_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
-def _execute_single_thread(task: Task) -> Outcome:
-    return execute(task, single_thread=True)
+def start_method() -> str:
+    """``forkserver`` on Linux, ``spawn`` elsewhere; ``CAPSIM_START_METHOD`` overrides (never ``fork``: a command
+    with threads must not be forked)."""
+    method = os.environ.get("CAPSIM_START_METHOD") or ("forkserver" if sys.platform.startswith("linux") else "spawn")
+    if method not in ("forkserver", "spawn"):
+        from sim.model import CapsimError
+
+        raise CapsimError(f"CAPSIM_START_METHOD: expected forkserver or spawn, found {method!r}")
+    return method
 
 
-def _init_worker(parent: int | None = None) -> None:
-    """Set up a worker process: one thread per numeric library, the default SIGTERM action, and death with the
-    parent (``die_with_parent``)."""
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+def init_worker(command: int | None = None) -> None:
+    """Set up a worker process: one thread per numeric library, Ctrl-C ignored (the command decides), SIGTERM's
+    default action, and death with its parent (``die_with_parent``); ``command`` is the command's pid: a worker
+    whose command is gone exits at once."""
+    for var in _THREAD_VARS:
         os.environ[var] = "1"
     try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
     except ValueError:  # not the main thread of the worker (a Dask worker runs this on its event loop)
         pass
-    die_with_parent(parent)
+    die_with_parent()
+    if command is not None and not _alive(command):
+        os._exit(1)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def die_with_parent(parent: int | None = None) -> None:
@@ -60,105 +98,184 @@ def die_with_parent(parent: int | None = None) -> None:
     threading.Thread(target=watch, name="capsim-parent-watch", daemon=True).start()
 
 
-def _stop_children() -> None:
-    """Terminate this process's worker processes (an interrupted or terminated command leaves none running)."""
-    import multiprocessing as mp
+def _worker(fn: Callable[[Any], Any], conn: Connection, command: int, extras: list[Any]) -> None:
+    """A worker's loop: receive (index, item), send back (index, fn(item)); stop on None or when the command's end
+    of the pipe closes. ``extras``: components the command registered from outside the packages."""
+    init_worker(command)
+    register_extras(extras)
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            break
+        if msg is None:
+            break
+        i, item = msg
+        result = fn(item)
+        try:
+            conn.send((i, result))
+        except (BrokenPipeError, OSError):
+            break
+    os._exit(0)  # nothing of the worker's to flush: skip the interpreter's teardown
 
-    for child in mp.active_children():
-        child.terminate()
+
+class _Worker:
+    def __init__(self, ctx: Any, fn: Callable[[Any], Any]):
+        ours, theirs = ctx.Pipe(duplex=True)
+        self.conn: Connection = ours
+        self.process = ctx.Process(target=_worker, args=(fn, theirs, os.getpid(), registered_extras()), daemon=True,
+                                   name="capsim-worker")
+        self.process.start()
+        theirs.close()
+        self.job: int | None = None
+
+    def kill(self) -> None:
+        if self.process.is_alive():
+            self.process.kill()
+        self.conn.close()
 
 
-def run_tasks(
-    tasks: list[Task],
-    on_outcome: Callable[[Outcome], None],
-    workers: int = 1,
-    dask: str | None = None,
-    dask_tmp: str | None = None,
-) -> None:
-    """Run ``tasks`` and hand each Outcome to ``on_outcome`` in the calling process as it arrives.
+_CONTEXT: Any = None
 
-    ``workers == 1`` runs in this process; more uses a process pool (solver threads 1 each); ``dask`` is a scheduler
-    address (``tcp://host:8786``) or ``local:N`` for a local Dask cluster of N single-threaded worker processes.
-    """
-    if not tasks:
-        return
-    if dask:
-        _run_dask(tasks, on_outcome, dask, dask_tmp)
-    elif workers <= 1:
-        for t in tasks:
-            interrupts.check()
-            on_outcome(execute(t))
-    else:
+
+def _context() -> Any:
+    """The multiprocessing context of every pool (its fork server started once per command process)."""
+    global _CONTEXT
+    if _CONTEXT is None:
         import multiprocessing as mp
 
-        method = os.environ.get("CAPSIM_START_METHOD") or ("fork" if sys.platform.startswith("linux") else "spawn")
+        method = start_method()
         ctx = mp.get_context(method)
-        if method == "forkserver":
-            ctx.set_forkserver_preload(["experiments.running.pool", "sim.engine", "optim", "predictors"])
-        parent = None if method == "forkserver" else os.getpid()  # a forkserver's children have it as parent
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker,
-                                   initargs=(parent,))
+        # The fork server and the resource tracker start with Ctrl-C ignored, which they keep across their start
+        # (and pass on to their children): a Ctrl-C at the terminal reaches the whole process group, and only the
+        # command should act on it (a server interrupted while importing printed a traceback).
+        handler = signal.signal(signal.SIGINT, signal.SIG_IGN) if _main_thread() else None
         try:
-            with interrupts.deferred():  # SIGTERM is raised here, between runs, not inside the pool's own code
-                pending: set[Future] = set()
-                queue = iter(tasks)
-                for t in queue:
-                    pending.add(pool.submit(_execute_single_thread, t))
-                    if len(pending) >= 2 * workers:
-                        break
-                while pending:
-                    interrupts.check()
-                    done, pending = wait(pending, timeout=interrupts.POLL, return_when=FIRST_COMPLETED)
-                    for f in done:
-                        on_outcome(f.result())
+            from multiprocessing import resource_tracker
+
+            resource_tracker.ensure_running()
+            if method == "forkserver":
+                from multiprocessing import forkserver
+
+                ctx.set_forkserver_preload(PRELOAD)
+                forkserver.ensure_running()
+        finally:
+            if handler is not None:
+                signal.signal(signal.SIGINT, handler)
+        _CONTEXT = ctx
+    return _CONTEXT
+
+
+class _Feed:
+    """The items still to give out, in order, with one looked at ahead."""
+
+    def __init__(self, items: Iterable[Any]):
+        self._it = iter(enumerate(items))
+        self._next = next(self._it, None)
+
+    def more(self) -> bool:
+        return self._next is not None
+
+    def take(self) -> tuple[int, Any] | None:
+        pair, self._next = self._next, next(self._it, None) if self._next is not None else None
+        return pair
+
+    def put_back(self, pair: tuple[int, Any]) -> None:
+        self._it = _chain([pair] + ([self._next] if self._next is not None else []), self._it)
+        self._next = next(self._it, None)
+
+
+def _chain(first: list[Any], rest: Iterable[Any]) -> Any:
+    yield from first
+    yield from rest
+
+
+def _main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+def run_parallel(fn: Callable[[Any], Any], items: Iterable[Any], on_result: Callable[[int, Any], None],
+                 workers: int, on_lost: Callable[[int, Any, int | None], Any] | None = None) -> None:
+    """Compute ``fn(item)`` for every item on ``workers`` processes and hand each result to ``on_result(index,
+    result)`` in this process as it arrives (in any order). ``fn`` is a module-level function. A worker that dies
+    holding an item yields ``on_lost(index, item, exit code)`` as that item's result (the default raises).
+
+    SIGINT and SIGTERM are recorded while this runs and raised between results and at least every
+    ``interrupts.POLL`` seconds; then (or on any error) every worker is killed at once and the exception goes on.
+    """
+    feed = _Feed(items)
+    ctx = _context()
+    pool: list[_Worker] = []
+    held: dict[int, Any] = {}
+    try:
+        with interrupts.deferred():
+            while feed.more() or any(w.job is not None for w in pool):
+                interrupts.check()
+                pool = [w for w in pool if w.job is not None or w.process.is_alive()]
+                while feed.more() and len(pool) < max(1, workers):
+                    pool.append(_Worker(ctx, fn))
+                for w in pool:
+                    if w.job is None and feed.more():
+                        _give(w, feed, held)
+                busy = [w for w in pool if w.job is not None]
+                ready = set(wait([w.conn for w in busy] + [w.process.sentinel for w in busy], timeout=interrupts.POLL))
+                for w in busy:
+                    if w.conn in ready or w.process.sentinel in ready:
+                        _collect(w, held, on_result, on_lost)
                         interrupts.check()
-                        nxt = next(queue, None)
-                        if nxt is not None:
-                            pending.add(pool.submit(_execute_single_thread, nxt))
-        except BaseException:
-            _stop_children()
-            # One shutdown that waits: the pool's thread sees its workers gone, closes its pipes and ends now. A
-            # first shutdown without waiting would forget the thread, which then closed its wake-up pipe while the
-            # interpreter's exit was writing to it (a traceback after "capsim: terminated", about 1 run in 10).
-            pool.shutdown(wait=True, cancel_futures=True)
-            raise
-        pool.shutdown(wait=True)
+        _stop(pool)
+    except BaseException:
+        for w in pool:
+            w.kill()
+        for w in pool:
+            w.process.join(timeout=1.0)
+        raise
 
 
-def _run_dask(tasks: list[Task], on_outcome: Callable[[Outcome], None], address: str, tmp: str | None) -> None:
-    from sim.model import CapsimError
-
+def _give(w: _Worker, feed: _Feed, held: dict[int, Any]) -> None:
+    pair = feed.take()
+    if pair is None:
+        return
     try:
-        import dask
-        from distributed import Client, LocalCluster, as_completed
-    except ImportError:
-        raise CapsimError("--dask needs Dask's distributed scheduler: pip install 'capsim[dist]'") from None
+        w.conn.send(pair)
+    except (BrokenPipeError, OSError):  # the worker died idle: another takes the item
+        feed.put_back(pair)
+        w.kill()
+        return
+    held[pair[0]] = pair[1]
+    w.job = pair[0]
 
-    if tmp:
-        os.environ["DASK_TEMPORARY_DIRECTORY"] = tmp
-        dask.config.set({"temporary-directory": tmp})
-    cluster = None
-    if address.startswith("local:"):
-        try:
-            n = int(address.split(":", 1)[1])
-        except ValueError:
-            raise CapsimError(f"--dask {address!r}: expected local:N with N a number of workers") from None
-        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
-                               local_directory=tmp)
-        client = Client(cluster)
-    else:
-        try:
-            client = Client(address, timeout=20)
-        except (OSError, TimeoutError) as e:
-            raise CapsimError(f"--dask {address!r}: cannot reach the Dask scheduler: {e}") from None
+
+def _collect(w: _Worker, held: dict[int, Any], on_result: Callable[[int, Any], None],
+             on_lost: Callable[[int, Any, int | None], Any] | None) -> None:
+    """Take a worker's result, or, if it died holding an item, that item's ``on_lost`` result."""
+    assert w.job is not None
     try:
-        client.run(_init_worker)  # a local cluster's workers are this process's children: they die with it
-        futures = client.map(_execute_single_thread, tasks, pure=False)
-        for fut in as_completed(futures):
-            interrupts.check()
-            on_outcome(fut.result())
-            fut.release()
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+        if not w.conn.poll():
+            raise EOFError
+        i, result = w.conn.recv()
+    except (EOFError, OSError):
+        w.process.join(timeout=1.0)
+        i, code = w.job, w.process.exitcode
+        if on_lost is None:
+            raise RuntimeError(f"a worker process died (exit code {code}) while computing item {i}") from None
+        result = on_lost(i, held[i], code)
+        w.kill()
+    held.pop(i, None)
+    w.job = None
+    on_result(i, result)
+
+
+def _stop(pool: list[_Worker]) -> None:
+    """End idle workers: ask each to stop, then kill what is still there a moment later."""
+    for w in pool:
+        try:
+            w.conn.send(None)
+        except (BrokenPipeError, OSError):
+            pass
+    deadline = time.monotonic() + 1.0
+    for w in pool:
+        w.process.join(timeout=max(0.0, deadline - time.monotonic()))
+        w.kill()

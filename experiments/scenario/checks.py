@@ -196,7 +196,6 @@ def _check_fixed_cluster(sc: Scenario, problems: list[Problem]) -> None:
 def _check_spot(sc: Scenario, problems: list[Problem]) -> list[str]:
     """``cluster.spot``: not with fixed servers or rounds, rates for known names, some type with a spot price; the
     names of the spot variants (slot groups may name them)."""
-    from sim import catalogue
     from sim.model import CapsimError
 
     spot = sc.cluster.spot
@@ -208,6 +207,12 @@ def _check_spot(sc: Scenario, problems: list[Problem]) -> list[str]:
             problems.append(Problem(at, f"expected no spot VMs with cluster.{field} ({why}); remove one of them"))
             return []
     listed = sc.cluster.listed_vm_types()
+    if spot.trace is not None and not problems:
+        try:
+            sc.cluster.spot_markets(sc.base_dir)
+        except CapsimError as e:
+            problems.append(Problem(at + ("trace",), str(e)))
+            return []
     if isinstance(spot.revocation_rate, dict):
         known = {v.name for v in listed} | {v.gpu.name for v in listed} | {"default"}
         for k in spot.revocation_rate:
@@ -220,7 +225,7 @@ def _check_spot(sc: Scenario, problems: list[Problem]) -> list[str]:
     if problems:
         return []
     try:
-        return [v.name for v in catalogue.with_spot(listed, spot.revocation_rate, spot.only) if v.spot]
+        return [v.name for v in sc.cluster.all_vm_types(sc.base_dir) if v.spot]
     except CapsimError as e:
         problems.append(Problem(at + ("revocation_rate",), str(e)))
         return []

@@ -4,13 +4,14 @@ rescheduling, rounds, spot and checkpoint options; and the simulator's ``Cluster
 from __future__ import annotations
 
 from dataclasses import fields
+from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import Discriminator, Field, Tag, field_validator, model_serializer
 
 from experiments.scenario.fields import NonNeg, PositiveFloat, PositiveInt, StrictModel
 from experiments.scenario.vms import SpotSpec, VMEntry, listed_vm_types
-from sim.model import MAX_BILLING_QUANTUM, VMType
+from sim.model import MAX_BILLING_QUANTUM, CapsimError, VMType
 
 __all__ = ["ClusterSpec", "SlotGroup", "RoundsSpec"]
 
@@ -150,14 +151,45 @@ class ClusterSpec(StrictModel):
 
         return server_types(self.servers, self.gpus_per_server, self.server_price, self.gpu)
 
-    def all_vm_types(self) -> tuple[VMType, ...]:
-        """Every VM type of the cluster: the fixed servers' types, or those listed plus their spot variants."""
+    def all_vm_types(self, base_dir: Path | None = None) -> tuple[VMType, ...]:
+        """Every VM type of the cluster: the fixed servers' types, or those listed plus their spot variants (with a
+        replayed trace, at the revocation rate policies are told: given, or observed in the series)."""
         from sim import catalogue
 
         if self.servers is not None:
             return tuple(v for v, _ in self.server_types())
         types = self.listed_vm_types()
-        return types if self.spot is None else catalogue.with_spot(types, self.spot.revocation_rate, self.spot.only)
+        if self.spot is None:
+            return types
+        rates = self.spot.revocation_rate
+        if rates is None:
+            markets = self.spot_markets(base_dir)
+            assert markets is not None
+            rates = {name.removesuffix(catalogue.SPOT_SUFFIX): markets.revocation_rate(name)
+                     for name in markets.names()}
+        return catalogue.with_spot(types, rates, self.spot.only)
+
+    def spot_markets(self, base_dir: Path | None = None) -> Any:
+        """The replayed spot markets (``sim.spot_market.SpotMarkets``) of ``spot.trace`` (relative paths from
+        ``base_dir``), or None for a Poisson market or no spot."""
+        from experiments.scenario.files import availability
+        from sim import catalogue
+        from sim.spot_market import SpotMarkets
+
+        t = None if self.spot is None else self.spot.trace_spec()
+        if self.spot is None or t is None:
+            return None
+        path = Path(t.path) if Path(t.path).is_absolute() or base_dir is None else base_dir / t.path
+        series = availability(path, t.format, t.encoding, t.min_count)
+        if t.market is not None:
+            if t.market not in series:
+                from experiments.scenario.loading import did_you_mean
+
+                raise CapsimError(f"{path}: no market {t.market!r}{did_you_mean(t.market, series)} (markets: "
+                                  f"{', '.join(series)})")
+            series = {t.market: series[t.market]}
+        spot = [v for v in catalogue.with_spot(self.listed_vm_types(), 0.0, self.spot.only) if v.spot]
+        return SpotMarkets.build(spot, series, self.spot.offset_hours * 3600)
 
     def slots(self) -> list[Any]:
         """The node slots (``sim.engine.NodeSlot``): one per fixed server, else as ``nodes`` says."""
@@ -173,7 +205,7 @@ class ClusterSpec(StrictModel):
             out.extend(NodeSlot(allowed) for _ in range(g.count))
         return out
 
-    def build(self) -> Any:
+    def build(self, base_dir: Path | None = None) -> Any:
         """The simulator's ``sim.engine.Cluster``: its VM types, its slots and its rules. Every ``ClusterRules`` field
         this spec has under the same name passes as it is (None: the rule's default); rounds and gangs are derived."""
         from sim.engine import Cluster
@@ -187,4 +219,5 @@ class ClusterSpec(StrictModel):
             given["round_length"] = rounds.length
         given["gang"] = self.gang if self.gang is not None else self.servers is not None
         given["unplaceable_gangs"] = self.servers is not None and rounds is not None  # Gavel's LPs price them
-        return Cluster(self.all_vm_types(), tuple(self.slots()), rules=ClusterRules(**given))
+        return Cluster(self.all_vm_types(base_dir), tuple(self.slots()), rules=ClusterRules(**given),
+                       markets=self.spot_markets(base_dir))

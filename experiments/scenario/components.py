@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 __all__ = ["PolicySpec", "PredictorSpec", "registered_policies", "param_names", "select_policies", "build_policy",
-           "build_predictor"]
+           "build_predictor", "registered_extras", "register_extras"]
 
 
 class PolicySpec(BaseModel):
@@ -97,6 +97,44 @@ def build_policy(spec: PolicySpec, single_thread: bool = False) -> Any:
         if cls is not None and "threads" in (param_names(cls) or ()):
             params["threads"] = 1
     return optim.build_any(spec.kind, **params)
+
+
+_REGISTRIES = (("sim.contracts", "POLICIES"), ("sim.contracts", "PREDICTORS"), ("sim.traces.base", "TRACE_FORMATS"))
+_PACKAGES = ("sim", "optim", "predictors")
+
+
+def _registries() -> list[tuple[str, str, Any]]:
+    import importlib
+
+    return [(m, a, getattr(importlib.import_module(m), a)) for m, a in _REGISTRIES]
+
+
+def registered_extras() -> list[tuple[str, str, str, Any]]:
+    """Components registered from outside capsim's packages (a plug-in module, a script, a test) as (registry
+    module, registry name, kind, class): a worker process started afresh registers them too
+    (``register_extras``), so a run there knows every kind this process knows."""
+    out = []
+    for module, attr, registry in _registries():
+        for kind, cls in registry.kinds().items():
+            if str(getattr(cls, "__module__", "")).split(".")[0] not in _PACKAGES:
+                out.append((module, attr, kind, cls))
+    return out
+
+
+def register_extras(extras: list[tuple[str, str, str, Any]]) -> None:
+    """Register in this process the components ``registered_extras`` listed in another (their classes travel by
+    reference: their modules are imported here)."""
+    import importlib
+
+    for module, attr, kind, cls in extras:
+        registry = getattr(importlib.import_module(module), attr)
+        if kind in registry.kinds():
+            continue
+        target = getattr(cls, "name", kind)
+        if target != kind and target in registry.kinds():
+            registry.alias(kind, target)
+        else:
+            registry.register(kind)(cls)
 
 
 _PREDICTORS: dict[str, Any] = {}

@@ -6,10 +6,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["file_sha256", "trace_rows"]
+__all__ = ["file_sha256", "trace_rows", "availability", "availability_sha256"]
 
 _TRACES: dict[tuple, Any] = {}
 _HASHES: dict[tuple, str] = {}
+_SERIES: dict[tuple, Any] = {}
 
 
 def _file_key(path: Path) -> tuple[str, int, int]:
@@ -44,3 +45,31 @@ def trace_rows(path: Path, format: str, options: dict[str, Any], shown: str | No
 
         _remember(_TRACES, key, validate_trace(read_trace(path, format, **options), shown or str(path)), 16)
     return _TRACES[key]
+
+
+def _files(path: Path, format: str) -> list[Path]:
+    if path.is_dir():
+        return sorted(path.glob("*.json" if format == "skypilot" else "*.csv"))
+    return [path] if path.is_file() else []
+
+
+def availability(path: Path, format: str, encoding: str, min_count: float) -> Any:
+    """The availability series in ``path`` (``sim.availability.read_availability``: a file or a directory of
+    SkyPilot files), by market name, read once per file version, options and process."""
+    from sim.availability import read_availability
+
+    files = _files(path, format)
+    key = (str(path.resolve()), tuple(_file_key(f) for f in files), format, encoding, min_count)
+    if not files or key not in _SERIES:
+        _remember(_SERIES, key, read_availability(path, format, encoding=encoding, min_count=min_count), 8)
+    return _SERIES[key]
+
+
+def availability_sha256(path: Path, format: str) -> str:
+    """One hash of an availability trace's files (a directory: every file's name and hash), for run ids."""
+    import hashlib
+
+    files = _files(path, format)
+    if not path.is_dir():
+        return file_sha256(path)
+    return hashlib.sha256("".join(f"{f.name}:{file_sha256(f)}\n" for f in files).encode()).hexdigest()

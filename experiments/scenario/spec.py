@@ -20,7 +20,7 @@ from experiments.scenario.cluster import ClusterSpec
 from experiments.scenario.colocation import ColocationSpec
 from experiments.scenario.components import PolicySpec, PredictorSpec, build_predictor, registered_policies
 from experiments.scenario.fields import StrictModel
-from experiments.scenario.files import file_sha256, trace_rows
+from experiments.scenario.files import availability_sha256, file_sha256, trace_rows
 from experiments.scenario.names import name_problem
 from experiments.scenario.vms import resolved_vm
 from experiments.scenario.workload import TraceSpec, WorkloadSpec
@@ -158,14 +158,14 @@ class Scenario(StrictModel):
     # ----- the simulator's objects ----------------------------------------------------------------------------------
     def vm_types(self) -> tuple[VMType, ...]:
         """Every VM type of the cluster (``ClusterSpec.all_vm_types``)."""
-        return self.cluster.all_vm_types()
+        return self.cluster.all_vm_types(self._base_dir)
 
     def slots(self) -> list[Any]:
         return self.cluster.slots()
 
     def build_cluster(self) -> Any:
         """The simulator's cluster; with co-location its rules let two jobs share a GPU."""
-        cluster = self.cluster.build()
+        cluster = self.cluster.build(self._base_dir)
         if self.colocation is None:
             return cluster
         from dataclasses import replace
@@ -227,6 +227,12 @@ class Scenario(StrictModel):
             d["workload"]["trace"] = {"sha256": file_sha256(tp)}
             if t.format != DEFAULT_FORMAT or t.options:  # a bare path hashes as it always did
                 d["workload"]["trace"].update(format=t.format, options=t.options)
+        spot = self.cluster.spot
+        st = None if spot is None else spot.trace_spec()
+        if spot is not None and st is not None:
+            sp = Path(st.path) if Path(st.path).is_absolute() else self._base_dir / st.path
+            d["cluster"]["spot"]["trace"] = {**st.model_dump(mode="json", exclude={"path"}),
+                                             "sha256": availability_sha256(sp, st.format)}
         if policy is not None:
             d["policy"] = policy.model_dump(mode="json")
         if seed is not None:

@@ -29,34 +29,24 @@ from pydantic import Field, ValidationError
 from experiments.scenario.fields import NonNeg, PositiveFloat, StrictModel
 from experiments.scenario.loading import Problem, did_you_mean, pydantic_problems, raise_problems, read_yaml
 from experiments.scenario.names import name_problem
+from experiments.scenario.vms import AvailabilityTrace, AvailabilityTraceSpec
 from sim.availability import ENCODINGS, FORMATS, AvailabilitySeries, read_availability
 from sim.model import CapsimError
 from sim.spot_ticks import BILLING
 from sim.spotjob import SpotJob, SpotStrategy, TickMarket
 
-__all__ = ["SpotTrace", "SpotScenario", "Case", "load_spot_scenario", "GRID_FIELDS", "DEFAULT_STRATEGIES"]
+__all__ = ["SpotScenario", "Case", "load_spot_scenario", "GRID_FIELDS", "DEFAULT_STRATEGIES"]
 
 DEFAULT_STRATEGIES = ("on_demand", "only_spot", "spot_greedy", {"kind": "spot_greedy", "variant": "strawman"},
                       "uniform_progress", "time_sliced", "omniscient")
 """What a scenario without ``strategies`` runs: every strategy, and the simulator's greedy as well as the paper's."""
 
 
-class SpotTrace(StrictModel):
-    """An availability trace: a file (or a directory of SkyPilot files) read as ``sim.availability`` says;
-    ``market`` picks one series when the file holds several."""
-
-    path: str
-    format: Literal["skypilot", "csv"] = "skypilot"
-    encoding: Literal["available", "preempted"] = "available"
-    min_count: PositiveFloat = 1.0
-    market: str | None = None
-
-
 class SpotScenario(StrictModel):
     """One single-job spot experiment (the fields in hours are the reference's units; inside, seconds)."""
 
     name: str = "spot"
-    trace: str | SpotTrace
+    trace: AvailabilityTrace
     task_hours: PositiveFloat
     deadline_hours: PositiveFloat
     restart_overhead_hours: NonNeg = 0.0
@@ -157,8 +147,8 @@ def _strategy_specs(raw: list[str | dict[str, Any]], problems: list[Problem]) ->
     return out
 
 
-def _series(trace: str | SpotTrace, base: Path, cache: dict[Any, AvailabilitySeries]) -> AvailabilitySeries:
-    t = SpotTrace(path=trace) if isinstance(trace, str) else trace
+def _series(trace: str | AvailabilityTraceSpec, base: Path, cache: dict[Any, AvailabilitySeries]) -> AvailabilitySeries:
+    t = AvailabilityTraceSpec(path=trace) if isinstance(trace, str) else trace
     key = t.model_dump_json()
     if key not in cache:
         found = read_availability(t.path, t.format, encoding=t.encoding, min_count=t.min_count, base=base)

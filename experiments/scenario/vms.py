@@ -5,14 +5,15 @@ run ids.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Discriminator, Field, Tag, model_validator
 
-from experiments.scenario.fields import NonNeg, PositiveInt, StrictModel
+from experiments.scenario.fields import NonNeg, PositiveFloat, PositiveInt, StrictModel
 from sim.model import Billing, VMType
 
-__all__ = ["BillingSpec", "CustomVM", "CloudSelection", "SpotSpec", "VMEntry", "resolved_vm", "listed_vm_types"]
+__all__ = ["BillingSpec", "CustomVM", "CloudSelection", "AvailabilityTraceSpec", "AvailabilityTrace", "SpotSpec",
+           "VMEntry", "resolved_vm", "listed_vm_types"]
 
 
 class BillingSpec(StrictModel):
@@ -99,11 +100,46 @@ def _rate_tag(v: Any) -> str | None:
     return None
 
 
+class AvailabilityTraceSpec(StrictModel):
+    """A recorded availability trace (``sim.availability``): a file, or a directory of SkyPilot files (one market
+    each, named by its stem); ``market`` keeps one series of several."""
+
+    path: str
+    format: Literal["skypilot", "csv"] = "skypilot"
+    encoding: Literal["available", "preempted"] = "available"
+    min_count: PositiveFloat = 1.0
+    market: str | None = None
+
+
+def _trace_tag(v: Any) -> str | None:
+    if isinstance(v, str):
+        return "<path>"
+    if isinstance(v, (dict, AvailabilityTraceSpec)):
+        return "<trace>"
+    return None
+
+
+AvailabilityTrace = Annotated[
+    Annotated[str, Tag("<path>")] | Annotated[AvailabilityTraceSpec, Tag("<trace>")],
+    Discriminator(
+        _trace_tag,
+        custom_error_type="capsim_choice",
+        custom_error_message="expected a path, or a mapping {path, format, encoding, min_count, market}",
+    ),
+]
+"""An availability trace in a scenario: a path, or ``AvailabilityTraceSpec``'s fields."""
+
+
 class SpotSpec(StrictModel):
-    """Renting spot: every selected VM type with a spot price gets a spot variant (``sim.catalogue.with_spot``),
-    revoked ``revocation_rate`` times per hour on average. The rate is one number, or a mapping from a VM type name
-    or a GPU model (the name first) to a rate, with ``default`` for the rest. ``only`` drops the on-demand types that
-    have a spot variant."""
+    """Renting spot: every selected VM type with a spot price gets a spot variant (``sim.catalogue.with_spot``).
+
+    Its market is either a Poisson process, revoking each VM ``revocation_rate`` times per hour on average (one
+    number, or a mapping from a VM type name or a GPU model, the name first, to a rate, with ``default`` for the
+    rest), or a recorded availability ``trace`` replayed from ``offset_hours`` into it (``sim.spot_market``: a VM
+    is revoked when its zone's series turns unavailable and cannot be started while none of its zones is
+    available). With a trace, ``revocation_rate`` (if given) is only what policies are told of the risk; by default
+    they are told the series' observed revocations per available hour. ``only`` drops the on-demand types that have
+    a spot variant."""
 
     revocation_rate: Annotated[
         Annotated[NonNeg, Tag("<rate>")] | Annotated[dict[str, NonNeg], Field(min_length=1), Tag("<rates>")],
@@ -112,8 +148,20 @@ class SpotSpec(StrictModel):
             custom_error_type="capsim_choice",
             custom_error_message="expected a rate per hour or a mapping {VM type or GPU model or default: rate}",
         ),
-    ]
+    ] | None = None
+    trace: AvailabilityTrace | None = None
+    offset_hours: NonNeg = 0.0
     only: bool = False
+
+    @model_validator(mode="after")
+    def _a_market(self) -> SpotSpec:
+        if self.revocation_rate is None and self.trace is None:
+            raise ValueError("expected revocation_rate (a Poisson market) or trace (a replayed availability series), "
+                             "found neither")
+        return self
+
+    def trace_spec(self) -> AvailabilityTraceSpec | None:
+        return AvailabilityTraceSpec(path=self.trace) if isinstance(self.trace, str) else self.trace
 
 
 def listed_vm_types(entries: list[str | CustomVM | CloudSelection] | None) -> tuple[VMType, ...]:

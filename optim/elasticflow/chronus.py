@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from typing import ClassVar
 
+from optim.highs import new_highs
 from sim.elasticflow.vocabulary import REPLAY_POLICIES, JobStatus, LasView, ReplayCluster, ReplayPolicy, RigidPlan
 
 __all__ = ["Chronus", "pack", "packable"]
@@ -115,9 +116,7 @@ def packable(jobs: list[JobStatus], now: float, lease: float, n: int) -> bool:
 
     cols: list[tuple[int, int]] = [(j, k) for j, (window, _, _) in enumerate(rows) for k in range(window)]
     m = len(cols)
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    h.setOptionValue("threads", 1)
+    h = new_highs()  # silent, one thread, no banner on stdout (optim/highs.py)
     lp = highspy.HighsLp()
     lp.num_col_ = m
     n_rows = len(rows) + HORIZON

@@ -142,7 +142,7 @@ class TimeSliced(Policy):
         opened: dict[int, str] = {}
         for n in s.empty_nodes:
             nv = s.nodes[n]
-            types = [v for v in s.vm_types if nv.accepts(v.name)]
+            types = [v for v in s.vm_types if nv.accepts(v.name) and v.name not in s.unavailable]
             if types:
                 opened[n] = max(types, key=lambda v: (v.gpus, v.gpu.fp32_tflops, v.name)).name
         signature = tuple(nv.vm.name if nv.vm is not None else opened.get(nv.index) for nv in s.nodes)

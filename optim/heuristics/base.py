@@ -47,7 +47,12 @@ class Heuristic(Policy):
     def decide(self, snapshot: Snapshot) -> Plan:
         if not snapshot.waiting or not has_room(snapshot):
             return Plan()
-        return self.search(Decision(snapshot), self.rng(snapshot)).to_plan()
+        plan = self.search(Decision(snapshot), self.rng(snapshot)).to_plan()
+        if not plan.start and snapshot.trigger == "stall":
+            # nothing runs and nothing else will happen: waiting looks free to the shared cost (no running job to
+            # wait for), but the run would end with these jobs unfinished; start what the greedy construction starts
+            return construct(snapshot)
+        return plan
 
 
 def greedy_pool(

@@ -18,9 +18,9 @@ class Engine(Protocol):
 
     ``clock`` schedules callbacks; ``world`` holds the jobs (``world.jobs``, ``world.waiting``, ``world.running``) and
     nodes; ``rules`` are the cluster's rules; ``label`` names the policy in messages; ``booting`` counts VMs still
-    booting. ``decide`` asks the policy now and applies its plan; ``complete`` is the callback that ends a job
-    (schedule it with the job's ``JobState`` as value when its work is done); ``stuck`` makes the error of a policy
-    that leaves jobs waiting forever.
+    booting, ``waking`` the spot markets due to supply VMs again while jobs wait. ``decide`` asks the policy now and
+    applies its plan; ``complete`` is the callback that ends a job (schedule it with the job's ``JobState`` as value
+    when its work is done); ``stuck`` makes the error of a policy that leaves jobs waiting forever.
     """
 
     clock: Clock
@@ -28,6 +28,9 @@ class Engine(Protocol):
     rules: ClusterRules
     label: str
     booting: int
+
+    @property
+    def waking(self) -> int: ...
 
     @property
     def all_arrived(self) -> bool: ...
@@ -54,6 +57,7 @@ class TimeModel:
     - ``completed(st, now)``: job ``st`` completed (it has left its nodes).
     - ``ready(node, now)``: the VM of ``node`` (a ``NodeState``) finished booting.
     - ``revoked(now)``: a spot VM was revoked; its jobs wait again.
+    - ``available(now)``: a recorded spot market can supply VMs again while jobs wait (``sim.spot_market``).
     - ``paced(st, now, slow)``: running job ``st`` runs ``slow`` times slower than alone from ``now`` on (a partner
       started on its GPUs or left them: co-location, ``ClusterRules.jobs_per_gpu``); ``st.slow`` is still the old
       pace. Account the work done at the old pace as the model counts it, set ``st.slow = slow`` and reschedule the
@@ -77,6 +81,9 @@ class TimeModel:
         raise NotImplementedError(self)
 
     def revoked(self, now: float) -> None:
+        raise NotImplementedError(self)
+
+    def available(self, now: float) -> None:
         raise NotImplementedError(self)
 
     def paced(self, st: JobState, now: float, slow: float) -> None:

@@ -1,5 +1,6 @@
 """The event-driven time model: the policy decides at every arrival, completion, boot ending (when jobs are queued or
-were placed on the booting VM), spot revocation and, optionally, every ``ClusterRules.decision_interval`` seconds.
+were placed on the booting VM), spot revocation, recorded spot market coming back while jobs wait and, optionally,
+every ``ClusterRules.decision_interval`` seconds.
 
 Triggers falling at one instant are folded into one decision taken after every other event of that instant (its
 trigger names them all, e.g. ``arrival+completion``). A placed job runs until its work is done: its completion is
@@ -25,9 +26,9 @@ if TYPE_CHECKING:
 
 __all__ = ["EventDriven", "TRIGGERS"]
 
-TRIGGERS = ("arrival", "completion", "ready", "periodic", "revocation")
-"""What can trigger an event-driven decision (besides ``stall``)."""
-_ARRIVAL, _COMPLETION, _READY, _PERIODIC, _REVOCATION = (1 << i for i in range(len(TRIGGERS)))
+TRIGGERS = ("arrival", "completion", "ready", "periodic", "revocation", "market")
+"""What can trigger an event-driven decision (besides ``stall``); ``market``: a recorded spot market has VMs again."""
+_ARRIVAL, _COMPLETION, _READY, _PERIODIC, _REVOCATION, _MARKET = (1 << i for i in range(len(TRIGGERS)))
 _TRIGGER_NAMES = tuple("+".join(t for i, t in enumerate(TRIGGERS) if m & (1 << i)) for m in range(1 << len(TRIGGERS)))
 """The trigger of a decision from the bit mask of what fell at its instant, e.g. ``arrival+completion``."""
 
@@ -61,6 +62,9 @@ class EventDriven(TimeModel):
 
     def revoked(self, now: float) -> None:
         self._trigger(_REVOCATION, now)
+
+    def available(self, now: float) -> None:
+        self._trigger(_MARKET, now)
 
     def paced(self, st: JobState, now: float, slow: float) -> None:
         true = float(st.true[st.cfg])
@@ -98,7 +102,8 @@ class EventDriven(TimeModel):
         run = self.run
         run.decide(_TRIGGER_NAMES[mask], call.time)
         world = run.world
-        if world.waiting and not world.running and not self._pending and not run.booting and run.all_arrived:
+        if (world.waiting and not world.running and not self._pending and not run.booting and not run.waking
+                and run.all_arrived):
             if math.isfinite(self._interval):
                 # Periodic ticks are always pending: a policy may wait one tick, not two with nothing changing.
                 self._idle_ticks += bool(mask & _PERIODIC)

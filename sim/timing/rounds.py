@@ -63,6 +63,9 @@ class Rounds(TimeModel):
     def revoked(self, now: float) -> None:
         raise AssertionError("round mode has no spot VMs")
 
+    def available(self, now: float) -> None:
+        raise AssertionError("round mode has no spot VMs")
+
     def paced(self, st: JobState, now: float, slow: float) -> None:
         st.slow = slow  # the micro-task under way keeps its pace; the next one takes the new
 

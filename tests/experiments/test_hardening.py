@@ -18,7 +18,7 @@ from experiments.cli import EXIT_INTERNAL, main
 from experiments.results import files as results
 from experiments.results.folders import LOCK, FolderLock
 from experiments.results.reading import read_results
-from experiments.results.store import MANIFEST, ResultStore
+from experiments.results.store import JOURNAL, MANIFEST, ResultStore
 from experiments.running.tasks import TABLES
 from experiments.scenario.names import slug
 from experiments.scenario.sweep import load_sweep
@@ -198,10 +198,9 @@ def test_a_missing_file_and_an_unreadable_one_are_named(swept, capsys) -> None:
     rids = sorted(p.stem for p in (out / "summary").glob("*.parquet"))
     (out / "nodes" / f"{rids[0]}.parquet").unlink()
     (out / "summary" / f"{rids[1]}.parquet").unlink()
-    manifest = json.loads((out / MANIFEST).read_text())
-    for rid in rids[2:]:  # as if the writer was killed before recording them: checked by parsing
-        del manifest["runs"][rid]
-    (out / MANIFEST).write_text(json.dumps(manifest))
+    journal = [json.loads(line) for line in (out / JOURNAL).read_text().splitlines()]
+    kept = [e for e in journal if e["run"] not in rids[2:]]  # as if the writer was killed before recording them
+    (out / JOURNAL).write_text("".join(json.dumps(e) + "\n" for e in kept))
     (out / "decisions" / f"{rids[2]}.parquet").write_bytes(b"PAR1 not really")
     tables, skipped = ResultStore(out).load_checked()
     assert skipped == {rids[0]: f"nodes/{rids[0]}.parquet is missing", rids[1]: f"summary/{rids[1]}.parquet is missing",
@@ -209,20 +208,34 @@ def test_a_missing_file_and_an_unreadable_one_are_named(swept, capsys) -> None:
     assert "not a readable Parquet file" in skipped[rids[2]] and len(tables["summary"]) == 5
     assert main(["sweep", str(f), "--out", str(out), "--workers", "1", "--quiet"]) == 0
     assert ResultStore(out).load_checked()[1] == {}
-    runs = json.loads((out / MANIFEST).read_text())["runs"]
+    runs = ResultStore(out)._records()
     assert set(runs) == set(rids) and all(set(r["files"]) == {"summary", *TABLES} for r in runs.values())
 
 
 def test_runs_written_before_their_checksum_are_kept_not_redone(swept, capsys) -> None:
     f, out = swept
-    manifest = json.loads((out / MANIFEST).read_text())
-    recorded = manifest.pop("runs")
-    (out / MANIFEST).write_text(json.dumps(manifest))
+    recorded = ResultStore(out)._records()
+    (out / JOURNAL).unlink()
     stamps = {p.name: p.stat().st_mtime_ns for p in (out / "summary").glob("*.parquet")}
     assert main(["sweep", str(f), "--out", str(out), "--workers", "1"]) == 0
     assert "8 already done, 0 to run" in capsys.readouterr().err
     assert {p.name: p.stat().st_mtime_ns for p in (out / "summary").glob("*.parquet")} == stamps
-    assert json.loads((out / MANIFEST).read_text())["runs"] == recorded
+    assert ResultStore(out)._records() == recorded
+
+
+def test_the_journal_is_appended_to_never_rewritten_and_a_torn_last_line_is_left_out(swept, capsys) -> None:
+    f, out = swept
+    before = (out / JOURNAL).read_bytes()
+    assert len(before.splitlines()) == 8 and json.loads((out / MANIFEST).read_text()).get("runs") is None
+    rid = sorted(p.stem for p in (out / "summary").glob("*.parquet"))[0]
+    (out / "jobs" / f"{rid}.parquet").write_bytes(b"damaged")
+    (out / JOURNAL).write_bytes(before + b'{"run": "cut sh')  # a writer killed while appending
+    assert main(["sweep", str(f), "--out", str(out), "--workers", "1", "--quiet"]) == 0
+    after = (out / JOURNAL).read_bytes()
+    assert after.startswith(before + b'{"run": "cut sh'), "earlier lines are never rewritten"
+    added = [json.loads(line) for line in after[len(before):].splitlines()[1:]]  # the cut line ended, then ours
+    assert [e["run"] for e in added] == [rid, rid] and added[0].get("drop") and "files" in added[1]
+    assert ResultStore(out).load_checked()[1] == {}
 
 
 def test_a_damaged_manifest_is_a_clear_error(swept, capsys) -> None:
@@ -386,7 +399,7 @@ def test_the_readme_scenario_with_an_inline_vm_warns_nothing(tmp_path: Path) -> 
 def test_predict_evaluate_progress_in_a_log_is_a_few_lines(monkeypatch, tmp_path: Path, capsys) -> None:
     from predictors import evaluation
 
-    def fake(protocols, names, seed=0, workers=1, progress=None):
+    def fake(protocols, names, seed=0, workers=1, progress=None, parallel=None):
         for i in range(1, 501):
             progress(i, 500, f"fitting {i}")
         raise CapsimError("stopped by the test")
@@ -397,3 +410,19 @@ def test_predict_evaluate_progress_in_a_log_is_a_few_lines(monkeypatch, tmp_path
     lines = [ln for ln in err.splitlines() if "fitting" in ln]
     assert "\r" not in err and "stopped by the test" in err
     assert len(lines) == 500 and max(map(len, lines)) < 120, "in a log: one short plain line per split, never a bar"
+
+
+def test_a_workload_beyond_memory_is_refused_before_it_runs(tmp_path: Path, capsys) -> None:
+    from experiments.running.tasks import BYTES_PER_JOB, memory_needed, memory_problem
+
+    assert memory_problem(1_000, limit=1 << 30) is None
+    why = memory_problem(10_000_000, limit=1 << 30)
+    assert why is not None and "10,000,000 jobs" in why and "1.0 GB" in why and "819.2 MB" in why
+    assert memory_needed(10_000_000) == BYTES_PER_JOB * 10_000_000  # past the lower bound's limit: jobs only
+    from experiments import api
+    from experiments.runs import plan
+    from experiments.scenario import default_scenario_path
+
+    big = api.load(default_scenario_path(), {"workload.jobs": 100_000_000})
+    with pytest.raises(CapsimError, match=r"default.yaml: workload.jobs: 100,000,000 jobs need about .* use at most"):
+        plan(big)

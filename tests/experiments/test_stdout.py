@@ -156,3 +156,10 @@ def test_the_first_solver_of_a_process_prints_no_banner() -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "done\n"
+
+
+def test_every_highs_object_is_made_by_new_highs() -> None:
+    """A module that makes its own ``highspy.Highs()`` may be the process's first and print the banner on stdout."""
+    own = [p for room in ("sim", "optim", "predictors", "experiments", "studies")
+           for p in (ROOT / room).rglob("*.py") if "Highs()" in p.read_text(encoding="utf-8")]
+    assert [p.relative_to(ROOT).as_posix() for p in own] == ["optim/highs.py"]

@@ -144,7 +144,7 @@ def test_a_folder_of_the_earlier_sweep_layout_is_read(sweep_dir: Path, tmp_path:
     shutil.rmtree(old / "segments")
     manifest = json.loads((old / MANIFEST).read_text())
     manifest["run_ids"] = manifest["run_ids"][:3]
-    del manifest["runs"]  # older folders recorded no runs (nor checksums)
+    (old / "runs.jsonl").unlink()  # older folders recorded no runs (nor checksums)
     (old / "sweep.json").write_text(json.dumps(manifest))
     (old / MANIFEST).unlink()
     res = read_results(old, recompute=True)

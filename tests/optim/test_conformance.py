@@ -106,7 +106,8 @@ PROPERTIES = {"engine_invariants": engine_run_keeps_the_invariants, "determinist
 @pytest.mark.parametrize("kind", KINDS)
 def test_on_random_worlds(kind, prop, depth):
     @depth
-    @given(world=worlds(single_gpu=getattr(optim.registry()[kind], "single_gpu_only", False)))
+    @given(world=worlds(single_gpu=getattr(optim.registry()[kind], "single_gpu_only", False),
+                        spot=optim.registry()[kind].plans_capacity))
     def holds(world: World) -> None:
         PROPERTIES[prop](kind, world)
 
@@ -118,4 +119,5 @@ def test_on_random_worlds(kind, prop, depth):
 def test_engine_invariants_at_scale(kind):
     """The slow profile: the engine's invariants on ``AT_SCALE`` (1,000) random worlds per policy."""
     at_scale(lambda world: engine_run_keeps_the_invariants(kind, world), f"policy {kind}",
-             single_gpu=getattr(optim.registry()[kind], "single_gpu_only", False))
+             single_gpu=getattr(optim.registry()[kind], "single_gpu_only", False),
+             spot=optim.registry()[kind].plans_capacity)

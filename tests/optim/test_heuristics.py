@@ -182,3 +182,20 @@ def test_parameters_are_checked():
         optim.build("random_greedy", iterations=0)
     with pytest.raises(CapsimError, match="rounds must be positive"):
         optim.build("insertion", rounds=0)
+
+
+def test_a_heuristic_that_would_wait_at_a_stall_starts_what_greedy_starts():
+    """At a ``stall`` nothing runs and nothing else will happen, so waiting looks free to the shared cost; a search
+    that answers with no start is overruled by the greedy construction, else the run would end unfinished."""
+    import dataclasses
+
+    from optim.heuristics.path_relinking import PathRelinking
+
+    class Waits(PathRelinking):
+        def search(self, dec, rng):  # type: ignore[no-untyped-def]
+            return Schedule(dec)
+
+    s = snapshot(waiting=[job(0, (50.0, 40.0, 30.0)), job(1, (60.0, 50.0, 40.0))], nodes=2)
+    assert not Waits().decide(s).start
+    stalled = dataclasses.replace(s, trigger="stall")
+    assert Waits().decide(stalled).start == construct(stalled).start != ()

@@ -1,7 +1,9 @@
 """Random small worlds for property tests, a run that records every decision, and the engine's invariants on a run.
 
 ``worlds()`` draws a cluster, either rented (2–4 catalogue VM types, 1–4 slots, some restricted to one type,
-optional boot time, billing quantum, restart overhead and periodic decisions) or fixed servers (1–3 VM types with
+optional boot time, billing quantum, restart overhead and periodic decisions; outside round mode sometimes spot
+variants of its types, revoked at random or by a recorded market of two zones, with or without checkpoints) or fixed
+servers (1–3 VM types with
 1–3 always-present servers each, gangs across servers allowed or not), each sometimes in round mode; 3–15 jobs of the
 J1–J6 mix with tight or loose deadlines, on fixed servers some asking for a GPU count; an estimator table and,
 sometimes, a truth that differs from it; sometimes GPUs that two jobs may share (co-location), with random pair
@@ -16,15 +18,18 @@ import math
 from collections.abc import Callable
 from typing import ClassVar
 
+import numpy as np
 from hypothesis import strategies as st
 
 from optim.base import Policy
 from predictors.interference.explicit import GivenPairs
 from predictors.table import TablePredictor
-from sim.catalogue import job_types, vm_types
+from sim.availability import AvailabilitySeries
+from sim.catalogue import job_types, vm_types, with_spot
 from sim.cluster import Cluster, NodeSlot
 from sim.engine import RunResult, Simulation
 from sim.model import ClusterRules, Job, Plan, Snapshot
+from sim.spot_market import SpotMarkets
 
 __all__ = ["World", "worlds", "run", "recorded_run", "check", "check_plan_names", "AT_SCALE", "at_scale",
            "features"]
@@ -45,9 +50,10 @@ class World:
 
 
 @st.composite
-def worlds(draw, single_gpu: bool = False) -> World:
+def worlds(draw, single_gpu: bool = False, spot: bool = True) -> World:
     """A random small world; ``single_gpu``: every job that fixes its GPU count asks for one (for policies that
-    schedule single-GPU jobs only, ``single_gpu_only``)."""
+    schedule single-GPU jobs only, ``single_gpu_only``); ``spot``: rented clusters may rent spot VMs (not for
+    policies that schedule the servers they are given, ``plans_capacity`` false)."""
     fixed = draw(st.integers(0, 3)) == 0
     rounds = draw(st.sampled_from([math.inf, math.inf, 60.0]))
     if fixed:
@@ -65,11 +71,20 @@ def worlds(draw, single_gpu: bool = False) -> World:
             for _ in range(draw(st.integers(1, 4)))
         )
         gang = False
+    market = "" if fixed or math.isfinite(rounds) or not spot else draw(st.sampled_from(["", "poisson", "replayed"]))
+    markets = None
+    if market:
+        priced = tuple(dataclasses.replace(v, spot_price_per_hour=0.4 * v.price_per_hour) for v in types)
+        types = with_spot(priced, 20.0)  # a mean life of 3 min, as long as these jobs
+        if market == "replayed":
+            markets = SpotMarkets.build(types, {z: _zone(z, draw(st.integers(0, 2**31))) for z in ("a", "b")})
     cluster = Cluster(types, slots, rules=ClusterRules(billing_quantum=draw(st.sampled_from([0.0, 60.0])),
                       restart_overhead=draw(st.sampled_from([0.0, 5.0])),
                       decision_interval=math.inf if math.isfinite(rounds) else
                       draw(st.sampled_from([math.inf, math.inf, 45.0])),
-                      gang=gang, round_length=rounds, jobs_per_gpu=2 if draw(st.integers(0, 3)) == 0 else 1))
+                      checkpoint_interval=draw(st.sampled_from([math.inf, 30.0])) if market else math.inf,
+                      gang=gang, round_length=rounds, jobs_per_gpu=2 if draw(st.integers(0, 3)) == 0 else 1),
+                      markets=markets)
     table = {}
     for spec in SPECS:
         for c in cluster.configs:
@@ -98,6 +113,18 @@ def worlds(draw, single_gpu: bool = False) -> World:
                             for i, a in enumerate(names) for b in names[i:] if draw(st.integers(0, 4)) > 0},
                            memory={n: float(draw(st.integers(1, 9))) for n in names})
     return World(cluster, jobs, TablePredictor(table), truth, draw(st.integers(0, 1000)), pairs)
+
+
+def _zone(name: str, seed: int) -> AvailabilitySeries:
+    """A recorded market for a random world: available runs of 5 min and outages of 1.5 min on average, in 10-s
+    ticks, long enough for any run of these worlds."""
+    rng = np.random.default_rng(seed)
+    bits: list[bool] = []
+    up = bool(rng.integers(2))
+    while len(bits) < 40_000:
+        bits.extend([up] * (1 + int(rng.exponential(30.0 if up else 9.0))))
+        up = not up
+    return AvailabilitySeries.ticks(name, bits, 10.0)
 
 
 class Recorder(Policy):
@@ -203,6 +230,10 @@ def check(world: World, r: RunResult) -> None:
             used += g if kind == 2 else -g
             cap = iv[(iv.start_time <= t) & (t <= iv.stop_time)].vm_type.map(gpus).max()
             assert used <= cap, f"node {n} uses {used} GPUs at t={t}"
+    markets = cluster.markets
+    if markets is not None:
+        for row in r.nodes[r.nodes.spot].itertuples():
+            assert markets.available(row.vm_type, row.start_time), f"a {row.vm_type} VM started with no zone free"
     _check_sharing(world, r)
     regular = r.decisions[r.decisions.trigger != "stall"]
     assert not regular.time.duplicated().any(), "two decisions at one instant: simultaneous triggers not folded"
@@ -274,12 +305,15 @@ def features(world: World) -> set[str]:
         found.add("slot groups")
     if math.isfinite(c.rules.decision_interval):
         found.add("periodic decisions")
+    if any(v.spot for v in c.vm_types):
+        found.add("spot, replayed market" if c.markets is not None else "spot, Poisson")
     if c.rules.colocation:
         found.add("co-location")
     return found
 
 
-def at_scale(prop: Callable[[World], None], label: str, examples: int = AT_SCALE, single_gpu: bool = False) -> int:
+def at_scale(prop: Callable[[World], None], label: str, examples: int = AT_SCALE, single_gpu: bool = False,
+             spot: bool = True) -> int:
     """Check ``prop`` on ``examples`` fresh random worlds (no example database, no replay); print and return how
     many ran and how often each feature of ``features`` appeared, and fail if one appeared in under 10 %."""
     from collections import Counter
@@ -291,7 +325,7 @@ def at_scale(prop: Callable[[World], None], label: str, examples: int = AT_SCALE
 
     @settings(max_examples=examples, deadline=None, database=None, phases=[Phase.generate, Phase.shrink],
               suppress_health_check=list(HealthCheck))
-    @given(world=worlds(single_gpu=single_gpu))
+    @given(world=worlds(single_gpu=single_gpu, spot=spot))
     def check_one(world: World) -> None:
         count[0] += 1
         seen.update(features(world))
@@ -301,7 +335,8 @@ def at_scale(prop: Callable[[World], None], label: str, examples: int = AT_SCALE
     shares = ", ".join(f"{k} {v}" for k, v in sorted(seen.items()))
     print(f"{label}: {count[0]} random worlds checked ({shares})")
     assert count[0] >= examples, f"only {count[0]} worlds were drawn"
-    rare = [k for k in ("boot time", "billing quantum", "restart overhead", "estimator != truth", "slot groups")
+    wanted = ("boot time", "billing quantum", "restart overhead", "estimator != truth", "slot groups")
+    rare = [k for k in wanted + (("spot, Poisson", "spot, replayed market") if spot else ())
             if seen[k] < examples // 10]
     assert not rare, f"too few worlds with {rare}: {dict(seen)}"
     return count[0]

@@ -1,0 +1,113 @@
+"""Where tasks run: here (one worker), on the process pool (``experiments.running.pool``), or on Dask."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Callable
+from typing import Any
+
+from experiments.running import interrupts
+from experiments.running.pool import init_worker, run_parallel
+from experiments.running.tasks import Outcome, Task, execute
+
+__all__ = ["run_tasks"]
+
+
+def _execute_single_thread(task: Task) -> Outcome:
+    return execute(task, single_thread=True)
+
+
+def _lost(i: int, task: Task, code: int | None) -> Outcome:
+    why = " (killed: out of memory?)" if code == -signal.SIGKILL else ""
+    return Outcome(task, error=f"the worker process running this task died with exit code {code}{why}")
+
+
+def run_tasks(
+    tasks: list[Task],
+    on_outcome: Callable[[Outcome], None],
+    workers: int = 1,
+    dask: str | None = None,
+    dask_tmp: str | None = None,
+) -> None:
+    """Run ``tasks`` and hand each Outcome to ``on_outcome`` in the calling process as it arrives.
+
+    ``workers == 1`` runs in this process; more uses the process pool (solver threads 1 each); ``dask`` is a
+    scheduler address (``tcp://host:8786``) or ``local:N`` for a local Dask cluster of N single-threaded worker
+    processes.
+    """
+    if not tasks:
+        return
+    if dask:
+        _run_dask(tasks, on_outcome, dask, dask_tmp)
+    elif workers <= 1:
+        for t in tasks:
+            interrupts.check()
+            on_outcome(execute(t))
+        interrupts.check()
+    else:
+        run_parallel(_execute_single_thread, tasks, lambda i, o: on_outcome(o), workers, on_lost=_lost)
+
+
+def _run_dask(tasks: list[Task], on_outcome: Callable[[Outcome], None], address: str, tmp: str | None) -> None:
+    """Run on a Dask cluster: an existing one at ``address``, or ``local:N`` started here. A local cluster's worker
+    processes start with Ctrl-C blocked (the command alone decides) and are killed as soon as the runs are over or
+    the command is stopped: they hold nothing, and a graceful close took seconds and warned."""
+    from sim.model import CapsimError
+
+    try:
+        import dask
+        from distributed import Client, LocalCluster, as_completed
+    except ImportError:
+        raise CapsimError("--dask needs Dask's distributed scheduler: pip install 'capsim[dist]'") from None
+
+    if tmp:
+        os.environ["DASK_TEMPORARY_DIRECTORY"] = tmp
+        dask.config.set({"temporary-directory": tmp})
+    os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "error")  # workers: no warnings of cancelled tasks at the end
+    cluster = None
+    if address.startswith("local:"):
+        try:
+            n = int(address.split(":", 1)[1])
+        except ValueError:
+            raise CapsimError(f"--dask {address!r}: expected local:N with N a number of workers") from None
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})  # inherited by the workers
+        try:
+            cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+                                   local_directory=tmp)
+            client = Client(cluster)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+    else:
+        try:
+            client = Client(address, timeout=20)
+        except (OSError, TimeoutError) as e:
+            raise CapsimError(f"--dask {address!r}: cannot reach the Dask scheduler: {e}") from None
+    try:
+        client.run(init_worker)  # a local cluster's workers are this process's children: they die with it
+        futures = client.map(_execute_single_thread, tasks, pure=False)
+        for fut in as_completed(futures):
+            interrupts.check()
+            on_outcome(fut.result())
+            fut.release()
+    finally:
+        _close(client, cluster)
+
+
+def _close(client: Any, cluster: Any) -> None:
+    """Close the client, and a local cluster by killing its worker processes first (quiet and fast)."""
+    import logging
+    import multiprocessing as mp
+
+    logger = logging.getLogger("distributed")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        if cluster is not None:
+            for p in mp.active_children():
+                p.kill()
+        client.close(timeout=2)
+        if cluster is not None:
+            cluster.close(timeout=2)
+    finally:
+        logger.setLevel(level)
