@@ -43,6 +43,8 @@ class Plan:
     tasks: list[Task]
     label_types: dict[str, Any] = field(default_factory=dict)
     description: str = ""
+    notes: list[str] = field(default_factory=list)
+    """What the traces' readers did with the rows they could not use, one report per distinct trace."""
 
     def manifest(self) -> dict[str, Any]:
         return new_manifest(self.kind, self.name, self.file, self.fields, self.policies, self.seeds,
@@ -73,8 +75,9 @@ def plan(what: Scenario | Sweep, policies: str | Sequence[str] | None = None,
         seed_list = seed_list or what.seeds
         tasks = [Task.make(what, p, s) for p in specs for s in seed_list]
         text = (f"{what.name}: {len(specs)} policies × {len(seed_list)} seeds, {what.n_jobs} jobs on "
-                f"{what.cluster.node_count} nodes (scenario {what.file})")
-        return Plan("run", what.name, what.file, [], [p.label for p in specs], seed_list, tasks, {}, text)
+                f"{what.node_count} nodes (scenario {what.file})")
+        return Plan("run", what.name, what.file, [], [p.label for p in specs], seed_list, tasks, {}, text,
+                    _reports([what]))
     specs = select_policies(what.policies, policies, f"{dash}policies")
     seed_list = seed_list or what.seeds
     runs = what.runs(specs, seed_list)
@@ -83,7 +86,12 @@ def plan(what: Scenario | Sweep, policies: str | Sequence[str] | None = None,
     text = (f"sweep {what.name}: {len(what.points)} grid points × {len(specs)} policies × {len(seed_list)} seeds = "
             f"{len(tasks)} runs")
     return Plan("sweep", what.name, what.file, list(what.fields), [p.label for p in specs], seed_list, tasks, types,
-                text)
+                text, _reports([pt.scenario for pt in what.points]))
+
+
+def _reports(scenarios: Sequence[Scenario]) -> list[str]:
+    """The trace reports of the scenarios (``Scenario.trace_report``), each distinct one once."""
+    return list(dict.fromkeys(r.text() for r in (sc.trace_report() for sc in scenarios) if r is not None))
 
 
 def _check_memory(sc: Scenario, file: str, where: str) -> None:
@@ -140,6 +148,8 @@ def run_plan(p: Plan, out: str | Path, workers: int = 1, dask: str | None = None
         todo = [t for t in p.tasks if t.run_id not in done]
         redo = " (--force: every run again)" if force else f"; {len(p.tasks) - len(todo)} already done"
         say(f"{p.description}{redo}, {len(todo)} to run")
+        for text in p.notes:
+            note(text)
         progress = Progress(len(todo), quiet=quiet or log is None)
 
         def on_outcome(o: Outcome) -> None:

@@ -19,129 +19,15 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-import numpy as np
-
 from optim.base import Policy, alias, register
-from optim.common import ConfigTable, config_table, d_star, hosted
+from optim.common import config_table, d_star
+from optim.queue import WaitingQueue
+from optim.room import NodeIndex, Room
 from optim.spot.fleet import check_spot_rule, uniform_progress_snapshot
 from sim.model import Assignment, JobView, Plan, Snapshot
 from sim.risk import expected_view
 
 __all__ = ["ListScheduler", "FIFO", "EDF", "Priority"]
-
-
-class _Room:
-    """Where jobs can still go in this decision: free nodes per slot class (no VM, or an idle one; lowest index
-    last), idle VMs by type, and (``pack``) the free GPUs of VMs running jobs, by VM type."""
-
-    def __init__(self, s: Snapshot, table: ConfigTable, pack: bool):
-        nodes = s.nodes
-        self.table, self.pack, self.nodes = table, pack, nodes
-        self.free: dict[frozenset[str] | None, list[int]] = {}
-        cand = sorted(s.empty_nodes + s.idle_nodes, reverse=True)
-        classes = [nodes[n].allowed for n in cand]
-        if classes.count(None) == len(classes):  # every free slot takes any type (the published case): one stack
-            if cand:
-                self.free[None] = cand
-        else:
-            for n, allowed in zip(cand, classes):
-                self.free.setdefault(allowed, []).append(n)
-        self.hosting: dict[str, list[int]] = {}
-        for n in reversed(s.idle_nodes):
-            self.hosting.setdefault(hosted(nodes[n]).name, []).append(n)
-        self.taken: set[int] = set()
-        self.spare: dict[int, int] = {}
-        if pack:
-            idle = set(s.idle_nodes)
-            for nv in nodes:
-                if nv.vm is not None and nv.used_gpus and nv.free_gpus > 0 and nv.index not in idle:
-                    self.spare[nv.index] = nv.free_gpus
-
-    def tidy(self) -> None:
-        for stack in (*self.free.values(), *self.hosting.values()):
-            while stack and stack[-1] in self.taken:
-                stack.pop()
-        self.free = {k: v for k, v in self.free.items() if v}
-
-    def empty(self) -> bool:
-        return not self.free and not self.spare
-
-    def _free_nodes(self, vm: str, need: int | None = None) -> list[int]:
-        """Free nodes that can host ``vm``: its idle VMs first, then the others by index (only the first ``need``
-        of them when given)."""
-        idle = [n for n in reversed(self.hosting.get(vm, ())) if n not in self.taken]
-        if need is not None and len(idle) >= need:
-            return idle[:need]
-        if len(self.free) == 1 and None in self.free:  # one stack, lowest index last: walk it from the end
-            out, seen = idle, set(idle)
-            for n in reversed(self.free[None]):
-                if need is not None and len(out) >= need:
-                    break
-                if n not in self.taken and n not in seen:
-                    out.append(n)
-            return out
-        rest = sorted(n for k, stack in self.free.items() if k is None or vm in k for n in stack
-                      if n not in self.taken and n not in idle)
-        out = idle + rest
-        return out if need is None else out[:need]
-
-    def reachable(self) -> np.ndarray | None:
-        """Configurations some placement can still take (None: every one, the published case with a free node that
-        accepts any type and no gangs or packing)."""
-        t = self.table
-        if not self.pack and t.all_single and None in self.free:
-            return None
-        single = t.single
-        nfree = np.array([len(self._free_nodes(v)) for v in t.vm_names])
-        ok = np.where(single, nfree[t.vm_index] >= 1, nfree[t.vm_index] >= t.vms)
-        if self.pack and self.spare:
-            most = np.zeros(len(t.vm_names), dtype=int)
-            total = nfree * t.vm_gpus
-            for n, g in self.spare.items():
-                i = t.vm_names.index(hosted(self.nodes[n]).name)
-                most[i] = max(most[i], g)
-                total[i] += g
-            ok |= np.where(single, t.gpus <= most[t.vm_index], t.gpus <= total[t.vm_index])
-        return ok
-
-    def place(self, c: int, vms: dict[int, str]) -> tuple[tuple[int, int], ...]:
-        """Parts ``(node, GPUs)`` for configuration ``c``, new VMs recorded in ``vms``; the room is taken."""
-        conf = self.table.configs[c]
-        vm, g = conf.vm.name, conf.gpus
-        if self.pack:
-            fits = [(free, n) for n, free in self.spare.items() if free >= g and hosted(self.nodes[n]).name == vm]
-            if fits and g <= conf.vm.gpus:
-                _, n = min(fits)
-                self._use(n, g)
-                return ((n, g),)
-        parts: list[tuple[int, int]] = []
-        left = g
-        for n in self._free_nodes(vm, -(-g // conf.vm.gpus)):
-            if left <= 0:
-                break
-            take = min(left, conf.vm.gpus)
-            if self.nodes[n].vm is None or hosted(self.nodes[n]).name != vm:
-                vms[n] = vm
-            self.taken.add(n)
-            if self.pack and take < conf.vm.gpus:
-                self.spare[n] = conf.vm.gpus - take
-            parts.append((n, take))
-            left -= take
-        if left > 0:  # a packed gang: the free GPUs of running VMs of its type, most free first
-            for free, n in sorted(((f, n) for n, f in self.spare.items() if hosted(self.nodes[n]).name == vm
-                                   and n not in {m for m, _ in parts}), reverse=True):
-                take = min(left, free)
-                self._use(n, take)
-                parts.append((n, take))
-                left -= take
-                if left <= 0:
-                    break
-        return tuple(parts)
-
-    def _use(self, n: int, g: int) -> None:
-        self.spare[n] -= g
-        if self.spare[n] <= 0:
-            del self.spare[n]
 
 
 class ListScheduler(Policy):
@@ -164,6 +50,8 @@ class ListScheduler(Policy):
         check_spot_rule(self.name, spot_rule)
         if self.pack:
             self.may_share = True  # type: ignore[misc]
+        self._index: NodeIndex | None = None
+        self._queue = WaitingQueue(type(self).order)
 
     @staticmethod
     def order(jv: JobView) -> tuple:
@@ -174,7 +62,10 @@ class ListScheduler(Policy):
         if not snapshot.waiting or not (snapshot.empty_nodes or snapshot.idle_nodes or self.pack):
             return Plan()  # nowhere to start a job (packing may still find free GPUs on running VMs)
         table = config_table(snapshot.configs)
-        room = _Room(snapshot, table, self.pack)
+        if self._index is None or self._index.table is not table:
+            self._index = NodeIndex(table)
+        self._index.follow(snapshot.nodes)
+        room = Room(self._index, self.pack)
         if room.empty():
             return Plan()
         weigh = self.spot or self.spot_rule is not None
@@ -183,8 +74,7 @@ class ListScheduler(Policy):
         usable = ~table.spot if table.any_spot and not weigh else None
         vms: dict[int, str] = {}
         start: list[Assignment] = []
-        for jv in sorted(snapshot.waiting, key=type(self).order):
-            room.tidy()
+        for jv in self._queue.jobs(snapshot.waiting):
             if room.empty():
                 break
             mask = room.reachable()
@@ -197,6 +87,7 @@ class ListScheduler(Policy):
                 break
             parts = room.place(c, vms)
             start.append(Assignment(jv.id, parts[0][0], parts[0][1], gang=parts[1:]))
+        self._queue.started(len(start))
         return Plan(vms=vms, start=tuple(start))
 
 

@@ -49,6 +49,12 @@ class ConfigTable:
         per_vm = {c.vm.name: c.vm.gpus for c in configs}
         self.vm_gpus = np.array([per_vm[name] for name in self.vm_names], dtype=int)
         """GPUs of one VM of each type, in ``vm_names`` order."""
+        self.vm_by_name = {c.vm.name: c.vm for c in configs}
+        gpu_models = {name: i for i, name in enumerate(dict.fromkeys(c.vm.gpu.name for c in configs))}
+        self.gpu_models = gpu_models
+        """The GPU models of the configurations, numbered in order of first appearance."""
+        self.model_index = np.array([gpu_models[c.vm.gpu.name] for c in configs], dtype=int)
+        """Each configuration's GPU model number."""
         self._class_masks: dict[frozenset[str] | None, np.ndarray] = {}
 
     def accepted_by(self, allowed: frozenset[str] | None) -> np.ndarray:

@@ -20,13 +20,14 @@ drawn among the best-fitting ones (``optim.heuristics`` builds on it).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import lru_cache
 from typing import ClassVar
 
 import numpy as np
 
 from optim.base import Policy, register
-from optim.common import config_table, d_star, d_star_ranking
+from optim.common import ConfigTable, config_table, d_star, d_star_ranking
+from optim.queue import JobColumns, order
+from optim.room import NodeIndex, Room
 from optim.spot.fleet import check_spot_rule, uniform_progress_snapshot
 from sim.model import Assignment, Config, JobView, Plan, Snapshot, VMType
 from sim.risk import expected_view
@@ -46,11 +47,18 @@ class Greedy(Policy):
     def __init__(self, spot_rule: str | None = None):
         self.spot_rule = spot_rule
         check_spot_rule(self.name, spot_rule)
+        self._index: NodeIndex | None = None
+        self._columns = JobColumns(_pressure_columns)
 
     def decide(self, snapshot: Snapshot) -> Plan:
+        if not snapshot.waiting:
+            return Plan()
         if self.spot_rule is not None:
             snapshot = uniform_progress_snapshot(snapshot)
-        return construct(snapshot)
+        table = config_table(snapshot.configs)
+        if self._index is None or self._index.table is not table:
+            self._index = NodeIndex(table)
+        return construct(snapshot, index=self._index, queue=pressure_order(snapshot, self._columns))
 
 
 def pick_prefix(n: int, fraction: float, rng: np.random.Generator) -> int:
@@ -66,13 +74,15 @@ def construct(
     swap: float = 0.05,
     beta: float = 0.2,
     queue: Sequence[JobView] | None = None,
+    index: NodeIndex | None = None,
 ) -> Plan:
     """The greedy plan; with ``rng``, randomised as the published RandomGreedy (HEURISTICS.md §4).
 
     ``alpha``: the setup is drawn among the first round(alpha·|D*|) entries of the D* ranking; ``swap``: after the
     pressure sort, each adjacent pair swaps with probability 0.5 + swap when the first job's weight is larger, else
     0.5 − swap; ``beta``: the node is drawn among the first round(beta·n) of the n fitting open nodes by leftover.
-    ``queue`` is ``pressure_order(snapshot)`` when the caller has it already.
+    ``queue`` is ``pressure_order(snapshot)`` when the caller has it already; ``index`` a ``NodeIndex`` of the
+    snapshot's cluster kept across decisions (a fresh one otherwise).
     """
     if not snapshot.waiting:
         return Plan()
@@ -80,11 +90,13 @@ def construct(
     table = config_table(snapshot.configs)
     configs = snapshot.configs
     cfg = table.index
-    # node state after the plan so far: VM, free GPUs, and whether it is newly opened here
-    vm_of: dict[int, VMType] = {nv.index: nv.vm for nv in snapshot.nodes if nv.vm is not None and nv.used_gpus}
-    free = {n: vm_of[n].gpus - snapshot.nodes[n].used_gpus for n in vm_of}
-    empty = [nv.index for nv in snapshot.nodes if nv.index not in vm_of]
+    if index is None or index.table is not table:
+        index = NodeIndex(table)
+    index.follow(snapshot.nodes)
+    room = Room(index, pack=True)  # free nodes (no VM, or an idle one) and the free GPUs of VMs that run jobs
     opened: dict[int, list[tuple[JobView, int]]] = {}
+    vm_of: dict[int, VMType] = {}
+    """The VM each node opened or given to a gang here will host."""
     gangs: dict[int, tuple[tuple[int, int], ...]] = {}
     spot = table.any_spot
 
@@ -93,9 +105,9 @@ def construct(
         _swap_adjacent(queue, rng, swap)
     placed: dict[int, tuple[int, int]] = {}
     for jv in queue:
-        if not empty and not any(free.values()):
+        if room.empty():
             break  # nothing left to place a job on
-        mask = _reachable(snapshot, table, vm_of, free, empty)
+        mask = _reachable(table, room)
         view = expected_view(jv, snapshot) if spot else jv
         if rng is None:
             k = d_star(view, now, table, mask)
@@ -106,21 +118,23 @@ def construct(
             continue
         want = configs[k]
         if want.gpus > want.vm.gpus:
-            parts = _gang(snapshot, want, empty, vm_of, free)
+            parts = _gang(room, want, vm_of)
             if parts:
                 gangs[jv.id] = parts
             continue
-        fits = _fitting(jv, want.vm, want.gpus, vm_of, free, cfg)
+        fits = _fitting(jv, want.vm, want.gpus, room, table, single=rng is None)
         if fits:
             node, vm = fits[0] if rng is None else fits[pick_prefix(len(fits), beta, rng)]
         else:
-            node, vm = _new_node(snapshot, jv, want.vm, want.gpus, empty, cfg)
-            if node is None:
+            new_node, new_vm = _new_node(snapshot, jv, want.vm, want.gpus, room, cfg)
+            if new_node is None or new_vm is None:
                 continue
-            empty.remove(node)
-            vm_of[node], free[node] = vm, vm.gpus
+            node, vm = new_node, new_vm
+            room.take(node)
+            room.set_spare(vm.name, node, vm.gpus, vm.gpus)
+            vm_of[node] = vm
             opened[node] = []
-        free[node] -= want.gpus
+        room.set_spare(vm.name, node, room.spare_of(vm.name, node) - want.gpus, vm.gpus)
         placed[jv.id] = (node, want.gpus)
         if node in opened:
             opened[node].append((jv, want.gpus))
@@ -130,20 +144,23 @@ def construct(
 
     start = tuple(Assignment(j, n, g) for j, (n, g) in placed.items())
     start += tuple(Assignment(j, parts[0][0], parts[0][1], gang=parts[1:]) for j, parts in gangs.items())
-    new = set(opened) | {n for parts in gangs.values() for n, _ in parts}
-    vms = {n: vm_of[n].name for n in sorted(new) if snapshot.nodes[n].vm != vm_of[n]}
+    vms = {n: vm_of[n].name for n in sorted(vm_of) if snapshot.nodes[n].vm != vm_of[n]}
     return Plan(vms=vms, start=start)
 
 
-def pressure_order(snapshot: Snapshot) -> list[JobView]:
+def pressure_order(snapshot: Snapshot, columns: JobColumns | None = None) -> list[JobView]:
     """The waiting jobs by pressure (now + fastest remaining time − deadline), highest first; then by submission
-    time and id."""
-    now = snapshot.time
+    time and id. ``columns`` keeps each waiting job's fastest remaining time, deadline and so on across decisions
+    (``optim.queue``)."""
+    waiting = snapshot.waiting
+    c = (columns or JobColumns(_pressure_columns)).of(waiting)
+    pressure = (snapshot.time + c[:, 0]) - c[:, 1]
+    return [waiting[i] for i in order([-pressure, c[:, 2], c[:, 3]])]
 
-    def pressure(jv: JobView) -> float:
-        return now + float(np.min((1.0 - jv.done) * jv.estimates)) - jv.job.deadline
 
-    return sorted(snapshot.waiting, key=lambda j: (-pressure(j), j.job.submit_time, j.id))
+def _pressure_columns(jv: JobView) -> tuple[float, float, float, float]:
+    """A waiting job's fastest remaining time, deadline, submission time and id."""
+    return (float(np.min((1.0 - jv.done) * jv.estimates)), jv.job.deadline, jv.job.submit_time, jv.id)
 
 
 def _swap_adjacent(queue: list[JobView], rng: np.random.Generator, swap: float) -> None:
@@ -155,82 +172,76 @@ def _swap_adjacent(queue: list[JobView], rng: np.random.Generator, swap: float) 
             queue[i], queue[i + 1] = queue[i + 1], queue[i]
 
 
-def _reachable(snapshot, table, vm_of, free, empty) -> np.ndarray:
+def _reachable(table: ConfigTable, room: Room) -> np.ndarray:
     """Configs some open VM of the same GPU model can take now, or some empty slot can host; a gang configuration
     (more GPUs than its VM type has) only where the empty slots and open VMs of its type hold its GPUs."""
-    mask = np.zeros(len(snapshot.configs), dtype=bool)
-    for allowed in {snapshot.nodes[n].allowed for n in empty}:
+    mask = np.zeros(len(table.configs), dtype=bool)
+    for allowed in room.classes_with_free():
         mask |= table.accepted_by(allowed)
-    models, model_of = _gpu_models(snapshot.configs)
-    room = np.zeros(len(models), dtype=int)
-    for n, vm in vm_of.items():
-        i = models[vm.gpu.name]
-        room[i] = max(room[i], free[n])
-    mask |= table.gpus <= room[model_of]
+    most = np.zeros(len(table.gpu_models), dtype=int)
+    for name, vm in table.vm_by_name.items():
+        i = table.gpu_models[vm.gpu.name]
+        most[i] = max(most[i], room.most_spare(name))
+    mask |= table.gpus <= most[table.model_index]
     gang = table.vms > 1
     if gang.any():
-        classes: dict[frozenset[str] | None, int] = {}
-        for n in empty:
-            allowed = snapshot.nodes[n].allowed
-            classes[allowed] = classes.get(allowed, 0) + 1
-        spare: dict[str, int] = {}
-        for n, vm in vm_of.items():
-            spare[vm.name] = spare.get(vm.name, 0) + free[n]
-        cap = np.array([v.gpus * sum(c for a, c in classes.items() if a is None or v.name in a) + spare.get(v.name, 0)
-                        for v in (snapshot.vm_type(name) for name in table.vm_names)])
+        cap = np.array([table.vm_by_name[name].gpus * room.free_count(name) + room.spare_total(name)
+                        for name in table.vm_names])
         mask[gang] &= table.gpus[gang] <= cap[table.vm_index[gang]]
     return mask
 
 
-@lru_cache(maxsize=16)
-def _gpu_models(configs: tuple[Config, ...]) -> tuple[dict[str, int], np.ndarray]:
-    """The GPU models of a configs tuple, numbered, and each configuration's model number."""
-    models = {name: i for i, name in enumerate(dict.fromkeys(c.vm.gpu.name for c in configs))}
-    return models, np.array([models[c.vm.gpu.name] for c in configs], dtype=int)
-
-
-def _gang(snapshot, want: Config, empty, vm_of, free) -> tuple[tuple[int, int], ...]:
+def _gang(room: Room, want: Config, vm_of: dict[int, VMType]) -> tuple[tuple[int, int], ...]:
     """Parts ``(node, GPUs)`` of a gang on ``want``'s VM type: whole empty slots first (by index), then the free GPUs
     of open VMs of that type, most free first; empty when they do not hold it. The nodes taken are updated."""
     vm, left = want.vm, want.gpus
-    slots = [n for n in empty if snapshot.nodes[n].accepts(vm.name)]
-    spare = sorted(((free[n], n) for n, v in vm_of.items() if v.name == vm.name and free[n] > 0), reverse=True)
-    if vm.gpus * len(slots) + sum(f for f, _ in spare) < left:
+    if vm.gpus * room.free_count(vm.name) + room.spare_total(vm.name) < left:
         return ()
+    spare = sorted(room.spare_nodes(vm.name, 1), reverse=True)
+    slots = list(room.free_in_order(vm.name))
     parts: list[tuple[int, int]] = []
     for n in slots:
         if left <= 0:
             break
         take = min(left, vm.gpus)
-        empty.remove(n)
-        vm_of[n], free[n] = vm, vm.gpus - take
+        room.take(n)
+        room.set_spare(vm.name, n, vm.gpus - take, vm.gpus)
+        vm_of[n] = vm
         parts.append((n, take))
         left -= take
     for f, n in spare:
         if left <= 0:
             break
         take = min(left, f)
-        free[n] -= take
+        room.set_spare(vm.name, n, f - take, vm.gpus)
         parts.append((n, take))
         left -= take
     return tuple(parts)
 
 
-def _fitting(jv, want: VMType, g, vm_of, free, cfg) -> list[tuple[int, VMType]]:
+def _fitting(jv: JobView, want: VMType, g: int, room: Room, table: ConfigTable,
+             single: bool) -> list[tuple[int, VMType]]:
     """The open VMs of ``want``'s GPU model and market (spot or on demand) with room for ``g`` GPUs that support the
-    job, fewest free GPUs first."""
-    fits = []
-    for n, vm in vm_of.items():
-        k = cfg.get((vm.name, g))
-        if (vm.gpu.name != want.gpu.name or vm.spot != want.spot or free[n] < g or k is None
-                or not np.isfinite(jv.estimates[k])):
-            continue
-        fits.append((free[n], n, vm))
-    fits.sort(key=lambda f: (f[0], f[1]))
-    return [(n, vm) for _, n, vm in fits]
+    job, fewest free GPUs first (only the first one when ``single``)."""
+    cfg = table.index
+    types = [vm for name, vm in table.vm_by_name.items()
+             if vm.gpu.name == want.gpu.name and vm.spot == want.spot and vm.gpus >= g
+             and (k := cfg.get((name, g))) is not None and np.isfinite(jv.estimates[k])]
+    if single:
+        best = min(((f, n, vm) for vm in types for f, n in _first_fit(room, vm, g)), default=None)
+        return [] if best is None else [(best[1], best[2])]
+    fits = sorted((f, n, vm.name) for vm in types for f, n in room.spare_nodes(vm.name, g))
+    return [(n, table.vm_by_name[name]) for _, n, name in fits]
 
 
-def _new_node(snapshot, jv, want: VMType, g, empty, cfg):
+def _first_fit(room: Room, vm: VMType, g: int) -> list[tuple[int, int]]:
+    """The best fit (free GPUs, node) among the open VMs of type ``vm`` with at least ``g`` free GPUs, if any."""
+    n = room.best_fit(vm.name, g, vm.gpus)
+    return [] if n is None else [(room.spare_of(vm.name, n), n)]
+
+
+def _new_node(snapshot: Snapshot, jv: JobView, want: VMType, g: int, room: Room,
+              cfg: dict[tuple[str, int], int]) -> tuple[int | None, VMType | None]:
     """The first empty slot that accepts the largest VM of ``want``'s GPU model and market able to run the job with
     ``g``."""
     types = sorted(
@@ -241,9 +252,9 @@ def _new_node(snapshot, jv, want: VMType, g, empty, cfg):
         k = cfg.get((vm.name, g))
         if k is None or not np.isfinite(jv.estimates[k]):
             continue
-        for n in empty:
-            if snapshot.nodes[n].accepts(vm.name):
-                return n, vm
+        n = next(room.free_in_order(vm.name), None)
+        if n is not None:
+            return n, vm
     return None, None
 
 

@@ -10,6 +10,7 @@ from predictors import (  # noqa: F401
     regression,
     table,
     throughput,
+    trace,
     wave,
 )
 from predictors.base import Predictor, build, register, registry

@@ -14,7 +14,8 @@ from typing import NamedTuple
 from sim.model import Billing, CapsimError, Config, GPUModel, JobSpec, VMType
 
 __all__ = ["gpu_models", "gpu", "vm_types", "vm_type", "job_types", "configurations", "Provider", "cloud_providers",
-           "cloud_vm_types", "select_vm_types", "CLOUD_PRICES", "spot_variant", "with_spot", "SPOT_SUFFIX"]
+           "cloud_vm_types", "select_vm_types", "CLOUD_PRICES", "spot_variant", "with_spot", "SPOT_SUFFIX",
+           "TRACE_GPUS", "trace_gpu"]
 
 SPOT_SUFFIX = "-spot"
 """A spot variant's name is its on-demand type's name plus this suffix (``p4d.24xlarge-spot``)."""
@@ -229,3 +230,30 @@ def configurations(types: Iterable[VMType], max_gpus: Mapping[str, int] | None =
     type's largest count (a job spread over several VMs of that type, a gang)."""
     caps = max_gpus or {}
     return tuple(Config(v, g) for v in types for g in range(1, max(v.gpus, caps.get(v.name, 0)) + 1))
+
+
+TRACE_GPUS: Mapping[str, tuple[str, float | None]] = {
+    "V100M16": ("V100", 16.0),
+    "V100M32": ("V100", 32.0),
+    "A100-SXM4-80GB": ("A100-80GB", None),
+    "A800-SXM4-80GB": ("A100-80GB", None),
+    "H800": ("H100", None),
+}
+"""GPU names of production traces → (the catalogue model with the same datasheet compute and memory bandwidth, its
+memory in GB if it differs). Alibaba's ``V100M16``/``V100M32`` are the 16 and 32 GB V100; the A800 and H800 are the
+A100 and H100 sold with NVLink cut to 400 GB/s, the same chips otherwise (their interconnect is not modelled)."""
+
+
+def trace_gpu(name: str) -> GPUModel:
+    """The GPU model a production trace calls ``name``: the catalogue's, an alias of one (``TRACE_GPUS``, renamed so
+    that a job's GPU-type constraint still tells them apart), or else a model whose specifications were never
+    published (Alibaba's ``G1``–``G3``, Philly's GPUs): every figure NaN, so that nothing can scale to or from it."""
+    models = gpu_models()
+    if name in models:
+        return models[name]
+    if name in TRACE_GPUS:
+        base, memory = TRACE_GPUS[name]
+        model = models[base]
+        return replace(model, name=name, memory_gb=model.memory_gb if memory is None else memory)
+    nan = math.nan
+    return GPUModel(name=name, sms=0, boost_mhz=nan, fp32_tflops=nan, memory_gb=nan, bandwidth_gbs=nan)

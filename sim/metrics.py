@@ -204,6 +204,14 @@ def _spot_cost_share(t: RunTables) -> float:
     return float(n["cost"][n["spot"].to_numpy(dtype=bool)].sum()) / total
 
 
+def _rounded_up(t: RunTables) -> float:
+    j = t.jobs
+    if "gpu_request" not in j.columns:
+        return 0.0
+    request = j["gpu_request"].to_numpy(dtype=float)
+    return float((request < j["gpus"].to_numpy(dtype=float)).sum())
+
+
 def _walls(t: RunTables) -> np.ndarray:
     return t.decisions["wall_time"].to_numpy(dtype=float)
 
@@ -287,6 +295,9 @@ _LIST = [
                        "checkpoint)"),
     Metric("spot_cost_share", "spot share of VM cost", "", 3, _spot_cost_share, upper=1.0, better=None,
            description="cost of spot VMs / VM cost (0 without VM cost)"),
+    Metric("rounded_up_jobs", "jobs rounded up to whole GPUs", "jobs", 0, _rounded_up, better=None,
+           description="jobs that asked for a fraction of a GPU (gpu_request below gpus) and ran on whole GPUs: no "
+                       "policy shares a GPU yet"),
 ]
 
 METRICS: Mapping[str, Metric] = {m.name: m for m in _LIST}

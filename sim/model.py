@@ -17,26 +17,9 @@ import numpy as np
 
 from sim.vocabulary.resources import MAX_BILLING_QUANTUM, Billing, CapsimError, ClusterRules, GPUModel, VMType
 
-__all__ = [
-    "CapsimError",
-    "GPUModel",
-    "Billing",
-    "VMType",
-    "ClusterRules",
-    "MAX_BILLING_QUANTUM",
-    "JobSpec",
-    "Job",
-    "Config",
-    "per_configs",
-    "JobView",
-    "NodeView",
-    "Colocation",
-    "Snapshot",
-    "Assignment",
-    "DecisionInfo",
-    "Plan",
-    "INFEASIBLE",
-]
+__all__ = ["CapsimError", "GPUModel", "Billing", "VMType", "ClusterRules", "MAX_BILLING_QUANTUM", "Measured", "JobSpec",
+           "Job", "Config", "per_configs", "JobView", "NodeView", "Colocation", "Snapshot", "Assignment",
+           "DecisionInfo", "Plan", "INFEASIBLE"]
 
 T = TypeVar("T")
 
@@ -46,6 +29,14 @@ INFEASIBLE = math.inf
 
 _ALMOST_DONE = 1.0 - 1e-9
 
+
+@dataclass(frozen=True, slots=True)
+class Measured:
+    """A trace's measured run: ``seconds`` on ``gpus`` GPUs of model ``gpu`` (None: the trace's own, unnamed GPUs)."""
+
+    seconds: float
+    gpus: int = 1
+    gpu: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +48,9 @@ class JobSpec:
     measured at several depths (ResNet inner modules), ``None`` for the standard network. ``gpus`` is the number of
     GPUs the job asks for, all started and stopped together (a gang, as in Gavel's and ElasticFlow's traces); ``None``
     lets the policy choose the count, as in the published setting.
+
+    A trace job may be known only by what its trace ``measured``; ``gpu_share`` < 1 asks a fraction of each GPU (run on
+    whole GPUs, and recorded, until GPUs are shared); ``gpu_models`` limits the GPU models it may use (None: any).
     """
 
     application: str
@@ -67,6 +61,9 @@ class JobSpec:
     name: str = ""
     depth: int | None = None
     gpus: int | None = None
+    measured: Measured | None = None
+    gpu_share: float | None = None
+    gpu_models: frozenset[str] | None = None
 
     @property
     def app_key(self) -> str:

@@ -10,6 +10,7 @@ every column has the same length and returns the DataFrame.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, get_args, get_type_hints
 
@@ -96,6 +97,10 @@ class Jobs(Table):
     """``on_time``, ``late`` or ``rejected`` (turned away by admission control, never run: no start, end or
     lateness). A policy that judges deadlines by its own plan (ElasticFlow) gives the verdict; otherwise it is the end
     against the deadline."""
+    gpu_request: list[float]
+    """GPUs the job asked for: its GPU count times the share of each it asked for (0.25: a quarter of one GPU, a
+    fractional request; ``JobSpec.gpu_share``); NaN for a job that lets the policy choose. No policy shares a GPU
+    yet, so a fractional request runs on whole GPUs (``gpus``), rounded up."""
 
     @classmethod
     def of(cls, states: Sequence[JobState], configs: Sequence[Config]) -> Jobs:
@@ -130,6 +135,7 @@ class Jobs(Table):
         t.revocations = [st.revoked for st in states]
         t.lost_gpu_seconds = [st.lost for st in states]
         t.status = ["on_time" if late <= 0 else "late" for late in t.lateness]
+        t.gpu_request = [math.nan if s.gpus is None else s.gpus * (s.gpu_share or 1.0) for s in specs]
         return t
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -18,8 +17,7 @@ from sim.catalogue import job_types
 from sim.contracts import Predictor
 from sim.model import CapsimError, Config, Job, JobSpec
 from sim.streams import streams
-from sim.traces.base import COLUMNS as _TRACE_COLUMNS
-from sim.traces.base import REQUIRED as _TRACE_REQUIRED
+from sim.traces.table import TraceRows, fit_to_cluster, validate_trace
 
 __all__ = ["WorkloadSpec", "poisson_jobs", "TraceRows", "validate_trace", "trace_jobs", "fastest_runtimes"]
 
@@ -128,107 +126,6 @@ def poisson_jobs(spec: WorkloadSpec, truth: Predictor, configs: Sequence[Config]
     ]
 
 
-def _trace_error(source: str, row: Any, column: str, value: Any, expected: str) -> CapsimError:
-    where = f"row {row}" if row is not None else "header"
-    return CapsimError(f"{source}: {where}, column {column!r}: expected {expected}, found {value!r}")
-
-
-def _number(source: str, row: int, column: str, value: Any, *, integer: bool, minimum: float) -> float:
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        x = math.nan
-    ok = math.isfinite(x) and x >= minimum and (not integer or x == int(x))
-    if not ok:
-        kind = "an integer" if integer else "a finite number"
-        raise _trace_error(source, row, column, value, f"{kind} >= {minimum:g}")
-    return x
-
-
-@dataclass(frozen=True)
-class TraceRows:
-    """A trace table whose every cell was checked (``validate_trace``): per row, in table order, the submission
-    time, the job spec, the deadline and weight when given (None: drawn from the seed) and the fairness weight."""
-
-    source: str
-    submit: tuple[float, ...]
-    specs: tuple[JobSpec, ...]
-    deadlines: tuple[float | None, ...]
-    weights: tuple[float | None, ...]
-    priorities: tuple[float, ...] = ()
-    durations: tuple[float | None, ...] = ()
-    """Seconds each job ran in the trace (a ``duration`` column), None where not given."""
-
-    def __len__(self) -> int:
-        return len(self.specs)
-
-
-def validate_trace(rows: pd.DataFrame, source: str) -> TraceRows:
-    """Check every cell of a trace table (read from a file by a ``sim.traces`` reader) and keep them parsed.
-
-    Columns: ``sim.traces.REQUIRED`` (submit_time, application, framework, iterations, batch_size), and optionally
-    name, deadline, weight, gpus (the GPU count asked for; empty: the policy chooses), priority (a fairness weight,
-    ``Job.priority``; empty: 1), duration (seconds the job ran in the trace, ``Job.duration``); others are ignored.
-    Missing
-    deadlines and weights (absent column or empty cell) are drawn as in ``poisson_jobs`` with ``deadline_factor`` and
-    ``weight_range``. Rows are numbered from 1 in table order (a CSV file's rows after its header); a table without
-    rows, or a bad cell, raises a CapsimError naming ``source``, the row and the column.
-    """
-    missing = [c for c in _TRACE_REQUIRED if c not in rows.columns]
-    if missing:
-        optional = [c for c in _TRACE_COLUMNS if c not in _TRACE_REQUIRED]
-        raise CapsimError(f"{source}: missing column(s) {', '.join(missing)}; a trace needs "
-                          f"{', '.join(_TRACE_REQUIRED)} and may add {', '.join(optional)}")
-    if len(rows) == 0:
-        raise CapsimError(f"{source}: no jobs (the trace has its columns but no rows); expected one row per job")
-    has_d = "deadline" in rows.columns
-    has_w = "weight" in rows.columns
-    has_name = "name" in rows.columns
-    has_g = "gpus" in rows.columns
-    has_p = "priority" in rows.columns
-    has_t = "duration" in rows.columns
-    submit, specs, given_d, given_w, prios = [], [], [], [], []
-    durations: list[float | None] = []
-    for i, r in enumerate(rows.to_dict("records"), start=1):
-        s = _number(source, i, "submit_time", r["submit_time"], integer=False, minimum=0.0)
-        app, fw = r["application"], r["framework"]
-        for col, val in (("application", app), ("framework", fw)):
-            if not isinstance(val, str) or not val.strip():
-                raise _trace_error(source, i, col, val, "a non-empty name")
-        if fw not in ("pytorch", "tensorflow"):
-            raise _trace_error(source, i, "framework", fw, "'pytorch' or 'tensorflow'")
-        it = _number(source, i, "iterations", r["iterations"], integer=True, minimum=1)
-        bs = _number(source, i, "batch_size", r["batch_size"], integer=True, minimum=1)
-        name = r.get("name") if has_name else None
-        name = "" if name is None or (isinstance(name, float) and math.isnan(name)) else str(name)
-        g = r.get("gpus") if has_g else None
-        if g is not None and not (isinstance(g, float) and math.isnan(g)):
-            g = int(_number(source, i, "gpus", g, integer=True, minimum=1))
-        else:
-            g = None
-        t = r.get("duration") if has_t else None
-        durations.append(None if _empty(t) else _number(source, i, "duration", t, integer=False, minimum=0.0))
-        p = r.get("priority") if has_p else None
-        prios.append(1.0 if _empty(p) else _number(source, i, "priority", p, integer=False, minimum=0.0))
-        if prios[-1] <= 0:
-            raise _trace_error(source, i, "priority", p, "a finite number > 0")
-        specs.append(JobSpec(application=app.strip(), framework=fw, iterations=int(it), batch_size=int(bs), name=name,
-                             gpus=g))
-        submit.append(s)
-        d = r.get("deadline") if has_d else None
-        w = r.get("weight") if has_w else None
-        d = None if d is None or (isinstance(d, float) and math.isnan(d)) else d
-        w = None if w is None or (isinstance(w, float) and math.isnan(w)) else w
-        if d is not None:
-            d = _number(source, i, "deadline", d, integer=False, minimum=s)
-        if w is not None:
-            w = _number(source, i, "weight", w, integer=False, minimum=0.0)
-        given_d.append(d)
-        given_w.append(w)
-    return TraceRows(source, tuple(submit), tuple(specs), tuple(given_d), tuple(given_w), tuple(prios),
-                     tuple(durations) if has_t else ())
-
-
 def trace_jobs(
     rows: pd.DataFrame | TraceRows, truth: Predictor, configs: Sequence[Config], seed: int, source: str, *,
     deadline_factor: tuple[float, float] = (1.0, 3.0), weight_range: tuple[float, float] = (0.003, 0.015),
@@ -237,10 +134,12 @@ def trace_jobs(
     submission order (ties keep the row order).
 
     Missing deadlines and weights (absent column or empty cell) are drawn as in ``poisson_jobs`` with
-    ``deadline_factor`` and ``weight_range``. A job spec no configuration can run under ``truth`` is a CapsimError
-    naming ``source`` and the rows that hold it.
+    ``deadline_factor`` and ``weight_range``; a job a production trace measured has its deadline drawn from that
+    run time instead of its fastest runtime, so that deadlines do not depend on the runtime model. A production
+    trace's jobs larger than the cluster are left out and counted in its report (``fit_to_cluster``); any other job
+    spec no configuration can run under ``truth`` is a CapsimError naming ``source`` and the rows that hold it.
     """
-    t = rows if isinstance(rows, TraceRows) else validate_trace(rows, source)
+    t = fit_to_cluster(rows if isinstance(rows, TraceRows) else validate_trace(rows, source), configs)
     specs, submit = t.specs, t.submit
     n = len(specs)
     uniq, idx = _spec_index(specs)
@@ -251,8 +150,10 @@ def trace_jobs(
             rows_text = ", ".join(map(str, where[:5])) + (", ..." if len(where) > 5 else "")
             raise CapsimError(f"{source}: {_infeasible(uniq[k], truth)} (row {rows_text}, column 'application')")
     t_min = t_uniq[idx] if n else np.empty(0)
+    measured = np.array([math.nan if s.measured is None else s.measured.seconds for s in specs], dtype=float)
+    base = np.where(np.isnan(measured), t_min, measured) if n else t_min
     submit_a = np.asarray(submit, dtype=float)
-    drawn_d, drawn_w = _deadlines_weights(submit_a, t_min, streams(seed), deadline_factor, weight_range)
+    drawn_d, drawn_w = _deadlines_weights(submit_a, base, streams(seed), deadline_factor, weight_range)
     order = sorted(range(n), key=lambda k: submit[k])
     return [
         Job(id=new, spec=specs[k], submit_time=submit[k], deadline=_given_or(t.deadlines[k], drawn_d[k]),
@@ -260,10 +161,6 @@ def trace_jobs(
             duration=t.durations[k] if t.durations else None)
         for new, k in enumerate(order)
     ]
-
-
-def _empty(v: Any) -> bool:
-    return v is None or (isinstance(v, float) and math.isnan(v))
 
 
 def _given_or(given: float | None, drawn: float) -> float:

@@ -48,6 +48,9 @@ FIELDS: dict[str, FieldLabel] = {
     "truth.mape": FieldLabel("runtime noise (MAPE)"),
     "truth.bias": FieldLabel("runtime bias"),
     "predictor.mape": FieldLabel("predictor MAPE"),
+    "predictor.scaling": FieldLabel("scaling law"),
+    "predictor.serial": FieldLabel("serial share"),
+    "workload.trace.quantile": FieldLabel("demand quantile"),
 }
 """Known scenario fields, by dotted path."""
 

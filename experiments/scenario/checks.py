@@ -184,13 +184,39 @@ def _check_feasible(sc: Scenario, problems: list[Problem]) -> None:
 
 def _check_fixed_cluster(sc: Scenario, problems: list[Problem]) -> None:
     """A fixed cluster's GPU models and the fields it excludes; rounds exclude periodic decisions."""
-    from experiments.scenario.servers import check_servers
+    from experiments.scenario.servers import TRACE, check_servers
 
     problems.extend(Problem(("cluster",) + path, message)
                     for path, message in check_servers(sc.cluster, sc.cluster.model_fields_set))
+    if sc.cluster.servers == TRACE:
+        _check_trace_servers(sc, problems)
     if sc.cluster.rounds is not None and sc.cluster.decision_interval is not None:
         problems.append(Problem(("cluster", "rounds"), "expected rounds or decision_interval, not both: in round "
                                 "mode the decisions are the round boundaries"))
+
+
+def _check_trace_servers(sc: Scenario, problems: list[Problem]) -> None:
+    """``servers: trace``: a trace whose format describes its hardware, and prices for its GPU models."""
+    at = ("cluster", "servers")
+    if sc.trace_spec() is None:
+        problems.append(Problem(at, "expected a workload trace with servers: trace (the cluster is the hardware the "
+                                "trace's jobs ran on); give workload.trace or list the servers"))
+        return
+    tp = sc.trace_path()
+    if tp is None or not tp.exists():
+        return  # the missing file is reported at workload.trace.path
+    try:
+        hardware = sc.hardware()
+    except CapsimError as e:
+        problems.append(Problem(at, str(e)))
+        return
+    price = sc.cluster.server_price
+    if isinstance(price, dict):
+        models = sorted({h.gpu for h in hardware})
+        for m in price:
+            if m not in models:
+                problems.append(Problem(("cluster", "server_price", m), f"expected a GPU model of the trace's hardware "
+                                        f"({', '.join(models)}), found {m!r}{did_you_mean(m, models)}"))
 
 
 def _check_spot(sc: Scenario, problems: list[Problem]) -> list[str]:

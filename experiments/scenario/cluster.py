@@ -97,12 +97,11 @@ class ClusterSpec(StrictModel):
 
     @field_validator("servers", "gpus_per_server")
     @classmethod
-    def _colons(cls, v: Any) -> Any:
-        if isinstance(v, str):
-            from experiments.scenario.servers import parse_colons, parse_shape
+    def _colons(cls, v: Any, info: Any) -> Any:
+        from experiments.scenario.servers import TRACE, parse_colons, parse_shape
 
-            if parse_shape(v) is None:
-                parse_colons(v)
+        if isinstance(v, str) and not (info.field_name == "servers" and v == TRACE) and parse_shape(v) is None:
+            parse_colons(v)
         return v
 
     @model_serializer(mode="wrap")
@@ -134,30 +133,38 @@ class ClusterSpec(StrictModel):
 
     @property
     def node_count(self) -> int:
+        """The node slots (a fixed cluster's servers); a trace's own hardware counts through ``Scenario``."""
         if self.servers is not None:
-            from experiments.scenario.servers import server_types
-
-            return sum(n for _, n in server_types(self.servers, self.gpus_per_server, self.server_price, self.gpu))
+            return sum(n for _, n in self.server_types(()))
         return self.nodes if isinstance(self.nodes, int) else sum(g.count for g in self.nodes)
 
     # ----- the simulator's objects --------------------------------------------------------------------------------
+    # ``hardware`` is the trace's own servers (``sim.traces.Servers``), for ``servers: trace``.
     def listed_vm_types(self) -> tuple[VMType, ...]:
         """The VM types ``vm_types`` lists (the whole catalogue when unset), before spot variants."""
         return listed_vm_types(self.vm_types)
 
-    def server_types(self) -> list[tuple[VMType, int]]:
+    def server_types(self, hardware: Any = None) -> list[tuple[VMType, int]]:
         """A fixed cluster's server types, each with its count (``experiments.scenario.servers``)."""
-        from experiments.scenario.servers import server_types
+        from experiments.scenario.servers import TRACE, server_types, trace_server_types
 
+        if self.servers == TRACE:
+            if hardware is None:
+                from sim.model import CapsimError
+
+                raise CapsimError("cluster.servers: trace needs a workload trace whose format describes the hardware "
+                                  "its jobs ran on")
+            return trace_server_types(hardware, self.server_price)
         return server_types(self.servers, self.gpus_per_server, self.server_price, self.gpu)
 
-    def all_vm_types(self, base_dir: Path | None = None) -> tuple[VMType, ...]:
-        """Every VM type of the cluster: the fixed servers' types, or those listed plus their spot variants (with a
-        replayed trace, at the revocation rate policies are told: given, or observed in the series)."""
+    def all_vm_types(self, base_dir: Path | None = None, hardware: Any = None) -> tuple[VMType, ...]:
+        """Every VM type of the cluster: the fixed servers' types (``hardware``: the trace's own servers, for
+        ``servers: trace``), or those listed plus their spot variants (with a replayed trace, at the revocation rate
+        policies are told: given, or observed in the series)."""
         from sim import catalogue
 
         if self.servers is not None:
-            return tuple(v for v, _ in self.server_types())
+            return tuple(v for v, _ in self.server_types(hardware))
         types = self.listed_vm_types()
         if self.spot is None:
             return types
@@ -191,12 +198,13 @@ class ClusterSpec(StrictModel):
         spot = [v for v in catalogue.with_spot(self.listed_vm_types(), 0.0, self.spot.only) if v.spot]
         return SpotMarkets.build(spot, series, self.spot.offset_hours * 3600)
 
-    def slots(self) -> list[Any]:
+    def slots(self, hardware: Any = None) -> list[Any]:
         """The node slots (``sim.engine.NodeSlot``): one per fixed server, else as ``nodes`` says."""
         from sim.engine import NodeSlot
 
         if self.servers is not None:
-            return [NodeSlot(frozenset({v.name}), fixed=True) for v, n in self.server_types() for _ in range(n)]
+            return [NodeSlot(frozenset({v.name}), fixed=True) for v, n in self.server_types(hardware)
+                    for _ in range(n)]
         if isinstance(self.nodes, int):
             return [NodeSlot(None) for _ in range(self.nodes)]
         out: list[Any] = []
@@ -205,9 +213,11 @@ class ClusterSpec(StrictModel):
             out.extend(NodeSlot(allowed) for _ in range(g.count))
         return out
 
-    def build(self, base_dir: Path | None = None) -> Any:
+    def build(self, base_dir: Path | None = None, hardware: Any = None, largest_job: int | None = None) -> Any:
         """The simulator's ``sim.engine.Cluster``: its VM types, its slots and its rules. Every ``ClusterRules`` field
-        this spec has under the same name passes as it is (None: the rule's default); rounds and gangs are derived."""
+        this spec has under the same name passes as it is (None: the rule's default); rounds and gangs are derived.
+        On a trace's own ``hardware``, gangs reach ``largest_job`` GPUs (the trace's largest request) unless
+        ``max_gang_gpus`` says otherwise."""
         from sim.engine import Cluster
         from sim.model import ClusterRules
 
@@ -219,5 +229,7 @@ class ClusterSpec(StrictModel):
             given["round_length"] = rounds.length
         given["gang"] = self.gang if self.gang is not None else self.servers is not None
         given["unplaceable_gangs"] = self.servers is not None and rounds is not None  # Gavel's LPs price them
-        return Cluster(self.all_vm_types(base_dir), tuple(self.slots()), rules=ClusterRules(**given),
+        if self.max_gang_gpus is None and hardware is not None and largest_job is not None:
+            given["max_gang_gpus"] = max(largest_job, max(h.gpus for h in hardware))
+        return Cluster(self.all_vm_types(base_dir, hardware), tuple(self.slots(hardware)), rules=ClusterRules(**given),
                        markets=self.spot_markets(base_dir))

@@ -6,9 +6,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["file_sha256", "trace_rows", "availability", "availability_sha256"]
+__all__ = ["file_sha256", "trace_rows", "trace_hardware", "availability", "availability_sha256"]
 
 _TRACES: dict[tuple, Any] = {}
+_HARDWARE: dict[tuple, Any] = {}
 _HASHES: dict[tuple, str] = {}
 _SERIES: dict[tuple, Any] = {}
 
@@ -45,6 +46,17 @@ def trace_rows(path: Path, format: str, options: dict[str, Any], shown: str | No
 
         _remember(_TRACES, key, validate_trace(read_trace(path, format, **options), shown or str(path)), 16)
     return _TRACES[key]
+
+
+def trace_hardware(path: Path, format: str, options: dict[str, Any]) -> Any:
+    """The servers a trace's jobs ran on (``TraceReader.hardware``: ``sim.traces.Servers`` per kind), read once per
+    file version, format, options and process; a format that does not describe them is a CapsimError."""
+    key = (*_file_key(path), format, json.dumps(options, sort_keys=True, default=str))
+    if key not in _HARDWARE:
+        from sim.traces import TRACE_FORMATS
+
+        _remember(_HARDWARE, key, TRACE_FORMATS.build(format, **options).hardware(path), 16)
+    return _HARDWARE[key]
 
 
 def _files(path: Path, format: str) -> list[Path]:

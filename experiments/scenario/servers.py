@@ -12,6 +12,10 @@ cluster:
 Servers are always present (fixed slots: no renting decision), one VM type per GPU model named after it in lower
 case (``v100``), and jobs may run as gangs across servers of one type unless ``gang: false``. Gavel's ``-c`` counts
 GPUs, not servers: ``-c 36:36:36 --num_gpus_per_server 4:4:4`` is ``servers: "9:9:9"`` with ``gpus_per_server: 4``.
+
+``servers: trace`` is the trace's own hardware, as its format's reader describes it (``TraceReader.hardware``:
+Alibaba's node lists, Philly's servers per virtual cluster): one VM type per GPU model and server size, named
+``<model>-<n>gpu`` in lower case (``g2-8gpu``, ``t4-2gpu``); ``server_price`` may name the trace's GPU models.
 """
 
 from __future__ import annotations
@@ -22,10 +26,14 @@ from typing import Any
 
 from sim.model import VMType
 
-__all__ = ["GAVEL_ORDER", "per_model", "parse_colons", "parse_shape", "server_types", "check_servers"]
+__all__ = ["GAVEL_ORDER", "TRACE", "per_model", "parse_colons", "parse_shape", "server_types", "trace_server_types",
+           "check_servers"]
 
 GAVEL_ORDER = ("V100", "P100", "K80")
 """The GPU models of a colon-separated value, in Gavel's ``-c v100:p100:k80`` order."""
+
+TRACE = "trace"
+"""``servers: trace``: the fixed cluster the trace's jobs ran on."""
 
 _COLONS = re.compile(r"^\s*\d+(\s*:\s*\d+){2}\s*$")
 _SHAPE = re.compile(r"^\s*(\d+)\s*[xX]\s*(\d+)\s*$")
@@ -40,8 +48,8 @@ def parse_shape(text: str) -> tuple[int, int] | None:
 def parse_colons(text: str) -> dict[str, int]:
     """``"4:4:4"`` → ``{"V100": 4, "P100": 4, "K80": 4}`` (ValueError unless three whole numbers)."""
     if not _COLONS.match(text):
-        raise ValueError(f"expected three whole numbers V100:P100:K80 such as '4:4:4', or servers x GPUs such as "
-                         f"'32x8' (with gpu:), found {text!r}")
+        raise ValueError(f"expected three whole numbers V100:P100:K80 such as '4:4:4', servers x GPUs such as "
+                         f"'32x8' (with gpu:), or 'trace' (the trace's own hardware), found {text!r}")
     return dict(zip(GAVEL_ORDER, (int(x) for x in text.split(":"))))
 
 
@@ -72,6 +80,16 @@ def server_types(servers: Any, gpus_per_server: Any, price: Any, gpu: str | None
     prices = per_model(price, models, 0.0)
     return [(VMType(m.lower(), catalogue.gpu(m), int(gpus[m]), float(prices[m]), provider="fixed"), counts[m])
             for m in models]
+
+
+def trace_server_types(hardware: Any, price: Any) -> list[tuple[VMType, int]]:
+    """(VM type, number of servers) per kind of server of a trace's hardware (``sim.traces.Servers``), priced by
+    ``server_price`` (one number, or a mapping by the trace's GPU model names; default 0)."""
+    from sim import catalogue
+
+    prices = per_model(price, [h.gpu for h in hardware], 0.0)
+    return [(VMType(f"{h.gpu.lower()}-{h.gpus}gpu", catalogue.trace_gpu(h.gpu), h.gpus, float(prices[h.gpu]),
+                    provider="fixed"), h.count) for h in hardware if h.count > 0]
 
 
 def check_servers(cluster: Any, set_fields: set[str]) -> list[tuple[tuple, str]]:
@@ -106,6 +124,11 @@ def check_servers(cluster: Any, set_fields: set[str]) -> list[tuple[tuple, str]]
     for f in ("nodes", "vm_types"):
         if f in set_fields:
             out.append(((f,), f"expected no {f} with servers: a fixed cluster's servers are its nodes; remove one"))
+    if cluster.servers == TRACE:
+        if cluster.gpus_per_server is not None:
+            out.append((("gpus_per_server",), "expected no gpus_per_server with servers: trace (the trace's hardware "
+                                              "says how many GPUs each server has)"))
+        return out
     counts = parse_colons(cluster.servers) if isinstance(cluster.servers, str) else cluster.servers
     for field, value in (("servers", counts), ("gpus_per_server", cluster.gpus_per_server),
                          ("server_price", cluster.server_price)):

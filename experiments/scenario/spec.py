@@ -20,7 +20,7 @@ from experiments.scenario.cluster import ClusterSpec
 from experiments.scenario.colocation import ColocationSpec
 from experiments.scenario.components import PolicySpec, PredictorSpec, build_predictor, registered_policies
 from experiments.scenario.fields import StrictModel
-from experiments.scenario.files import availability_sha256, file_sha256, trace_rows
+from experiments.scenario.files import availability_sha256, file_sha256, trace_hardware, trace_rows
 from experiments.scenario.names import name_problem
 from experiments.scenario.vms import resolved_vm
 from experiments.scenario.workload import TraceSpec, WorkloadSpec
@@ -129,7 +129,21 @@ class Scenario(StrictModel):
         return len(rows) if rows is not None else self._poisson_jobs()
 
     def _poisson_jobs(self) -> int:
-        return self.workload.jobs if self.workload.jobs is not None else 10 * self.cluster.node_count
+        return self.workload.jobs if self.workload.jobs is not None else 10 * self.node_count
+
+    @property
+    def node_count(self) -> int:
+        """The node slots of the cluster (a fixed cluster's servers, the trace's own with ``servers: trace``)."""
+        return len(self.slots()) if self.hardware() is not None else self.cluster.node_count
+
+    def hardware(self) -> Any:
+        """The trace's own servers (``sim.traces.Servers``) when the cluster is ``servers: trace``, else None."""
+        from experiments.scenario.servers import TRACE
+
+        t, tp = self.trace_spec(), self.trace_path()
+        if self.cluster.servers != TRACE or t is None or tp is None:
+            return None
+        return trace_hardware(tp, t.format, t.options)
 
     def policy_specs(self) -> list[PolicySpec]:
         """The policies to run: those listed, else every registered policy with default parameters (on a rented
@@ -155,17 +169,32 @@ class Scenario(StrictModel):
         t, tp = self.trace_spec(), self.trace_path()
         return None if t is None or tp is None else trace_rows(tp, t.format, t.options, shown=t.path)
 
+    def trace_report(self) -> Any:
+        """What the trace's reader, then the cluster, did with the rows they could not use as they were (a
+        ``sim.traces.report.TraceReport``; None without a production trace)."""
+        rows = self.trace_rows()
+        if rows is None or rows.report is None:
+            return None
+        from sim.traces.table import fit_to_cluster
+
+        return fit_to_cluster(rows, self.build_cluster().configs).report
+
     # ----- the simulator's objects ----------------------------------------------------------------------------------
     def vm_types(self) -> tuple[VMType, ...]:
         """Every VM type of the cluster (``ClusterSpec.all_vm_types``)."""
-        return self.cluster.all_vm_types(self._base_dir)
+        return self.cluster.all_vm_types(self._base_dir, self.hardware())
 
     def slots(self) -> list[Any]:
-        return self.cluster.slots()
+        return self.cluster.slots(self.hardware())
 
     def build_cluster(self) -> Any:
         """The simulator's cluster; with co-location its rules let two jobs share a GPU."""
-        cluster = self.cluster.build(self._base_dir)
+        hardware = self.hardware()
+        largest = None
+        if hardware is not None:
+            rows = self.trace_rows()
+            largest = max((s.gpus or (s.measured.gpus if s.measured else 1) for s in rows.specs), default=1)
+        cluster = self.cluster.build(self._base_dir, hardware, largest)
         if self.colocation is None:
             return cluster
         from dataclasses import replace

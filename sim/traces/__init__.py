@@ -5,7 +5,7 @@ subclass registered under its name, imported below, plus its tests (the conforma
 ``tests/sim/test_traces.py`` cover every registered reader through its ``example``).
 """
 
-from sim.traces import elasticflow, gavel, native  # noqa: F401  (registers elasticflow, gavel, csv)
-from sim.traces.base import COLUMNS, DEFAULT_FORMAT, REQUIRED, TRACE_FORMATS, TraceReader, read_trace
+from sim.traces import alibaba, alibaba2020, elasticflow, gavel, native, philly, slurm  # noqa: F401  (registers them)
+from sim.traces.base import COLUMNS, DEFAULT_FORMAT, MEASURED, REQUIRED, TRACE_FORMATS, Servers, TraceReader, read_trace
 
-__all__ = ["TraceReader", "TRACE_FORMATS", "DEFAULT_FORMAT", "REQUIRED", "COLUMNS", "read_trace"]
+__all__ = ["TraceReader", "Servers", "TRACE_FORMATS", "DEFAULT_FORMAT", "REQUIRED", "MEASURED", "COLUMNS", "read_trace"]

@@ -8,23 +8,33 @@ nothing of jobs, predictors or seeds, and every format gets the same checks and 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from sim.contracts import Component
+from sim.model import CapsimError
 from sim.registry import Registry
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["TraceReader", "TRACE_FORMATS", "DEFAULT_FORMAT", "REQUIRED", "COLUMNS", "read_trace"]
+__all__ = ["TraceReader", "Servers", "TRACE_FORMATS", "DEFAULT_FORMAT", "REQUIRED", "MEASURED", "COLUMNS", "read_trace"]
 
 REQUIRED = ("submit_time", "application", "framework", "iterations", "batch_size")
-"""The columns every trace table has: submission time (s), network, ``pytorch``/``tensorflow``, iterations, batch."""
-COLUMNS = REQUIRED + ("name", "deadline", "weight", "gpus", "priority", "duration")
+"""The columns of a job known by its work: submission time (s), network, ``pytorch``/``tensorflow``, iterations,
+batch."""
+MEASURED = ("submit_time", "duration")
+"""The columns of a job known by what a production trace measured: submission time (s) and run time (s) on its GPU
+count (``measured_gpus``, else ``gpus``); a trace table has ``REQUIRED`` or ``MEASURED``."""
+COLUMNS = REQUIRED + ("name", "deadline", "weight", "gpus", "priority", "duration", "measured_gpus", "measured_gpu",
+                      "gpu_share", "gpu_models")
 """``REQUIRED`` plus the optional ones: a label, an absolute deadline (s), a tardiness weight ($ per s late), the
-GPUs the job asks for (``JobSpec.gpus``; empty: the policy chooses) and a fairness weight (``Job.priority``, 1 if
-empty)."""
+GPUs the job asks for (``JobSpec.gpus``; empty: the policy chooses), a fairness weight (``Job.priority``, 1 if
+empty); and what a production trace measured (``JobSpec.measured``): the run time (s), the GPU count it was measured
+on (empty: ``gpus``) and the GPU model (empty: the trace's own, unnamed hardware); the share of each GPU the job asks
+for (``JobSpec.gpu_share``, empty: whole GPUs) and the GPU models it may run on, separated by ``|`` (empty: any)."""
 DEFAULT_FORMAT = "csv"
 """The format of a trace given as a bare path."""
 
@@ -47,17 +57,44 @@ class TraceReader(Component):
     defaults), given in YAML next to the path: ``trace: {path: jobs.txt, format: gavel, framework: pytorch}``;
     scenario validation rejects names not in ``param_names()``.
 
+    A reader of a production trace, whose files hold rows no replay can use (duplicates, jobs that never ran, times
+    missing), also provides:
+
+    - a report of what it did with them: ``sim.traces.report.Cleaning`` drops, sorts and filters the table, counts
+      every row it touches under the rule that touched it, and leaves the ``TraceReport`` in the table's
+      ``attrs["report"]``; no row is dropped silently. ``sim.workload`` adds what only the cluster can tell (jobs
+      larger than the cluster) and the command line prints the report once.
+    - ``hardware(path) -> tuple[Servers, ...]`` (optional): the servers the trace's jobs ran on, for a fixed cluster
+      built from the trace's own hardware (``cluster.servers: trace``).
+
     ``file_kind`` names the file in messages ("expected a CSV file ..."). ``example`` is a small file in this format
-    holding ``example_jobs`` jobs: the conformance tests read it, so every registered format is tested as it lands.
+    holding ``example_jobs`` jobs (``companions``: the files it needs beside it, by name): the conformance tests read
+    it, so every registered format is tested as it lands.
     """
 
     name: ClassVar[str] = "trace"
     file_kind: ClassVar[str] = "trace"
     example: ClassVar[str] = ""
     example_jobs: ClassVar[int] = 0
+    companions: ClassVar[Mapping[str, str]] = {}
 
     def read(self, path: Path) -> pd.DataFrame:
         raise NotImplementedError(self)
+
+    def hardware(self, path: Path) -> tuple[Servers, ...]:
+        """The servers the trace ran on (the trace at ``path``, and files beside it the reader's options name)."""
+        raise CapsimError(f"trace format {self.name!r} does not describe the hardware its jobs ran on; give the "
+                          f"cluster's servers or node slots instead")
+
+
+@dataclass(frozen=True, order=True)
+class Servers:
+    """``count`` servers, each with ``gpus`` GPUs of model ``gpu``, as a trace's cluster had them. ``gpu`` is the
+    trace's own name (``G2``, ``V100M32``, ``philly``); ``sim.catalogue.trace_gpu`` gives its model."""
+
+    gpu: str
+    gpus: int
+    count: int
 
 
 TRACE_FORMATS: Registry[TraceReader] = Registry("trace format", "sim.traces")

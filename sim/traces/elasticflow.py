@@ -33,7 +33,8 @@ class ElasticFlowTrace(TraceReader):
     each job's GPU count as requested (a gang of ``num_gpu`` GPUs); True leaves the count to the policy (``gpus``
     empty: any count the runtime predictor supports, ElasticFlow's premise), the request kept as
     ``requested_gpus``. ``limit`` keeps only the first ``limit`` jobs of the file (a slice for quick runs).
-    Kept beside the trace table: ``requested_gpus`` and ``duration`` (s, measured on ``num_gpu`` A100s).
+    Kept beside the trace table: ``requested_gpus``, and the measured run (``duration`` s on ``measured_gpus`` =
+    ``num_gpu`` GPUs of the trace's cluster) that a runtime model for trace jobs (``predictors.trace``) may scale.
     """
 
     file_kind = "ElasticFlow CSV"
@@ -83,4 +84,5 @@ class ElasticFlowTrace(TraceReader):
         })
         if "duration" in raw.columns:
             table["duration"] = raw["duration"]
+            table["measured_gpus"] = raw["num_gpu"]
         return table

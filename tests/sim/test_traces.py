@@ -13,7 +13,7 @@ import yaml
 from sim.catalogue import configurations, vm_types
 from sim.contracts import Predictor
 from sim.model import CapsimError, JobSpec, VMType
-from sim.traces import COLUMNS, DEFAULT_FORMAT, REQUIRED, TRACE_FORMATS, TraceReader, read_trace
+from sim.traces import COLUMNS, DEFAULT_FORMAT, MEASURED, REQUIRED, TRACE_FORMATS, TraceReader, read_trace
 from sim.workload import trace_jobs
 
 CONFIGS = configurations(tuple(vm_types().values())[:3],
@@ -34,6 +34,8 @@ def _example(kind: str, tmp_path: Path) -> tuple[TraceReader, Path]:
     cls = TRACE_FORMATS.kinds()[kind]
     path = tmp_path / f"example.{kind}"
     path.write_text(cls.example, encoding="utf-8")
+    for name, text in cls.companions.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
     return TRACE_FORMATS.build(kind, **dict(cls.test_params)), path
 
 
@@ -52,7 +54,7 @@ def test_reader_example_gives_the_trace_table_and_jobs(kind: str, tmp_path: Path
     reader, path = _example(kind, tmp_path)
     table = reader.read(path)
     assert isinstance(table, pd.DataFrame) and len(table) == reader.example_jobs
-    assert set(REQUIRED) <= set(table.columns)
+    assert set(REQUIRED) <= set(table.columns) or set(MEASURED) <= set(table.columns)
     pd.testing.assert_frame_equal(table, reader.read(path))
     jobs = trace_jobs(table, _PerIteration(), CONFIGS, 0, str(path))
     assert [j.id for j in jobs] == list(range(reader.example_jobs))
