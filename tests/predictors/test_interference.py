@@ -79,3 +79,39 @@ def test_the_table_infers_utilisation_from_the_saturated_pairs() -> None:
     assert set(u) == {"A", "B"} and u["A"] == pytest.approx(0.6) and u["B"] == pytest.approx(0.8)
     shipped = gavel_pairs()
     assert all(0 <= x <= 1 for g in ("V100", "P100", "K80") for x in shipped.utilisation(g, 1).values())
+
+
+def test_features_come_from_the_layer_graph_or_the_costs_table() -> None:
+    """ResNet-50 at batch 64: its iteration's FLOPs are 64 samples of the resnet50 graph's forward and backward FLOPs;
+    a network with neither a graph nor a row (DeepSpeech) has no features, and the learned model will not pair it."""
+    from predictors.interference.features import job_costs, job_features
+    from predictors.interference.learned import LearnedInterference
+    from predictors.networks import network
+
+    g = network("resnet50")
+    flops = sum(g.nodes[n]["layer"].flops_fwd + g.nodes[n]["layer"].flops_bwd for n in g if g.nodes[n]["layer"])
+    j5 = job_types()["J5"]
+    assert job_features(j5)[0] == pytest.approx(math.log10(64 * flops))
+    assert job_costs(GAVEL[5])[3] == 20, "A3C's iteration is its 20 steps, from the costs table"
+    j1 = job_types()["J1"]
+    assert job_features(j1) is None
+    assert LearnedInterference(trees=5).slowdowns(j1, j5, VMS[-3], 1) == (math.inf, math.inf)
+
+
+def test_the_learned_model_never_sees_a_left_out_family() -> None:
+    """Trained without ResNet-50, the model is the one trained on the samples without any ResNet-50 pair, and its
+    answer for a ResNet-50 pair differs from the model that saw them; leave_family_out scores every family once."""
+    from predictors.interference.learned import LearnedInterference, leave_family_out, pair_samples
+
+    samples = pair_samples(gavel_pairs())
+    kept = samples[(samples["family"] != "ResNet-50") & (samples["partner_family"] != "ResNet-50")]
+    left = LearnedInterference(trees=10, leave_out=("ResNet-50",)).fit(samples)
+    same = LearnedInterference(trees=10).fit(kept.reset_index(drop=True))
+    seen = LearnedInterference(trees=10).fit(samples)
+    v100 = VMS[-3]
+    assert left.slowdowns(GAVEL[1], GAVEL[0], v100, 1) == same.slowdowns(GAVEL[1], GAVEL[0], v100, 1)
+    assert left.slowdowns(GAVEL[1], GAVEL[0], v100, 1) != seen.slowdowns(GAVEL[1], GAVEL[0], v100, 1)
+    table = leave_family_out(trees=5)
+    assert list(table["family"]) == sorted(samples["family"].unique()) + ["all"]
+    assert table["predictions"].iloc[-1] == table["predictions"].iloc[:-1].sum()
+    assert (table[["slowdown_rmsle", "utilisation_rmsle_pct"]] > 0).all().all()
