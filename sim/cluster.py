@@ -8,7 +8,7 @@ from functools import cached_property
 
 from sim.catalogue import configurations
 from sim.model import CapsimError, ClusterRules, Config, VMType
-from sim.spot_market import SpotMarkets
+from sim.spot_market import RecordedMarkets
 
 __all__ = ["NodeSlot", "Cluster"]
 
@@ -42,7 +42,7 @@ class Cluster:
     vm_types: tuple[VMType, ...]
     slots: tuple[NodeSlot, ...]
     rules: ClusterRules = field(default_factory=ClusterRules, kw_only=True)
-    markets: SpotMarkets | None = field(default=None, kw_only=True)
+    markets: RecordedMarkets | None = field(default=None, kw_only=True)
     """Recorded spot markets (``sim.spot_market``): the spot types they name follow their availability series
     instead of Poisson revocations; others keep their ``revocation_rate``."""
 

@@ -16,11 +16,11 @@ the VM is revoked: billing stops, every job on it (a gang on all its nodes) is l
 last checkpoint (``ClusterRules.checkpoint_interval`` seconds of work apart within a run), returns to the queue and
 pays the restart overhead when it runs again; the time model hears of it (``TimeModel.revoked``).
 
-Spot VMs of a recorded market (``Cluster.markets``, ``sim.spot_market``) instead go to the first zone of their type
-available at their start and are revoked when that zone's series turns unavailable. While no zone of a type is
-available, the policy sees the type in ``Snapshot.unavailable`` (its waiting jobs' estimates there are inf) and a
-plan may not start it; when one becomes available again while jobs wait, the time model hears of it
-(``TimeModel.available``).
+Spot VMs of a recorded market (``Cluster.markets``, ``sim.spot_market``, whose series start with the run, at its first
+arrival) instead go to the first zone of their type available at their start and are revoked when that zone's series
+turns unavailable. While no zone of a type is available, the policy sees the type in ``Snapshot.unavailable`` (its
+waiting jobs' estimates there are inf) and a plan may not start it; when one becomes available again while jobs wait,
+the time model hears of it (``TimeModel.available``).
 
 Co-location (``ClusterRules.jobs_per_gpu`` 2, ``docs/sharing.md``): a job started with ``Assignment.partner`` runs on
 its partner's GPUs (the run keeps each GPU's jobs: ``NodeState.devices``). Both then run at the truth's co-located pace
@@ -95,6 +95,8 @@ class Run:
         self._spot = (spot_streams(seed, len(cluster.slots))
                       if any(v.spot and v.revocation_rate > 0 for v in cluster.vm_types) else [])
         self.markets = cluster.markets
+        self._t0 = self.clock.now
+        """A recorded market's series starts with the run (its first arrival), ``Cluster.markets.offset`` into it."""
         self._wake: dict[str, Call] = {}
         self._masks: dict[frozenset[str], np.ndarray] = {}
 
@@ -200,7 +202,7 @@ class Run:
         configurations ruled out for every job (a new VM of such a type cannot be had)."""
         markets = self.markets
         assert markets is not None
-        out = frozenset(name for name in markets.names() if not markets.available(name, now))
+        out = frozenset(name for name in markets.names() if not markets.available(name, now - self._t0))
         self.world.unavailable = out
         if not out:
             return snap
@@ -226,7 +228,7 @@ class Run:
         assert markets is not None
         for name in self.world.unavailable:
             if name not in self._wake:
-                at = markets.next_available(name, now)
+                at = markets.next_available(name, now - self._t0) + self._t0
                 if math.isfinite(at):
                     self._wake[name] = self.clock.at(at, self._on_market, name)
 
@@ -402,11 +404,11 @@ class Run:
             self.clock.at(iv.ready, self._on_ready, (node, iv))
         markets = self.markets
         if vm.spot and markets is not None and vm.name in markets.zones:
-            zone = markets.zone_at(vm.name, now)
+            zone = markets.zone_at(vm.name, now - self._t0)
             if zone is None:
                 raise CapsimError(f"a {vm.name!r} spot VM was started at t={now:g} with no zone available (the plan "
                                   f"rules refuse this: a defect of the engine)")
-            end = markets.revoked_at(vm.name, zone, now)
+            end = markets.revoked_at(vm.name, zone, now - self._t0) + self._t0
             if math.isfinite(end):
                 iv.revocation = self.clock.at(end, self._on_revoke, (node, iv))
         elif vm.spot and vm.revocation_rate > 0:

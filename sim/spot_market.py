@@ -8,7 +8,8 @@ unavailable. Its type is available again as soon as any of its zones is.
 Which series govern which type: a series named after a spot VM type (its own name or its on-demand name) or after
 its GPU model governs that type alone (the type's name wins over the GPU's); every other series is a zone shared by
 every spot type no series is named after (so a series named after a type or GPU the cluster does not rent spot is a
-zone too). The simulation's time 0 is ``offset`` seconds into the series.
+zone too). The series start with the run (its first arrival), ``offset`` seconds into them; times here are from the
+run's start.
 
 Engine side: only the engine reads the series (they are the future); a policy sees which spot types can be started
 now and their revocation rates.
@@ -24,11 +25,11 @@ from sim.availability import AvailabilitySeries
 from sim.catalogue import SPOT_SUFFIX
 from sim.model import CapsimError, VMType
 
-__all__ = ["SpotMarkets"]
+__all__ = ["RecordedMarkets"]
 
 
 @dataclass(frozen=True, eq=False)
-class SpotMarkets:
+class RecordedMarkets:
     """The zones (availability series, in failover order) of each spot VM type, by type name."""
 
     zones: Mapping[str, tuple[AvailabilitySeries, ...]]
@@ -47,7 +48,7 @@ class SpotMarkets:
 
     @classmethod
     def build(cls, vm_types: Iterable[VMType], series: Mapping[str, AvailabilitySeries],
-              offset: float = 0.0) -> SpotMarkets:
+              offset: float = 0.0) -> RecordedMarkets:
         """Assign ``series`` to the spot types among ``vm_types`` by name (see the module docstring); an error names a
         spot type left without a series, or series that govern nothing."""
         spot = [v for v in vm_types if v.spot]

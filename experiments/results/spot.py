@@ -39,7 +39,9 @@ def read_reference(path: Path) -> pd.DataFrame:
     if missing:
         raise CapsimError(f"{path}: missing column(s) {missing}; expected Can't Be Late's run table "
                           f"({', '.join(need)}, ...)")
-    return ref.rename(columns={"start_h": "start_hours", "deadline_h": "deadline_hours",
+    if "status" not in ref.columns:
+        ref = ref.assign(status="ok")
+    return ref.rename(columns={"status": "reference_status", "start_h": "start_hours", "deadline_h": "deadline_hours",
                                "overhead_h": "restart_overhead_hours", "task_h": "task_hours",
                                "strategy": "reference_strategy", "cost": "reference_cost",
                                "finish_h": "reference_finish_hours", "deadline_met": "reference_deadline_met"})
@@ -48,12 +50,14 @@ def read_reference(path: Path) -> pd.DataFrame:
 def agreement(runs: pd.DataFrame, ref: pd.DataFrame) -> pd.DataFrame:
     """Every run that has a reference run: both costs (the optimum for a clairvoyant reference), the relative cost
     error, both finish times and whether the deadline verdicts agree. A reference run without a finish time (the
-    exact DP) is compared on cost only."""
+    exact DP) is compared on cost only; one that ran past the end of its trace (no cost, status ``error:...``)
+    agrees when capsim's run stopped there too (status ``trace_ended``)."""
     names = [(label, ref_name) for label, refs in REFERENCE_NAMES.items() for ref_name in refs]
     pairs = pd.DataFrame(names, columns=["component", "reference_strategy"])
     mine = runs.merge(pairs, on="component")
     mine[KEYS[1:]] = mine[KEYS[1:]].astype(float)
-    cols = KEYS + ["reference_strategy", "reference_cost", "reference_finish_hours", "reference_deadline_met"]
+    cols = KEYS + ["reference_strategy", "reference_status", "reference_cost", "reference_finish_hours",
+                   "reference_deadline_met"]
     both = mine.merge(ref[cols], on=KEYS + ["reference_strategy"])
     if both.empty:
         raise CapsimError("the reference has no run of these cases and strategies (traces, starts, deadlines, "
@@ -62,10 +66,12 @@ def agreement(runs: pd.DataFrame, ref: pd.DataFrame) -> pd.DataFrame:
     both = both.assign(value=value, cost_error=(value - both["reference_cost"]).abs() / both["reference_cost"])
     has_finish = both["reference_finish_hours"].notna()
     both["finish_error_hours"] = (both["finish_hours"] - both["reference_finish_hours"]).abs().where(has_finish)
-    both["verdict_same"] = both["deadline_met"] == both["reference_deadline_met"].astype(bool)
-    return both[KEYS + ["strategy", "reference_strategy", "value", "reference_cost", "cost_error", "finish_hours",
-                        "reference_finish_hours", "finish_error_hours", "deadline_met", "reference_deadline_met",
-                        "verdict_same"]]
+    ended = both["reference_status"].astype(str).str.startswith("error") & both["reference_cost"].isna()
+    met = both["reference_deadline_met"].map({True: True, False: False, "True": True, "False": False})
+    both["verdict_same"] = ((both["deadline_met"] == met) & ~ended) | (ended & (both["status"] == "trace_ended"))
+    return both[KEYS + ["strategy", "reference_strategy", "status", "reference_status", "value", "reference_cost",
+                        "cost_error", "finish_hours", "reference_finish_hours", "finish_error_hours", "deadline_met",
+                        "reference_deadline_met", "verdict_same"]]
 
 
 def agreement_summary(agree: pd.DataFrame) -> pd.DataFrame:

@@ -177,11 +177,11 @@ class ClusterSpec(StrictModel):
         return catalogue.with_spot(types, rates, self.spot.only)
 
     def spot_markets(self, base_dir: Path | None = None) -> Any:
-        """The replayed spot markets (``sim.spot_market.SpotMarkets``) of ``spot.trace`` (relative paths from
+        """The replayed spot markets (``sim.spot_market.RecordedMarkets``) of ``spot.trace`` (relative paths from
         ``base_dir``), or None for a Poisson market or no spot."""
         from experiments.scenario.files import availability
         from sim import catalogue
-        from sim.spot_market import SpotMarkets
+        from sim.spot_market import RecordedMarkets
 
         t = None if self.spot is None else self.spot.trace_spec()
         if self.spot is None or t is None:
@@ -196,7 +196,7 @@ class ClusterSpec(StrictModel):
                                   f"{', '.join(series)})")
             series = {t.market: series[t.market]}
         spot = [v for v in catalogue.with_spot(self.listed_vm_types(), 0.0, self.spot.only) if v.spot]
-        return SpotMarkets.build(spot, series, self.spot.offset_hours * 3600)
+        return RecordedMarkets.build(spot, series, self.spot.offset_hours * 3600)
 
     def slots(self, hardware: Any = None) -> list[Any]:
         """The node slots (``sim.engine.NodeSlot``): one per fixed server, else as ``nodes`` says."""

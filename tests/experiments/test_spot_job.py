@@ -111,3 +111,20 @@ def test_a_market_of_a_directory_is_picked_by_name(tmp_path):
     sc = load_spot_scenario(write(tmp_path, trace={"path": str(SPOT / "traces" / "aws-02-15-2023"),
                                                    "market": "us-east-2a_v100_1"}))
     assert sc.cases[0].series.name == "us-east-2a_v100_1" and sc.cases[0].market.gap == 195
+
+
+def test_a_reference_run_past_the_trace_end_agrees_with_a_run_that_stopped_there(tmp_path):
+    import json
+
+    (tmp_path / "short.json").write_text(json.dumps({"metadata": {"gap_seconds": 600}, "data": [1, 1, 0, 0, 0, 0]}))
+    cols = "trace,start_h,deadline_h,overhead_h,task_h,strategy,status,cost,finish_h,deadline_met\n"
+    rows = ("short,0.0,1.0,0.0,0.5,only_spot,error:Timestamp out of range,,,\n"
+            "short,0.0,1.0,0.0,0.5,on_demand,ok,1.53,0.5,True\n")
+    (tmp_path / "ref.csv").write_text(cols + rows)
+    p = write(tmp_path, trace=str(tmp_path / "short.json"), task_hours=0.5, deadline_hours=1.0,
+              restart_overhead_hours=0, strategies=["on_demand", "only_spot"])
+    sc = load_spot_scenario(p)
+    runs = run_scenario(sc)
+    a = agreement(runs, read_reference(tmp_path / "ref.csv")).set_index("strategy")
+    assert runs.set_index("strategy")["status"]["only_spot"] == "trace_ended"  # 1200 s of spot, then none
+    assert a["verdict_same"].all() and a["cost_error"]["on_demand"] == pytest.approx(0.0)

@@ -29,7 +29,7 @@ from sim.catalogue import job_types, vm_types, with_spot
 from sim.cluster import Cluster, NodeSlot
 from sim.engine import RunResult, Simulation
 from sim.model import ClusterRules, Job, Plan, Snapshot
-from sim.spot_market import SpotMarkets
+from sim.spot_market import RecordedMarkets
 
 __all__ = ["World", "worlds", "run", "recorded_run", "check", "check_plan_names", "AT_SCALE", "at_scale",
            "features"]
@@ -77,7 +77,7 @@ def worlds(draw, single_gpu: bool = False, spot: bool = True) -> World:
         priced = tuple(dataclasses.replace(v, spot_price_per_hour=0.4 * v.price_per_hour) for v in types)
         types = with_spot(priced, 20.0)  # a mean life of 3 min, as long as these jobs
         if market == "replayed":
-            markets = SpotMarkets.build(types, {z: _zone(z, draw(st.integers(0, 2**31))) for z in ("a", "b")})
+            markets = RecordedMarkets.build(types, {z: _zone(z, draw(st.integers(0, 2**31))) for z in ("a", "b")})
     cluster = Cluster(types, slots, rules=ClusterRules(billing_quantum=draw(st.sampled_from([0.0, 60.0])),
                       restart_overhead=draw(st.sampled_from([0.0, 5.0])),
                       decision_interval=math.inf if math.isfinite(rounds) else

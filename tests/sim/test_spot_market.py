@@ -22,9 +22,9 @@ def zone(name: str, *bits: int, gap: float = 100) -> AvailabilitySeries:
 
 
 def markets(*series: AvailabilitySeries, offset: float = 0.0):
-    from sim.spot_market import SpotMarkets
+    from sim.spot_market import RecordedMarkets
 
-    return SpotMarkets.build([SMALL, BIG, ON_DEMAND], {s.name: s for s in series}, offset)
+    return RecordedMarkets.build([SMALL, BIG, ON_DEMAND], {s.name: s for s in series}, offset)
 
 
 def test_zones_are_shared_and_a_series_named_after_a_type_or_gpu_governs_it_alone():

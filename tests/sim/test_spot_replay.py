@@ -12,7 +12,7 @@ from sim.catalogue import spot_variant
 from sim.cluster import Cluster, NodeSlot
 from sim.engine import Simulation
 from sim.model import Assignment, CapsimError, ClusterRules, Plan
-from sim.spot_market import SpotMarkets
+from sim.spot_market import RecordedMarkets
 from tests.sim.helpers import SMALL, A, Scripted, job, table
 
 SPOT = spot_variant(SMALL.__class__(SMALL.name, SMALL.gpu, 1, 3.6, spot_price_per_hour=1.2), 0.5)
@@ -24,7 +24,7 @@ def zone(name: str, *bits: int) -> AvailabilitySeries:
 
 
 def cluster(*zones: AvailabilitySeries, nodes: int = 1, checkpoint: float = math.inf, **rules) -> Cluster:
-    markets = SpotMarkets.build([SPOT], {z.name: z for z in zones})
+    markets = RecordedMarkets.build([SPOT], {z.name: z for z in zones})
     return Cluster((SMALL, SPOT), tuple(NodeSlot() for _ in range(nodes)),
                    rules=ClusterRules(checkpoint_interval=checkpoint, **rules), markets=markets)
 
@@ -98,6 +98,12 @@ def test_a_run_that_outlasts_the_series_is_an_error_naming_it():
 
 
 def test_markets_must_name_spot_types_of_the_cluster():
-    markets = SpotMarkets.build([SPOT], {"a": zone("a", 1)})
+    markets = RecordedMarkets.build([SPOT], {"a": zone("a", 1)})
     with pytest.raises(CapsimError, match="not spot VM types of the cluster"):
         Cluster((SMALL,), (NodeSlot(),), markets=markets)
+
+
+def test_the_series_starts_with_the_run_at_its_first_arrival():
+    c = cluster(zone("a", 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1))
+    r = Simulation(c, [job(0, A, 5000.0)], Scripted(spot_first), TRUTH, seed=0).run()
+    assert r.jobs["start_time"].iloc[0] == 5300.0
