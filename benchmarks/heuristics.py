@@ -8,7 +8,7 @@ Instance families (the measured predictor's J1–J6 runtimes on the paper's cata
 - ``poisson``: capsim's setting scaled up, 10 jobs per node and a mean inter-arrival of 150/N s (30 s at 5 nodes,
   7.5 s at 20, 3 s at 50, 1.5 s at 100), so the load per node stays the paper's;
 - ``paper``: the paper grid of ``experiments/paper.yaml`` (2, 5, 10 nodes × 30 s, 45 s; 10 jobs per node);
-- ``high`` / ``low``: the published generator's load schemes (HEURISTICS.md §8) over the same catalogue and jobs
+- ``high`` / ``low``: the published generator's load schemes (docs/heuristics.md §H8) over the same catalogue and jobs
   (``published_jobs``);
 - ``decisions``: not whole runs but the decisions of MILP runs (poisson, 2–20 nodes), each heuristic's plan priced
   by the MILP's objective against the MILP's own plan.
@@ -54,7 +54,7 @@ SCHEMES = {"high": 1.3 / 3, "low": 1.3 / 12}
 
 
 def published_jobs(n_nodes: int, scheme: str, seed: int, truth, configs: Sequence[Config]) -> list[Job]:
-    """The published generator (HEURISTICS.md §8) over J1–J6: 10·N+1 jobs drawn uniformly; each job's rate
+    """The published generator (docs/heuristics.md §H8) over J1–J6: 10·N+1 jobs drawn uniformly; each job's rate
     λ = N·G_max / t1 (G_max the largest VM's GPUs, t1 its fastest 1-GPU runtime); jobs in name order dealt round-robin
     into round(jobs/10) clusters; each cluster's rate the mean of 1.3·λ/3 ("high") or 1.3·λ/12 ("low") over its
     members ("mixed": high for even clusters, low for odd); clusters emitted one after another with exponential

@@ -1,4 +1,5 @@
-"""The policy contract (``sim.contracts.Policy``, re-exported here for policy authors) and the policy registry."""
+"""The policy contract (``sim.contracts.Policy``, re-exported here for policy authors) and the policy registry, with
+the face every registry has (``sim.registry``)."""
 
 from __future__ import annotations
 
@@ -14,11 +15,10 @@ register = POLICIES.register
 """Class decorator adding a policy to the registry under ``name`` (the YAML ``policies[].kind``)."""
 alias = POLICIES.alias
 """``alias(name, target)``: another YAML name for a registered policy (e.g. ``ps`` for ``priority``)."""
-
-
-def registry(*, aliases: bool = True) -> dict[str, Callable[..., Policy]]:
-    """Every registered policy kind in registration order; ``aliases=False`` lists each policy once."""
-    return POLICIES.kinds(aliases=aliases)
+registry = POLICIES.kinds
+"""Every registered policy kind in registration order; ``aliases=False`` lists each policy once."""
+build = POLICIES.build
+"""Build the registered policy ``kind`` with ``params``; a clear error names the known kinds otherwise."""
 
 
 def replay_registry() -> dict[str, Callable[..., ReplayPolicy]]:
@@ -30,11 +30,6 @@ def replay_registry() -> dict[str, Callable[..., ReplayPolicy]]:
 def kinds() -> dict[str, Callable[..., Policy | ReplayPolicy]]:
     """Every policy a scenario may name: ``registry()`` and ``replay_registry()``."""
     return {**registry(), **replay_registry()}
-
-
-def build(kind: str, **params: Any) -> Policy:
-    """Build the registered policy ``kind`` with ``params``; a clear error names the known kinds otherwise."""
-    return POLICIES.build(kind, **params)
 
 
 def build_any(kind: str, **params: Any) -> Policy | ReplayPolicy:

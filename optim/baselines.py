@@ -1,4 +1,4 @@
-"""FIFO, EDF and Priority scheduling: one list-scheduling core, three queue orders (REFERENCE §3).
+"""FIFO, EDF and Priority scheduling: one list-scheduling core, three queue orders (docs/reference.md §3).
 
 The head of the queue gets its D* configuration on a free node of its own and keeps that VM until it completes:
 no sharing, no preemption, strict head-of-line blocking when the head cannot be placed. Two options extend it to
@@ -40,16 +40,17 @@ class ListScheduler(Policy):
     """
 
     may_preempt: ClassVar[bool] = False
-    may_share: ClassVar[bool] = False
+    may_share: ClassVar[bool] = True
+    """Several jobs on one VM: only with ``pack`` (without it every job takes a free node of its own)."""
     may_gang: ClassVar[bool] = True
 
     def __init__(self, pack: bool = False, spot: bool = False, spot_rule: str | None = None):
-        self.pack = bool(pack)
-        self.spot = bool(spot)
+        self.pack = pack
+        self.spot = spot
         self.spot_rule = spot_rule
+        self.check_param("pack", bool)
+        self.check_param("spot", bool)
         check_spot_rule(self.name, spot_rule)
-        if self.pack:
-            self.may_share = True  # type: ignore[misc]
         self._index: NodeIndex | None = None
         self._queue = WaitingQueue(type(self).order)
 

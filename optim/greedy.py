@@ -1,4 +1,5 @@
-"""The greedy heuristic of REFERENCE §4: pressure order, D* setups, best-fit sharing, then shrink and hand out GPUs.
+"""The greedy heuristic (docs/reference.md §4): pressure order, D* setups, best-fit sharing, then shrink and hand out
+GPUs.
 
 Used where the MILP is too slow. Jobs are taken by pressure (now + fastest remaining time − deadline, highest first).
 Each gets its D* setup (GPU model and count). It goes first on an open VM of that GPU model with enough free GPUs (best
@@ -13,8 +14,8 @@ larger than one VM (a gang, on a cluster that allows gangs) takes whole empty no
 GPUs of open VMs of that type, most free first; its VMs are neither shrunk nor given to others' speed-ups.
 
 ``construct`` is that procedure; given a random generator it becomes the randomised greedy of the published
-heuristics (HEURISTICS.md §4): adjacent queue swaps, a setup drawn among the first entries of the D* ranking, a node
-drawn among the best-fitting ones (``optim.heuristics`` builds on it).
+heuristics (docs/heuristics.md §H4): adjacent queue swaps, a setup drawn among the first entries of the D* ranking, a
+node drawn among the best-fitting ones (``optim.heuristics`` builds on it).
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ def construct(
     queue: Sequence[JobView] | None = None,
     index: NodeIndex | None = None,
 ) -> Plan:
-    """The greedy plan; with ``rng``, randomised as the published RandomGreedy (HEURISTICS.md §4).
+    """The greedy plan; with ``rng``, randomised as the published RandomGreedy (docs/heuristics.md §H4).
 
     ``alpha``: the setup is drawn among the first round(alpha·|D*|) entries of the D* ranking; ``swap``: after the
     pressure sort, each adjacent pair swaps with probability 0.5 + swap when the first job's weight is larger, else

@@ -89,7 +89,13 @@ def allreduce_time(bytes_: float, gpus: int, link_gbs: float, algorithm: str) ->
 
 @register("analytical")
 class AnalyticalPredictor(TrainablePredictor):
-    """Layer-graph FLOPs/bytes model with efficiencies fitted per framework × GPU (module docstring)."""
+    """Layer-graph FLOPs/bytes model with efficiencies fitted per framework × GPU (module docstring).
+
+    ``interconnect_gbs``: the links' bandwidth (GB/s); ``allreduce``: ``ring`` or ``tree``; ``branch_overlap``: how
+    far parallel branches overlap (0: they add, 1: the longest counts); ``default_efficiency``: the efficiency of a GPU
+    never measured (None: the median of the measured ones in its group); ``efficiency_by``: fit it per ``framework`` or
+    per ``application``; ``cpu_threads``: the CPU threads a job gets for its input pipeline (``max``, a number, or
+    None for no input floor)."""
 
     fit_params = ("interconnect_gbs", "allreduce", "branch_overlap", "efficiency_by")
 
@@ -98,17 +104,18 @@ class AnalyticalPredictor(TrainablePredictor):
                  cpu_threads: str | int | None = "max"):
         if allreduce not in ("ring", "tree"):
             raise CapsimError(f"predictor 'analytical': allreduce must be 'ring' or 'tree', got {allreduce!r}")
-        if interconnect_gbs <= 0 or not 0 <= branch_overlap <= 1:
-            raise CapsimError("predictor 'analytical': need interconnect_gbs > 0 and 0 <= branch_overlap <= 1")
         if efficiency_by not in ("framework", "application"):
             raise CapsimError("predictor 'analytical': efficiency_by must be 'framework' or 'application', "
                               f"got {efficiency_by!r}")
         if cpu_threads not in ("max", None) and not (isinstance(cpu_threads, int) and cpu_threads > 0):
             raise CapsimError("predictor 'analytical': cpu_threads must be 'max', null or a positive integer, "
                               f"got {cpu_threads!r}")
-        self.interconnect_gbs, self.allreduce = float(interconnect_gbs), allreduce
-        self.branch_overlap, self.default_efficiency = float(branch_overlap), default_efficiency
+        self.interconnect_gbs, self.allreduce = interconnect_gbs, allreduce
+        self.branch_overlap, self.default_efficiency = branch_overlap, default_efficiency
         self.efficiency_by, self.cpu_threads = efficiency_by, cpu_threads
+        self.check_param("interconnect_gbs", float, above=0.0)
+        self.check_param("branch_overlap", float, low=0.0, high=1.0)
+        self.check_param("default_efficiency", float, above=0.0, optional=True)
         self._ideal: dict[tuple, float] = {}
 
     def ideal_time(self, net: str, depth: int | None, batch_per_gpu: float, gpu: GPUModel) -> float:

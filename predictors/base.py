@@ -23,42 +23,21 @@ from sim.model import INFEASIBLE, CapsimError, Config, JobSpec, VMType
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Predictor", "TrainablePredictor", "AffinePredictor", "NotFittedError", "register", "registry", "build",
-           "from_dict", "clone", "RUN_COLUMNS"]
+__all__ = ["Predictor", "TrainablePredictor", "AffinePredictor", "NotFittedError", "register", "alias", "registry",
+           "build", "RUN_COLUMNS"]
 
 register = PREDICTORS.register
 """Class decorator adding a predictor to the registry under ``name`` (the YAML ``predictor.kind``)."""
+alias = PREDICTORS.alias
+registry = PREDICTORS.kinds
+"""Every registered predictor kind (``aliases=False``: each once)."""
+build = PREDICTORS.build
+"""Build the registered predictor ``kind`` with ``params``; a parameter given as a mapping with a ``kind`` key
+(``base: {kind: measured}``) is built first; a clear error names the known kinds otherwise."""
 
 RUN_COLUMNS = ("application", "framework", "gpu", "gpus", "batch_size", "iterations", "cpu_threads", "depth",
                "runtime_s")
 """The columns a runs table needs (the layout of ``predictors.measurements.runs()``)."""
-
-
-def registry() -> dict[str, Callable[..., Predictor]]:
-    """Every registered predictor kind."""
-    return PREDICTORS.kinds()
-
-
-def build(kind: str, **params: Any) -> Predictor:
-    """Build the registered predictor ``kind`` with ``params``; a clear error names the known kinds otherwise.
-
-    A parameter given as a dict with a ``kind`` key (e.g. ``base: {kind: measured}``) is built recursively first.
-    """
-    params = {k: build(**v) if isinstance(v, dict) and "kind" in v else v for k, v in params.items()}
-    return PREDICTORS.build(kind, **params)
-
-
-def from_dict(config: dict[str, Any]) -> Predictor:
-    """Build a predictor from a YAML-style dict ``{kind: ..., <params>}``, nested ``base`` dicts included."""
-    if not isinstance(config, dict) or "kind" not in config:
-        raise CapsimError(f"predictor settings {config!r}: need a mapping with a 'kind' key, e.g. {{kind: measured}}")
-    return build(**config)
-
-
-def clone(p: Predictor) -> Predictor:
-    """A new, unfitted predictor with ``p``'s parameters (predictor parameters cloned too)."""
-    params = {k: clone(v) if isinstance(v, Predictor) else v for k, v in p.get_params().items()}
-    return PREDICTORS.build(p.name, **params)
 
 
 _SHARED: dict[tuple, Any] = {}

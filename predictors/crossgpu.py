@@ -221,15 +221,3 @@ def compare_features(speeds: Mapping[tuple[str, str], float]) -> str:
         ratios = " | ".join(f"{fit.factor(gpus['A100-40GB'], gpus[g]):.2f}" for g in UNMEASURED)
         lines.append(f"| `{name}` | {fit.describe()} | {np.mean(errs):.0%} | {ratios} |")
     return "\n".join(lines)
-
-
-def main() -> None:
-    """Print the scaling fitted on every measured GPU, its leave-one-GPU-out errors per model, and the candidate
-    feature sets compared."""
-    speeds = shipped_speeds()
-    s = default_scaling()
-    print(f"speed ∝ {s.describe()}  (fitted on {', '.join(s.models)}; peak single-GPU samples/s)\n")
-    print(format_table(leave_one_gpu_out(speeds, s.features)))
-    print("\nCandidate features (speed relative to the A100-40GB for the GPUs no table measured):\n")
-    print(compare_features(speeds))
-

@@ -2,7 +2,7 @@
 
 ``inside`` (default ``measured``) answers every configuration it supports: the measured runs and the interpolation
 between them. Everywhere else ``outside`` (default ``regression``, whose model for each kind of extrapolation was
-chosen by a validation that asks that kind of question) answers. With ``anchor`` (default), an outside answer is
+chosen by a validation that asks that kind of question) answers. With ``anchor`` (off by default), an outside answer is
 taken relative to the nearest measured configuration of the same GPU type: ``outside(q) × inside(q0) / outside(q0)``,
 where ``q0`` clamps the GPU count into the counts measured on that GPU type and then the batch into the range
 measured at that count, so the model supplies the trend and the measurements the level, and answers are continuous
@@ -21,7 +21,7 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
-from predictors.base import Predictor, TrainablePredictor, clone, register
+from predictors.base import Predictor, TrainablePredictor, register
 from predictors.measured import MeasuredPredictor
 from predictors.measurements import data_key, measured_gpu_name, row_configs, row_specs
 from predictors.memory import guard
@@ -41,11 +41,12 @@ class HybridPredictor(TrainablePredictor):
                               "(it defines the measured range)")
         if outside is not None and not isinstance(outside, TrainablePredictor):
             raise CapsimError("predictor 'hybrid': outside must be a trainable predictor, e.g. {kind: regression}")
-        self.inside, self.outside, self.anchor = inside, outside, bool(anchor)
+        self.inside, self.outside, self.anchor = inside, outside, anchor
+        self.check_param("anchor", bool)
 
     def _fit(self, runs: pd.DataFrame) -> None:
-        inside = clone(self.inside) if self.inside is not None else MeasuredPredictor()
-        outside = clone(self.outside) if self.outside is not None else RegressionPredictor()
+        inside = self.inside.clone() if self.inside is not None else MeasuredPredictor()
+        outside = self.outside.clone() if self.outside is not None else RegressionPredictor()
         assert isinstance(inside, MeasuredPredictor) and isinstance(outside, TrainablePredictor)
         inside.fit(runs)
         self.inside_: MeasuredPredictor = inside

@@ -115,7 +115,8 @@ class MeasuredPredictor(AffinePredictor, TrainablePredictor):
             raise CapsimError("predictor 'measured': cpu_threads must be 'best' or a positive integer, "
                               f"got {cpu_threads!r}")
         self.cpu_threads = cpu_threads
-        self.extrapolate_batch = bool(extrapolate_batch)
+        self.extrapolate_batch = extrapolate_batch
+        self.check_param("extrapolate_batch", bool)
         self._answers: dict[tuple, tuple[float, float, str | None]] = {}
 
     def _forget(self) -> None:

@@ -68,17 +68,18 @@ def _words(text: str) -> list[int]:
 
 @register("noisy")
 class NoisyPredictor(Predictor):
-    """``base``'s answer × a log-normal error with the requested MAPE and bias, deterministic per (seed, spec,
-    configuration)."""
+    """``base``'s answer × a log-normal error with the requested ``mape`` and ``bias``, deterministic per (``seed``,
+    spec, configuration)."""
 
     test_params: ClassVar[Mapping[str, Any]] = {"base": {"kind": "measured"}, "mape": 0.2}
 
     def __init__(self, base: Predictor, mape: float = 0.2, bias: float = 0.0, seed: int = 0):
         if not isinstance(base, Predictor):
             raise CapsimError(f"predictor 'noisy': base must be a predictor or a mapping with 'kind', got {base!r}")
-        if not 0 <= mape or not bias > -1:
-            raise CapsimError(f"predictor 'noisy': need mape >= 0 and bias > -1, got mape={mape}, bias={bias}")
-        self.base, self.mape, self.bias, self.seed = base, float(mape), float(bias), int(seed)
+        self.base, self.mape, self.bias, self.seed = base, mape, bias, seed
+        self.check_param("mape", float, low=0.0)
+        self.check_param("bias", float, above=-1.0)
+        self.check_param("seed", int, low=0)
         self.mu, self.sigma = lognormal_params(self.mape, self.bias)
         self._keys: dict[object, int] = {}
 

@@ -254,24 +254,29 @@ def question(ranges: dict[str, Any], gpu: str, n: int, batch: int, depth: int) -
 
 @register("regression")
 class RegressionPredictor(TrainablePredictor):
-    """Regression with one model per kind of question, chosen by validations that ask it (module docstring)."""
+    """Regression with one model per kind of question, chosen by validations that ask it (module docstring).
+
+    ``families``: the model families tried; ``degree``: the largest degree of the feature products; ``folds``: k of
+    the k-fold validations; ``max_features``: the most features forward selection keeps; ``cpu_threads``: the CPU
+    threads a job is assumed to get; ``seed``: the folds' random split."""
 
     fit_params = ("families", "degree", "folds", "max_features", "seed")
 
     def __init__(self, families: Sequence[str] = DEFAULT_FAMILIES, degree: int = 2, folds: int = 3,
                  max_features: int = 8, cpu_threads: str | int = "best", seed: int = 0):
-        bad = set(families) - set(FAMILIES)
+        bad = set(families) - set(FAMILIES) if not isinstance(families, str) else {families}
         if bad or not families:
             raise CapsimError(f"predictor 'regression': unknown families {sorted(bad)}; "
                               f"choose from {', '.join(FAMILIES)}")
-        if degree < 1 or folds < 2 or max_features < 1:
-            raise CapsimError(f"predictor 'regression': need degree >= 1, folds >= 2 and max_features >= 1, got "
-                              f"degree={degree}, folds={folds}, max_features={max_features}")
         if cpu_threads not in ("best", "max") and not (isinstance(cpu_threads, int) and cpu_threads > 0):
             raise CapsimError(f"predictor 'regression': cpu_threads must be 'best', 'max' or a positive integer, "
                               f"got {cpu_threads!r}")
-        self.families, self.degree, self.folds = tuple(families), int(degree), int(folds)
-        self.max_features, self.cpu_threads, self.seed = int(max_features), cpu_threads, int(seed)
+        self.families, self.degree, self.folds = families, degree, folds
+        self.max_features, self.cpu_threads, self.seed = max_features, cpu_threads, seed
+        self.check_param("degree", int, low=1)
+        self.check_param("folds", int, low=2)
+        self.check_param("max_features", int, low=1)
+        self.check_param("seed", int, low=0)
 
     # ----- fitting --------------------------------------------------------------------------------------------------
     def rows_for(self, mkey: MKey) -> pd.DataFrame:

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from predictors.base import Predictor, register
-from sim.model import INFEASIBLE, JobSpec, VMType
+from sim.model import INFEASIBLE, CapsimError, JobSpec, VMType
 
 
 @register("table")
@@ -23,10 +23,15 @@ class TablePredictor(Predictor):
     }
 
     def __init__(self, table: Mapping[str, float]):
-        self.table = {str(k): float(v) for k, v in table.items()}
+        self.table = table
+        bad = [k for k, v in table.items() if not isinstance(k, str) or isinstance(v, bool)
+               or not isinstance(v, (int, float)) or not v > 0] if isinstance(table, Mapping) else None
+        if bad is None or bad:
+            raise CapsimError(f"predictor 'table': table must map 'JOB/VMTYPE/GPUS' to seconds > 0, got "
+                              f"{table if bad is None else {k: table[k] for k in bad[:3]}!r}")
 
     def runtime(self, spec: JobSpec, vm: VMType, gpus: int) -> float:
-        return self.table.get(f"{spec.name}/{vm.name}/{gpus}", INFEASIBLE)
+        return float(self.table.get(f"{spec.name}/{vm.name}/{gpus}", INFEASIBLE))
 
     def support(self, spec: JobSpec, vm: VMType, gpus: int) -> str | None:
         key = f"{spec.name}/{vm.name}/{gpus}"

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from predictors.analytical import AnalyticalPredictor, check_specs, graph_depth, graph_name
-from predictors.base import AffinePredictor, Predictor, TrainablePredictor, clone, register
+from predictors.base import AffinePredictor, Predictor, TrainablePredictor, register
 from predictors.measured import MeasuredPredictor
 from predictors.measurements import data_key
 from predictors.memory import guard
@@ -60,11 +60,12 @@ class WavePredictor(AffinePredictor, TrainablePredictor):
             raise CapsimError(f"predictor 'wave': gamma_default must lie in [0, 1], got {gamma_default}")
         if base is not None and not isinstance(base, AffinePredictor):
             raise CapsimError("predictor 'wave': base must give an overhead and a per-iteration time (e.g. 'measured')")
-        self.origin, self.gamma_default, self.base, self.input_floor = origin, gamma_default, base, bool(input_floor)
+        self.origin, self.gamma_default, self.base, self.input_floor = origin, gamma_default, base, input_floor
+        self.check_param("input_floor", bool)
         self._factor: dict[tuple, float] = {}
 
     def _fit(self, runs: pd.DataFrame) -> None:
-        base = clone(self.base) if self.base is not None else MeasuredPredictor()
+        base = self.base.clone() if self.base is not None else MeasuredPredictor()
         assert isinstance(base, AffinePredictor)
         if isinstance(base, TrainablePredictor):
             base.fit(runs)

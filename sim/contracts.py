@@ -4,22 +4,26 @@ This module is part of the floor: it imports only the vocabulary (``sim.model``)
 ``optim``, ``predictors`` or ``experiments``. The engine receives a policy and predictors as objects that follow these
 contracts; ``optim.base`` and ``predictors.base`` re-export them for their authors.
 
-Both follow scikit-learn's estimator contract: every constructor argument is stored unchanged under its own name, so
-``get_params()`` can be read off the signature (used by scenario validation and ``describe()``), no heavy work runs
-in ``__init__``, and state learnt from data is kept in attributes whose names end in ``_``.
+Both (and trace readers, ``sim.traces.base.TraceReader``) follow scikit-learn's estimator contract: every constructor
+argument is stored as given under its own name (and validated there: ``check_param``), so ``get_params()`` can be
+read off the signature, ``set_params()`` and ``clone()`` rebuild a component from its parameters, no heavy work runs in
+``__init__``, and state learnt from data is kept in attributes whose names end in ``_``. ``sim.testing`` checks all of
+it on any component.
 """
 
 from __future__ import annotations
 
+import copy
 import inspect
 import math
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from numbers import Integral, Real
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import numpy as np
 
 from sim.model import CapsimError, Config, JobSpec, Plan, Snapshot, VMType
-from sim.registry import Registry
+from sim.registry import Registry, did_you_mean
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -33,15 +37,17 @@ class NotFittedError(CapsimError):
 
 
 class Component:
-    """What policies and predictors share: a registry name, parameters read from the signature, a label.
+    """What every component shares: a registry name, parameters read from the signature, a label, and rebuilding.
 
-    Subclasses store every ``__init__`` argument as an attribute of the same name (converted at most to a plain
-    type), never ``*args``/``**kwargs``. ``test_params`` names the parameters the conformance tests build a component
-    with when its defaults cannot run on this machine or need an argument (a runtime table, say); a component must
-    never be skipped by them.
+    Subclasses store every ``__init__`` argument as given, as an attribute of the same name (never ``*args`` or
+    ``**kwargs``), and validate it (``check_param``): no conversion, so that ``clone()`` and ``set_params()``, which
+    run the constructor again on ``get_params()``, give the same component. ``test_params`` names the parameters the
+    conformance checks build a component with when its defaults cannot run on this machine or need an argument (a
+    runtime table, say); a component must never be skipped by them. ``family`` names the kind of component in messages.
     """
 
     name: ClassVar[str] = "component"
+    family: ClassVar[str] = "component"
     test_params: ClassVar[Mapping[str, Any]] = {}
 
     @classmethod
@@ -60,6 +66,51 @@ class Component:
         if missing:
             raise TypeError(f"{type(self).__name__} does not store its parameters {missing} under their own names")
         return {n: getattr(self, n) for n in self.param_names()}
+
+    def set_params(self, **params: Any) -> Self:
+        """Change parameters by name and return ``self``: the constructor runs again on the merged parameters, so they
+        are validated as at construction and what derives from them follows; learnt state (``*_``) is dropped."""
+        names = self.param_names()
+        for n in params:
+            if n not in names:
+                raise CapsimError(f"{self.family} {self.name!r}: unknown parameter {n!r}{did_you_mean(n, names)}; its "
+                                  f"parameters are {', '.join(names) or 'none'}")
+        merged = {**self.get_params(), **params}
+        for k in [k for k in vars(self) if k.endswith("_") and not k.endswith("__")]:
+            delattr(self, k)
+        type(self).__init__(self, **merged)
+        return self
+
+    def clone(self) -> Self:
+        """A new, unfitted component with the same parameters: component parameters cloned, others deep-copied."""
+        return type(self)(**{k: v.clone() if isinstance(v, Component) else copy.deepcopy(v)
+                             for k, v in self.get_params().items()})
+
+    def check_param(self, name: str, kind: type, *, low: float | None = None, high: float | None = None,
+                    above: float | None = None, optional: bool = False, choices: Sequence[Any] | None = None) -> None:
+        """A ``CapsimError`` naming this component unless its parameter ``name`` is a ``kind`` (``bool``; ``int``: a
+        whole number; ``float``: any finite number; ``str``) within ``[low, high]`` and ``> above``, one of
+        ``choices`` if given, or None when ``optional``."""
+        value = getattr(self, name)
+        if value is None and optional:
+            return
+        ok = {bool: lambda v: isinstance(v, bool),
+              int: lambda v: isinstance(v, Integral) and not isinstance(v, bool),
+              float: lambda v: isinstance(v, Real) and not isinstance(v, bool) and math.isfinite(v),
+              str: lambda v: isinstance(v, str)}[kind](value)
+        if ok and choices is not None:
+            ok = value in choices
+        if ok and kind in (int, float):
+            ok = (low is None or value >= low) and (high is None or value <= high) and (above is None or value > above)
+        if not ok:
+            what = {bool: "true or false", int: "a whole number", float: "a finite number", str: "a text"}[kind]
+            if choices is not None:
+                what = f"one of {', '.join(map(repr, choices))}"
+            bounds = [f"{op} {b:g}" for op, b in ((">=", low), (">", above), ("<=", high)) if b is not None]
+            if bounds:
+                what += " " + " and ".join(bounds)
+            raise CapsimError(f"{self.family} {self.name!r}: {name} must be {what}{' (or null)' if optional else ''}, "
+                              f"got {value!r}")
 
     def describe(self) -> str:
         """A short label: the registry name plus the parameters that differ from their defaults, e.g.
@@ -124,7 +175,9 @@ class Policy(Component):
       recorded). It **may not** mutate the snapshot or its arrays, see true runtimes or future arrivals (it is never
       given them), advance time or spend money: only the engine does, by applying the plan.
 
-    and declares what its plans may contain, checked by the engine's plan rules (``sim.rules``):
+    and declares on its class what its plans may contain, checked by the engine's plan rules (``sim.rules``); a
+    parameter may make an instance do less than its class declares (``fifo`` shares VMs only with ``pack``), never
+    more, and no instance sets these flags:
 
     - ``may_share``: several jobs on one VM, splitting its GPUs.
     - ``may_preempt``: ``Plan.preempt`` (a running job back to the queue, its work kept) and ``Plan.move`` (restart
@@ -139,6 +192,7 @@ class Policy(Component):
     """
 
     name: ClassVar[str] = "policy"
+    family: ClassVar[str] = "policy"
     may_preempt: ClassVar[bool] = False
     may_share: ClassVar[bool] = False
     may_gang: ClassVar[bool] = False
@@ -171,6 +225,7 @@ class Predictor(Component):
     """
 
     name: ClassVar[str] = "predictor"
+    family: ClassVar[str] = "predictor"
 
     def runtime(self, spec: JobSpec, vm: VMType, gpus: int) -> float:
         raise NotImplementedError(self)
@@ -245,9 +300,9 @@ class Interference(Component):
         return math.nan
 
 
-POLICIES: Registry[Policy] = Registry("policy", "optim")
+POLICIES: Registry[Policy] = Registry("policy")
 """Every registered policy kind; importing ``optim`` registers the built-in ones."""
-PREDICTORS: Registry[Predictor] = Registry("predictor", "predictors")
+PREDICTORS: Registry[Predictor] = Registry("predictor")
 """Every registered predictor kind; importing ``predictors`` registers the built-in ones."""
-INTERFERENCE: Registry[Interference] = Registry("interference model", "predictors")
+INTERFERENCE: Registry[Interference] = Registry("interference model")
 """Every registered interference model kind; importing ``predictors`` registers the built-in ones."""

@@ -1,10 +1,16 @@
-"""Name → class registries that let YAML files pick predictors and policies by ``kind``."""
+"""Name → class registries that let YAML files pick components by ``kind``: one face for every kind of component.
+
+Policies (``optim``), predictors (``predictors``), trace formats (``sim.traces``) and spot strategies (``optim.spot``)
+each have one ``Registry``, and each room offers the same four names bound to it: ``register`` (a class decorator),
+``alias``, ``registry()`` (the kinds) and ``build(kind, **params)``. A registry holds what has been registered; a room's
+package registers its built-in kinds when it is imported, which its own ``registry()`` and ``build`` ensure by living
+in it. The registry itself imports nothing (the floor never reaches up into a room).
+"""
 
 from __future__ import annotations
 
 import difflib
-import importlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from sim.model import CapsimError
@@ -35,13 +41,15 @@ K = TypeVar("K", bound="type[_Named]")
 
 
 class Registry(Generic[T]):
-    """The registered kinds of one family (``what``, e.g. "policy"), filled by importing ``package``.
+    """The registered kinds of one family of components (``what``, e.g. "policy").
 
-    ``register(name)`` decorates a class; ``alias(name, target)`` adds another name for a registered kind.
+    ``register(name)`` decorates a class and sets its ``name``; ``alias(name, target)`` adds another name for a
+    registered kind; ``kinds()`` lists them; ``build(kind, **params)`` makes one, a parameter given as a mapping with
+    a ``kind`` key (``base: {kind: measured}``) being built by this registry first.
     """
 
-    def __init__(self, what: str, package: str):
-        self.what, self.package = what, package
+    def __init__(self, what: str):
+        self.what = what
         # a registered class builds a T by convention: ``register`` keeps each class's own type, so this is unchecked
         self._kinds: dict[str, Callable[..., Any]] = {}
         self._aliases: dict[str, str] = {}
@@ -60,16 +68,15 @@ class Registry(Generic[T]):
 
     def kinds(self, *, aliases: bool = True) -> dict[str, Callable[..., T]]:
         """Every registered kind in registration order (``aliases=False``: each class under its own name only)."""
-        importlib.import_module(self.package)
         return {k: v for k, v in self._kinds.items() if aliases or k not in self._aliases}
 
     def build(self, kind: str, **params: Any) -> T:
         """An instance of ``kind`` with ``params``; a clear error names the known kinds or the bad parameters."""
-        kinds = self.kinds()
-        if kind not in kinds:
-            raise CapsimError(f"unknown {self.what} {kind!r}{did_you_mean(kind, kinds)} (known {self.what} kinds: "
-                              f"{', '.join(sorted(kinds))})")
+        if kind not in self._kinds:
+            raise CapsimError(f"unknown {self.what} {kind!r}{did_you_mean(kind, self._kinds)} (known {self.what} "
+                              f"kinds: {', '.join(sorted(self._kinds))})")
+        params = {k: self.build(**v) if isinstance(v, Mapping) and "kind" in v else v for k, v in params.items()}
         try:
-            return kinds[kind](**params)
+            return self._kinds[kind](**params)
         except TypeError as e:
             raise CapsimError(f"{self.what} {kind!r}: bad parameters {sorted(params)}: {e}") from None

@@ -23,11 +23,11 @@ import numpy as np
 
 from sim.model import ClusterRules, Config, JobView, Snapshot, per_configs
 
-__all__ = ["SpotMarkets", "spot_markets", "expected_runtime", "expected_view", "expected_snapshot"]
+__all__ = ["SpotRates", "spot_rates", "expected_runtime", "expected_view", "expected_snapshot"]
 
 
-class SpotMarkets:
-    """The spot markets of one ``Snapshot.configs`` tuple, per configuration: ``spot`` (on a spot VM), ``rate``
+class SpotRates:
+    """The spot revocations of one ``Snapshot.configs`` tuple, per configuration: ``spot`` (on a spot VM), ``rate``
     (revocations per second, 0 on demand) and ``boot`` (s); ``any`` says whether some configuration is on spot."""
 
     def __init__(self, configs: tuple[Config, ...]):
@@ -37,41 +37,41 @@ class SpotMarkets:
         self.any = bool(self.spot.any())
 
 
-spot_markets = per_configs(SpotMarkets)
-"""The spot markets of a configs tuple, built once per tuple."""
+spot_rates = per_configs(SpotRates)
+"""The spot revocation rates of a configs tuple, built once per tuple."""
 
 
-def expected_runtime(remaining: np.ndarray, markets: SpotMarkets, rules: ClusterRules) -> np.ndarray:
+def expected_runtime(remaining: np.ndarray, rates: SpotRates, rules: ClusterRules) -> np.ndarray:
     """Expected seconds to finish ``remaining`` seconds of work on each configuration (see the module docstring);
     ``remaining`` itself (not a copy) when no configuration is on spot."""
-    if not markets.any:
+    if not rates.any:
         return remaining
     out = np.array(remaining, dtype=float)
-    k = markets.spot & (markets.rate > 0) & np.isfinite(out) & (out > 0)
-    t, lam = out[k], markets.rate[k]
+    k = rates.spot & (rates.rate > 0) & np.isfinite(out) & (out > 0)
+    t, lam = out[k], rates.rate[k]
     c = np.minimum(rules.checkpoint_interval, t)
     with np.errstate(over="ignore"):
-        out[k] = t / c * (1.0 / lam + rules.restart_overhead + markets.boot[k]) * np.expm1(lam * c)
+        out[k] = t / c * (1.0 / lam + rules.restart_overhead + rates.boot[k]) * np.expm1(lam * c)
     return out
 
 
 def expected_view(jv: JobView, snapshot: Snapshot) -> JobView:
     """``jv`` with its estimates on spot configurations raised so that its remaining time there is the expected one;
     ``jv`` itself when ``snapshot`` has no spot configuration or is already ``spot_expected``."""
-    markets = spot_markets(snapshot.configs)
-    if not markets.any or snapshot.spot_expected:
+    rates = spot_rates(snapshot.configs)
+    if not rates.any or snapshot.spot_expected:
         return jv
     left = 1.0 - jv.done
     if left <= 0:
         return jv
-    return replace(jv, estimates=expected_runtime(left * jv.estimates, markets, snapshot.rules) / left)
+    return replace(jv, estimates=expected_runtime(left * jv.estimates, rates, snapshot.rules) / left)
 
 
 def expected_snapshot(snapshot: Snapshot) -> Snapshot:
     """``snapshot`` with every job's view as ``expected_view`` makes it (jobs of one spec at one progress share their
     raised estimates, read-only, as they share their estimates) and ``spot_expected`` set; ``snapshot`` itself when
     it has no spot configuration or is already expected. Idempotent: a policy may pass it on to another."""
-    if snapshot.spot_expected or not spot_markets(snapshot.configs).any:
+    if snapshot.spot_expected or not spot_rates(snapshot.configs).any:
         return snapshot
     shared: dict[tuple[int, float], np.ndarray] = {}
 

@@ -123,6 +123,7 @@ class SpotStrategy(Component):
     """
 
     name: ClassVar[str] = "spot strategy"
+    family: ClassVar[str] = "spot strategy"
     clairvoyant: ClassVar[bool] = False
 
     def reset(self, job: SpotJob, market: TickMarket, future: Sequence[bool] | None = None) -> None:
@@ -132,5 +133,5 @@ class SpotStrategy(Component):
         raise NotImplementedError(self)
 
 
-SPOT_STRATEGIES: Registry[SpotStrategy] = Registry("spot strategy", "optim")
+SPOT_STRATEGIES: Registry[SpotStrategy] = Registry("spot strategy")
 """Every registered spot strategy kind; importing ``optim`` registers the built-in ones (``optim.spot``)."""

@@ -271,10 +271,21 @@ def _evaluate_interference(out: Path) -> None:
           f"wrote {out}/interference.csv in {time.perf_counter() - t0:.0f} s\n")
 
 
+def _crossgpu() -> int:
+    """Print the scaling fitted on every measured GPU, its leave-one-GPU-out errors per model, and the candidate
+    feature sets compared."""
+    from predictors.crossgpu import compare_features, default_scaling, format_table, leave_one_gpu_out, shipped_speeds
+
+    speeds = shipped_speeds()
+    s = default_scaling()
+    print(f"speed ∝ {s.describe()}  (fitted on {', '.join(s.models)}; peak single-GPU samples/s)\n")
+    print(format_table(leave_one_gpu_out(speeds, s.features)))
+    print("\nCandidate features (speed relative to the A100-40GB for the GPUs no table measured):\n")
+    print(compare_features(speeds))
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     if args.predict_command == "crossgpu":
-        from predictors.crossgpu import main
-
-        main()
-        return 0
+        return _crossgpu()
     return _show(args) if args.predict_command == "show" else _evaluate(args)

@@ -99,7 +99,7 @@ def execute(task: Task, single_thread: bool = False) -> Outcome:
         jobs = sc.build_jobs(task.seed, truth, cluster.configs)
         policy = build_policy(spec, single_thread=single_thread)
         if "seed" in policy.param_names() and "seed" not in spec.params:  # seeded policies draw from the run's seed
-            policy = type(policy)(**{**policy.get_params(), "seed": task.seed})
+            policy.set_params(seed=task.seed)
         told, true_pairs = sc.interference()
         result = Simulation(cluster, jobs, policy, estimator, truth, seed=task.seed, interference=told,
                             true_interference=true_pairs).run()

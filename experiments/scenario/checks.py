@@ -12,8 +12,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from experiments.scenario.components import PredictorSpec, param_names
+from experiments.scenario.components import PredictorSpec, build_policy, param_names
 from experiments.scenario.loading import Problem, did_you_mean, pydantic_problems
+from experiments.scenario.outside import policy_class
 from experiments.scenario.spec import Scenario
 from experiments.scenario.vms import CloudSelection, CustomVM
 from experiments.scenario.workload import TraceSpec
@@ -339,17 +340,22 @@ def semantic_problems(sc: Scenario, runnable: bool = True) -> list[Problem]:
             problems.append(Problem(("policies",), "expected at least one policy, found an empty list"))
         seen: dict[str, int] = {}
         for i, p in enumerate(sc.policies):
-            if p.kind not in known_pol:
+            try:
+                cls = policy_class(p.kind)
+            except CapsimError as e:
+                problems.append(Problem(("policies", i, "kind"), str(e)))
+                continue
+            if cls is None:
                 problems.append(Problem(("policies", i, "kind"), f"unknown policy {p.kind!r}"
-                                        f"{did_you_mean(p.kind, known_pol)} "
-                                        f"(known policies: {', '.join(sorted(known_pol))})"))
+                                        f"{did_you_mean(p.kind, known_pol)} (known policies: "
+                                        f"{', '.join(sorted(known_pol))}; or package.module:Class for your own)"))
                 continue
             if p.label in seen:
                 problems.append(Problem(("policies", i, "name"), f"policy name {p.label!r} is used twice "
                                         f"(also policies[{seen[p.label]}]); give each a distinct `name:`"))
             seen[p.label] = i
-            _check_params(known_pol[p.kind], p.params, f"policy {p.kind!r}", ("policies", i),
-                          lambda p=p: optim.build_any(p.kind, **p.params), problems)
+            _check_params(cls, p.params, f"policy {p.kind!r}", ("policies", i),
+                          lambda p=p: build_policy(p), problems)
     elif not known_pol:
         problems.append(Problem(("policies",), "no policies are registered; list some under `policies:`"))
     if runnable and not problems:

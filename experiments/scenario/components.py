@@ -1,5 +1,6 @@
 """The components a scenario names: policies and predictors by registry kind with their parameters, built through
-the registries (a predictor once per process and spec, since fits are costly)."""
+the registries (a predictor once per process and spec, since fits are costly). A policy may also be a class outside
+capsim, named ``kind: package.module:Class`` (``experiments.scenario.outside``; README, "Extending capsim")."""
 
 from __future__ import annotations
 
@@ -90,13 +91,13 @@ def select_policies(specs: list[PolicySpec], names: str | Sequence[str] | None, 
 def build_policy(spec: PolicySpec, single_thread: bool = False) -> Any:
     """The policy for ``spec``; with ``single_thread`` a solver's ``threads`` defaults to 1 (parallel sweeps)."""
     import optim
+    from experiments.scenario.outside import policy_class
 
     params = spec.params
-    if single_thread and "threads" not in params:
-        cls = optim.registry().get(spec.kind)
-        if cls is not None and "threads" in (param_names(cls) or ()):
-            params["threads"] = 1
-    return optim.build_any(spec.kind, **params)
+    cls = policy_class(spec.kind)
+    if single_thread and "threads" not in params and cls is not None and "threads" in (param_names(cls) or ()):
+        params["threads"] = 1
+    return cls(**params) if ":" in spec.kind else optim.build_any(spec.kind, **params)
 
 
 _REGISTRIES = (("sim.contracts", "POLICIES"), ("sim.contracts", "PREDICTORS"), ("sim.traces.base", "TRACE_FORMATS"))

@@ -40,7 +40,8 @@ class Chronus(ReplayPolicy):
     clock: ClassVar[str] = "lease"
 
     def __init__(self, lease: float = LEASE):
-        self.lease = float(lease)
+        self.lease = lease
+        self.check_param("lease", float, above=0.0)
 
     def reset(self, cluster: ReplayCluster) -> None:
         self._seen: set[int] = set()

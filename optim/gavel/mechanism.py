@@ -69,8 +69,12 @@ class TimeSliced(Policy):
             raise CapsimError(f"policy {self.name!r}: recompute_interval must be a finite number >= 0 s, got "
                               f"{recompute_interval!r}")
         self.recompute_interval = recompute_interval
-        self.type_order = None if type_order is None else list(type_order)
-        self.seed = int(seed)
+        self.type_order = type_order
+        self.seed = seed
+        if type_order is not None and (isinstance(type_order, str) or not all(isinstance(t, str) for t in type_order)):
+            raise CapsimError(f"policy {self.name!r}: type_order must be a list of server type names (or null), got "
+                              f"{type_order!r}")
+        self.check_param("seed", int, low=0)
         self._restart()
 
     def _restart(self) -> None:

@@ -1,7 +1,7 @@
 """Heuristics on the MILP's objective, sharing one evaluation of a plan's cost (``decision``: ``Decision``,
-``Schedule``, ``plan_cost``): the published family (``random_greedy``, ``local_search``, ``path_relinking``,
-HEURISTICS.md) re-implemented with its defects fixed, and ``insertion`` (docs/heuristics.md). Importing this package
-registers them in that order."""
+``Schedule``, ``plan_cost``): the published family (``random_greedy``, ``local_search``, ``path_relinking``;
+docs/heuristics.md §H1–§H8) re-implemented with its defects fixed, and ``insertion`` (docs/heuristics.md). Importing
+this package registers them in that order."""
 
 from optim.heuristics.decision import Decision, Schedule, plan_cost
 from optim.heuristics.insertion import Insertion

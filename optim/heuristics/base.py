@@ -10,7 +10,7 @@ import numpy as np
 from optim.base import Policy
 from optim.greedy import construct, pressure_order
 from optim.heuristics.decision import Decision, Schedule
-from sim.model import CapsimError, Plan, Snapshot
+from sim.model import Plan, Snapshot
 
 __all__ = ["Heuristic", "greedy_pool", "polish", "has_room"]
 
@@ -32,10 +32,14 @@ class Heuristic(Policy):
     may_preempt: ClassVar[bool] = False
     may_share: ClassVar[bool] = True
 
-    def _check(self, **positive: float) -> None:
-        for name, value in positive.items():
-            if not value > 0:
-                raise CapsimError(f"{self.name} policy: {name} must be positive, got {value!r}")
+    def _check_search(self, *names: str) -> None:
+        """Validate the search parameters the heuristics share (those of ``names`` this one has): counts of at least
+        1, fractions ``alpha`` and ``beta`` in (0, 1], ``swap`` in [0, 0.5], a ``seed`` >= 0."""
+        rules: dict[str, dict] = {"alpha": dict(kind=float, above=0.0, high=1.0),
+                                  "beta": dict(kind=float, above=0.0, high=1.0),
+                                  "swap": dict(kind=float, low=0.0, high=0.5), "seed": dict(kind=int, low=0)}
+        for name in names:
+            self.check_param(name, **rules.get(name, dict(kind=int, low=1)))
 
     def rng(self, snapshot: Snapshot) -> np.random.Generator:
         time_bits = int(np.array(snapshot.time, dtype=np.float64).view(np.uint64))
@@ -59,7 +63,7 @@ def greedy_pool(
     dec: Decision, rng: np.random.Generator, iterations: int, alpha: float, swap: float, beta: float, size: int
 ) -> list[Schedule]:
     """The ``size`` cheapest distinct plans among one greedy and ``iterations − 1`` randomised greedy runs
-    (HEURISTICS.md §4), cheapest first."""
+    (docs/heuristics.md §H4), cheapest first."""
     seen: dict[tuple, Schedule] = {}
     queue = pressure_order(dec.snapshot)
     for i in range(max(1, iterations)):
@@ -71,7 +75,7 @@ def greedy_pool(
 
 
 def polish(s: Schedule) -> Schedule:
-    """Postprocessing by cost (HEURISTICS.md §3.3, on the shared cost): on each slot with new jobs, hand idle GPUs
+    """Postprocessing by cost (docs/heuristics.md §H3.3, on the shared cost): on each slot with new jobs, hand idle GPUs
     to the job that gains most, and move a newly opened VM to a smaller one of the same GPU model when that pays."""
     dec = s.dec
     table = dec.table

@@ -264,10 +264,10 @@ class Insertion(Heuristic):
     the market Uniform Progress allows it (``optim.spot.fleet``)."""
 
     def __init__(self, limit: int = 10, rounds: int = 50, spot_rule: str | None = None):
-        self.limit = int(limit)
-        self.rounds = int(rounds)
+        self.limit = limit
+        self.rounds = rounds
         self.spot_rule = spot_rule
-        self._check(limit=self.limit, rounds=self.rounds)
+        self._check_search("limit", "rounds")
         check_spot_rule(self.name, spot_rule)
 
     def decide(self, snapshot: Snapshot) -> Plan:

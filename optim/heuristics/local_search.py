@@ -1,5 +1,5 @@
-"""LocalSearch (HEURISTICS.md §5) with a pool that grows and shrinks as described (the published code's pool stayed
-at one plan), on the shared cost.
+"""LocalSearch (docs/heuristics.md §H5) with a pool that grows and shrinks as described (the published code's pool
+stayed at one plan), on the shared cost.
 
 The seven neighbourhoods, in capsim's non-preemptive setting (only jobs started by this decision move; a slot that
 runs jobs keeps its VM):
@@ -129,20 +129,20 @@ class LocalSearch(Heuristic):
     """LocalSearch of the published family (defaults: the published parameters): an elite pool of ``elite`` plans
     from ``iterations`` (randomised) greedy runs with setup randomisation ``alpha``; up to ``rounds`` rounds in which
     every member is replaced by its best neighbour (``neighbours`` caps each candidate list) when that is cheaper;
-    the pool becomes the best plan plus the improved ones, and the search stops when it is down to one plan."""
+    the pool becomes the best plan plus the improved ones, and the search stops when it is down to one plan.
+    ``swap``, ``beta`` and ``seed``: the randomised greedy runs' queue swaps, node draw and seed (``RandomGreedy``)."""
 
     def __init__(self, iterations: int = 100, alpha: float = 0.3, swap: float = 0.05, beta: float = 0.2,
                  elite: int = 10, neighbours: int = 10, rounds: int = 10, seed: int = 0):
-        self.iterations = int(iterations)
-        self.alpha = float(alpha)
-        self.swap = float(swap)
-        self.beta = float(beta)
-        self.elite = int(elite)
-        self.neighbours = int(neighbours)
-        self.rounds = int(rounds)
-        self.seed = int(seed)
-        self._check(iterations=self.iterations, alpha=self.alpha, beta=self.beta, elite=self.elite,
-                    neighbours=self.neighbours, rounds=self.rounds)
+        self.iterations = iterations
+        self.alpha = alpha
+        self.swap = swap
+        self.beta = beta
+        self.elite = elite
+        self.neighbours = neighbours
+        self.rounds = rounds
+        self.seed = seed
+        self._check_search("iterations", "alpha", "swap", "beta", "elite", "neighbours", "rounds", "seed")
 
     def search(self, dec: Decision, rng: np.random.Generator) -> Schedule:
         pool = greedy_pool(dec, rng, self.iterations, self.alpha, self.swap, self.beta, self.elite)

@@ -1,5 +1,5 @@
-"""PathRelinking (HEURISTICS.md §6) as intended: the elite pool grows with what relinking finds and every relinking
-makes moves (the published code's pool stayed at one plan, so it never moved), on the shared cost.
+"""PathRelinking (docs/heuristics.md §H6) as intended: the elite pool grows with what relinking finds and every
+relinking makes moves (the published code's pool stayed at one plan, so it never moved), on the shared cost.
 
 From the best plan B toward each elite plan E: while jobs differ (in E a job waits, or runs in another VM type or GPU
 count), apply the cheapest of the moves that make one job agree with E, up to ``depth`` moves (default: the number of
@@ -79,19 +79,20 @@ class PathRelinking(Heuristic):
     """PathRelinking of the published family (defaults: the published parameters): an elite pool of ``elite``
     plans from ``iterations`` (randomised) greedy runs with setup randomisation ``alpha``, relinked from the best
     toward each other member with at most ``depth`` moves (``None``: the number of slots); each relinking's best
-    plan joins the pool."""
+    plan joins the pool. ``swap``, ``beta`` and ``seed``: the randomised greedy runs' queue swaps, node draw and seed
+    (``RandomGreedy``)."""
 
     def __init__(self, iterations: int = 100, alpha: float = 0.3, swap: float = 0.05, beta: float = 0.2,
                  elite: int = 10, depth: int | None = None, seed: int = 0):
-        self.iterations = int(iterations)
-        self.alpha = float(alpha)
-        self.swap = float(swap)
-        self.beta = float(beta)
-        self.elite = int(elite)
-        self.depth = None if depth is None else int(depth)
-        self.seed = int(seed)
-        self._check(iterations=self.iterations, alpha=self.alpha, beta=self.beta, elite=self.elite,
-                    depth=self.depth if self.depth is not None else 1)
+        self.iterations = iterations
+        self.alpha = alpha
+        self.swap = swap
+        self.beta = beta
+        self.elite = elite
+        self.depth = depth
+        self.seed = seed
+        self._check_search("iterations", "alpha", "swap", "beta", "elite", "seed")
+        self.check_param("depth", int, low=1, optional=True)
 
     def search(self, dec: Decision, rng: np.random.Generator) -> Schedule:
         pool = greedy_pool(dec, rng, self.iterations, self.alpha, self.swap, self.beta, self.elite)

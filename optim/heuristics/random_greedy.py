@@ -1,4 +1,4 @@
-"""RandomGreedy (HEURISTICS.md §4): the best of one greedy and ``iterations − 1`` randomised greedy plans."""
+"""RandomGreedy (docs/heuristics.md §H4): the best of one greedy and ``iterations − 1`` randomised greedy plans."""
 
 from __future__ import annotations
 
@@ -19,12 +19,12 @@ class RandomGreedy(Heuristic):
 
     def __init__(self, iterations: int = 100, alpha: float = 0.05, swap: float = 0.05, beta: float = 0.2,
                  seed: int = 0):
-        self.iterations = int(iterations)
-        self.alpha = float(alpha)
-        self.swap = float(swap)
-        self.beta = float(beta)
-        self.seed = int(seed)
-        self._check(iterations=self.iterations, alpha=self.alpha, beta=self.beta)
+        self.iterations = iterations
+        self.alpha = alpha
+        self.swap = swap
+        self.beta = beta
+        self.seed = seed
+        self._check_search("iterations", "alpha", "swap", "beta", "seed")
 
     def search(self, dec: Decision, rng: np.random.Generator) -> Schedule:
         return greedy_pool(dec, rng, self.iterations, self.alpha, self.swap, self.beta, 1)[0]

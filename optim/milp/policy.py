@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any, ClassVar
 
@@ -36,8 +36,9 @@ class MILP(Policy):
     default: where it stops a decision the run depends on the machine's load and its summary says
     ``deterministic`` 0), ``gap`` (relative), ``threads`` (a fixed count: results depend on it), ``warm_start``
     (from the fallback's plan), ``fallback`` (a policy name, default edf), ``preempt`` (running jobs may be moved,
-    resized or sent back), ``urgency`` (REFERENCE §4's extra waiting charge factor, default 0), ``wait_estimate``
-    (Δ in the waiting penalty: ``mean`` or ``earliest`` running completion, see ``next_decision_delay``), ``dominance``
+    resized or sent back), ``urgency`` (the extra waiting charge factor of docs/reference.md §4, default 0),
+    ``wait_estimate`` (Δ in the waiting penalty: ``mean`` or ``earliest`` running completion, see
+    ``next_decision_delay``), ``dominance``
     (``safe``: exact reductions only; ``pareto``: also drop configs beaten across VM types, faster but a heuristic),
     ``solver_path`` (a CBC binary), ``solver_options`` (passed to the solver as they are), ``extra_constraints``
     (a callable adding constraints to the Model: research and tests only), ``msg`` (solver log on stdout),
@@ -46,7 +47,8 @@ class MILP(Policy):
     ``fallback_policy`` is the fallback built from its name: derived, not a parameter.
     """
 
-    may_preempt: ClassVar[bool] = False
+    may_preempt: ClassVar[bool] = True
+    """Moves, resizes and preemptions: only with ``preempt`` (without it running jobs stay where they are)."""
     may_share: ClassVar[bool] = True
 
     def __init__(
@@ -77,30 +79,26 @@ class MILP(Policy):
             raise CapsimError(f"milp policy: fallback {fallback!r} is not a policy{did_you_mean(fallback, known)} "
                               f"(the MILP hands a decision to its fallback when a solve fails, so that no job is "
                               f"lost: there is always one); expected one of {', '.join(sorted(known))}")
-        if time_limit is not None and (isinstance(time_limit, bool) or not isinstance(time_limit, (int, float))
-                                       or time_limit <= 0):
-            raise CapsimError(f"milp policy: time_limit must be positive seconds (or null for none), got "
-                              f"{time_limit!r}")
-        if node_limit is not None and (isinstance(node_limit, bool) or int(node_limit) != node_limit
-                                       or node_limit < 1):
-            raise CapsimError(f"milp policy: node_limit must be a whole number of nodes ≥ 1 (or null for none), "
-                              f"got {node_limit!r}")
-        if isinstance(threads, bool) or int(threads) != threads or threads < 1:
-            raise CapsimError(f"milp policy: threads must be a whole number ≥ 1, got {threads!r} (0, the solver's "
-                              "automatic choice, depends on the machine's cores, and so would the results)")
-        if gap is not None and not 0 <= gap < 1:
-            raise CapsimError(f"milp policy: gap is a relative gap in [0, 1), got {gap}")
         self.solver = solver
         self.node_limit = node_limit
         self.time_limit = time_limit
         self.gap = gap
-        self.threads = int(threads)
-        self.warm_start = bool(warm_start)
+        self.threads = threads
+        self.warm_start = warm_start
         self.fallback = fallback
+        self.preempt = preempt
+        self.urgency = urgency
+        self.check_param("time_limit", float, above=0.0, optional=True)
+        self.check_param("node_limit", int, low=1, optional=True)
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise CapsimError(f"milp policy: threads must be a whole number ≥ 1, got {threads!r} (0, the solver's "
+                              "automatic choice, depends on the machine's cores, and so would the results)")
+        if gap is not None and (isinstance(gap, bool) or not isinstance(gap, (int, float)) or not 0 <= gap < 1):
+            raise CapsimError(f"milp policy: gap is a relative gap in [0, 1), got {gap!r}")
+        self.check_param("warm_start", bool)
+        self.check_param("preempt", bool)
+        self.check_param("urgency", float, low=0.0)
         self.fallback_policy = build(fallback)
-        self.preempt = bool(preempt)
-        self.may_preempt = self.preempt  # type: ignore[misc]
-        self.urgency = float(urgency)
         if dominance not in ("pareto", "safe"):
             raise CapsimError(f"milp policy: dominance must be 'pareto' or 'safe', got {dominance!r}")
         self.dominance = dominance
@@ -109,9 +107,13 @@ class MILP(Policy):
                               f"got {wait_estimate!r}")
         self.wait_estimate = wait_estimate
         self.solver_path = solver_path
-        self.solver_options = dict(solver_options) if solver_options is not None else None
+        self.solver_options = solver_options
         self.extra_constraints = extra_constraints
-        self.msg = bool(msg)
+        self.msg = msg
+        self.check_param("msg", bool)
+        if solver_options is not None and not isinstance(solver_options, Mapping):
+            raise CapsimError(f"milp policy: solver_options must be a mapping of option → value (or null), got "
+                              f"{solver_options!r}")
         self.spot_rule = spot_rule
         check_spot_rule("milp", spot_rule)
 

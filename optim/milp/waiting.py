@@ -43,7 +43,8 @@ def waiting_penalty(
     urgency: float = 0.0,
     epsilon: float = 1e-3,
 ) -> float:
-    """p_j: what leaving ``jv`` waiting now costs: S_j(now + Δ), plus REFERENCE §4's urgency term, plus ε·S_j(now).
+    """p_j: what leaving ``jv`` waiting now costs: S_j(now + Δ), plus the urgency term of docs/reference.md §4, plus
+    ε·S_j(now).
 
     S_j (``optim.common.standalone_cost``) is non-decreasing in the start time, so p_j > S_j(now): starting a job
     alone on an empty node beats leaving it waiting, and waiting is never free. It stays finite when the job has no

@@ -1,23 +1,16 @@
-"""The spot strategy registry's face for strategy authors (``sim.spotjob`` holds the contract)."""
+"""The spot strategy contract (``sim.spotjob.SpotStrategy``) and its registry, with the face every registry has
+(``sim.registry``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from sim.spotjob import SPOT_STRATEGIES, SpotStrategy
 
-__all__ = ["SpotStrategy", "register", "registry", "build"]
+__all__ = ["SpotStrategy", "register", "alias", "registry", "build"]
 
 register = SPOT_STRATEGIES.register
 """Class decorator adding a spot strategy under ``name`` (the ``strategies[].kind`` of a spot scenario)."""
-
-
-def registry(*, aliases: bool = True) -> dict[str, Callable[..., SpotStrategy]]:
-    """Every registered spot strategy kind in registration order."""
-    return SPOT_STRATEGIES.kinds(aliases=aliases)
-
-
-def build(kind: str, **params: Any) -> SpotStrategy:
-    """The registered spot strategy ``kind`` built with ``params``."""
-    return SPOT_STRATEGIES.build(kind, **params)
+alias = SPOT_STRATEGIES.alias
+registry = SPOT_STRATEGIES.kinds
+"""Every registered spot strategy kind in registration order (``aliases=False``: each once)."""
+build = SPOT_STRATEGIES.build
+"""The registered spot strategy ``kind`` built with ``params``."""

@@ -190,6 +190,7 @@ class ReplayPolicy(Component):
     """
 
     name: ClassVar[str] = "replay policy"
+    family: ClassVar[str] = "policy"
     clock: ClassVar[str] = "elastic"
 
     def reset(self, cluster: ReplayCluster) -> None:
@@ -199,5 +200,5 @@ class ReplayPolicy(Component):
         raise NotImplementedError(self)
 
 
-REPLAY_POLICIES: Registry[ReplayPolicy] = Registry("policy", "optim")
+REPLAY_POLICIES: Registry[ReplayPolicy] = Registry("policy")
 """The registered deadline-replay policies; importing ``optim`` registers the built-in ones."""

@@ -6,6 +6,20 @@ subclass registered under its name, imported below, plus its tests (the conforma
 """
 
 from sim.traces import alibaba, alibaba2020, elasticflow, gavel, native, philly, slurm  # noqa: F401  (registers them)
-from sim.traces.base import COLUMNS, DEFAULT_FORMAT, MEASURED, REQUIRED, TRACE_FORMATS, Servers, TraceReader, read_trace
+from sim.traces.base import (
+    COLUMNS,
+    DEFAULT_FORMAT,
+    MEASURED,
+    REQUIRED,
+    TRACE_FORMATS,
+    Servers,
+    TraceReader,
+    alias,
+    build,
+    read_trace,
+    register,
+    registry,
+)
 
-__all__ = ["TraceReader", "Servers", "TRACE_FORMATS", "DEFAULT_FORMAT", "REQUIRED", "MEASURED", "COLUMNS", "read_trace"]
+__all__ = ["TraceReader", "Servers", "TRACE_FORMATS", "DEFAULT_FORMAT", "REQUIRED", "MEASURED", "COLUMNS", "read_trace",
+           "register", "alias", "registry", "build"]

@@ -20,7 +20,8 @@ from sim.registry import Registry
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["TraceReader", "Servers", "TRACE_FORMATS", "DEFAULT_FORMAT", "REQUIRED", "MEASURED", "COLUMNS", "read_trace"]
+__all__ = ["TraceReader", "Servers", "TRACE_FORMATS", "DEFAULT_FORMAT", "REQUIRED", "MEASURED", "COLUMNS", "read_trace",
+           "register", "alias", "registry", "build"]
 
 REQUIRED = ("submit_time", "application", "framework", "iterations", "batch_size")
 """The columns of a job known by its work: submission time (s), network, ``pytorch``/``tensorflow``, iterations,
@@ -73,6 +74,7 @@ class TraceReader(Component):
     """
 
     name: ClassVar[str] = "trace"
+    family: ClassVar[str] = "trace format"
     file_kind: ClassVar[str] = "trace"
     example: ClassVar[str] = ""
     example_jobs: ClassVar[int] = 0
@@ -97,10 +99,17 @@ class Servers:
     count: int
 
 
-TRACE_FORMATS: Registry[TraceReader] = Registry("trace format", "sim.traces")
+TRACE_FORMATS: Registry[TraceReader] = Registry("trace format")
 """Every registered trace format; importing ``sim.traces`` registers the built-in ones."""
+register = TRACE_FORMATS.register
+"""Class decorator adding a trace reader under ``name`` (the YAML ``workload.trace.format``)."""
+alias = TRACE_FORMATS.alias
+registry = TRACE_FORMATS.kinds
+"""Every registered trace format (``aliases=False``: each once)."""
+build = TRACE_FORMATS.build
+"""Build the reader of the registered format ``kind`` with its ``params`` (reader options)."""
 
 
 def read_trace(path: str | Path, format: str = DEFAULT_FORMAT, **options: Any) -> pd.DataFrame:
     """The trace table of the file at ``path`` read as ``format`` with the reader's ``options``."""
-    return TRACE_FORMATS.build(format, **options).read(Path(path))
+    return build(format, **options).read(Path(path))

@@ -14,8 +14,10 @@ if TYPE_CHECKING:
 
 @TRACE_FORMATS.register("csv")
 class CsvTrace(TraceReader):
-    """A CSV file whose header names the columns: ``submit_time, application, framework, iterations, batch_size``
-    and optionally ``name, deadline, weight``, in any order; other columns are ignored."""
+    """A CSV file whose header names the columns of the trace table (``sim.traces.base.COLUMNS``):
+    ``submit_time, application, framework, iterations, batch_size`` (or ``submit_time, duration``) and optionally
+    ``name, deadline, weight, gpus, priority, duration, measured_gpus, measured_gpu, gpu_share, gpu_models``, in any
+    order; other columns are ignored."""
 
     file_kind = "CSV"
     example = (

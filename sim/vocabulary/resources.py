@@ -18,7 +18,7 @@ class CapsimError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class GPUModel:
-    """One GPU model with its dense per-board specifications (REFERENCE §6).
+    """One GPU model with its dense per-board specifications (docs/reference.md §6).
 
     ``measured_gflops`` is the ``GFlops(7)`` value that identifies this GPU in the shipped measurements, if any.
     """

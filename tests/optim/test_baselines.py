@@ -89,7 +89,7 @@ def three_jobs():
 )
 def test_queue_orders(kind, order):
     policy = optim.build(kind)
-    assert not policy.may_share and not policy.may_preempt
+    assert not policy.may_preempt and not policy.pack  # without packing, every job on a free node of its own:
     jobs = three_jobs()
     plan = policy.decide(snapshot(waiting=reversed(jobs), nodes=3))
     assert [a.job_id for a in plan.start] == order

@@ -1,13 +1,13 @@
 """One conformance suite run over every registered policy, the way scikit-learn's ``parametrize_with_checks`` runs
-over every estimator.
+over every estimator, built on ``sim.testing.check_policy`` (the checks an outside author runs on their own policy).
 
 The kinds come from ``optim.registry(aliases=False)``, never a hand list: a policy is covered the moment it
 registers. One that cannot be built with its defaults here (a solver this machine lacks, a required argument)
-declares ``test_params``; it is never skipped. Checked: the parameter contract (stored under their own names,
-``get_params()`` rebuilds an equal policy, the label names what differs from the defaults); and, on random small
-worlds run through the real engine, the engine's invariants (``tests/optim/worlds.py``), plans that name only known
-jobs, nodes and VM types, and deterministic decisions (a policy rebuilt from ``get_params()`` and fed the same
-snapshots answers the same plans). The default suite draws a few worlds per policy; ``-m slow`` draws many.
+declares ``test_params``; it is never skipped. ``check_policy`` checks the parameter contract (stored as given under
+their own names, ``clone``/``set_params``/``get_params`` round trips, the label), capability flags on the class, runs
+on small worlds through the real engine keeping its invariants, deterministic replays, and spot priced at its
+expected cost. On top, random worlds (``tests/optim/worlds.py``, hypothesis) check the invariants and determinism
+on many more cases: a few per policy by default, many with ``-m slow``.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from hypothesis import HealthCheck, given, settings
 
 import optim
 from optim.base import Policy
+from sim.model import CapsimError
+from sim.testing import check_policy
 from tests.optim.worlds import World, at_scale, check, check_plan_names, recorded_run, worlds
 
 KINDS = tuple(optim.registry(aliases=False))
@@ -32,10 +34,6 @@ def make(kind: str, **params: Any) -> Policy:
     """The policy ``kind`` built with its declared ``test_params`` (if any) and ``params`` on top."""
     cls = optim.registry()[kind]
     return optim.build(kind, **{**dict(getattr(cls, "test_params", {})), **params})
-
-
-def same(a: Any, b: Any) -> bool:
-    return a is b or (type(a) is type(b) and a == b) or (isinstance(a, float) and isinstance(b, int) and a == b)
 
 
 def test_the_registry_lists_every_policy_once():
@@ -53,34 +51,37 @@ def test_builds_with_its_defaults_or_declared_test_params(kind):
     assert required <= set(cls.test_params), f"{kind}: required parameters {sorted(required)} need test_params"
     p = make(kind)
     assert isinstance(p, Policy) and p.name == kind
-    assert isinstance(p.may_share, bool) and isinstance(p.may_preempt, bool)
-
-
-@pytest.mark.parametrize("kind", KINDS)
-def test_parameters_are_stored_under_their_own_names(kind):
-    cls = optim.registry()[kind]
-    p = make(kind)
-    params = p.get_params()
-    assert tuple(params) == cls.param_names()
-    for name, default in cls.param_defaults().items():
-        built_with = cls.test_params.get(name, default)
-        if built_with is not EMPTY:
-            assert same(params[name], built_with), f"{kind}.{name}: built with {built_with!r}, stores {params[name]!r}"
     if not cls.test_params:
         assert p.describe() == kind, "a policy built with its defaults is labelled by its name alone"
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_get_params_rebuilds_an_equal_policy(kind):
-    cls = optim.registry()[kind]
-    flipped = {n: not d for n, d in cls.param_defaults().items() if isinstance(d, bool) and n not in cls.test_params}
-    for extra in ({}, flipped):
-        p = make(kind, **extra)
-        assert all(p.get_params()[n] == v for n, v in extra.items())
-        q = optim.build(kind, **p.get_params())
-        assert type(q) is type(p) and q.get_params() == p.get_params()
-        assert q.describe() == p.describe() and (q.may_share, q.may_preempt) == (p.may_share, p.may_preempt)
-        assert all(n in p.describe() for n in extra), "the label names every parameter that differs from its default"
+def test_check_policy(kind):
+    check_policy(make(kind))
+
+
+def test_the_checks_catch_a_policy_outside_the_contract():
+    """A policy that converts a parameter, or sets a capability on its instance, fails ``check_policy`` by name."""
+
+    class Converts(Policy):
+        name = "converts"
+
+        def __init__(self, rounds: int = 3):
+            self.rounds = float(rounds)
+
+    class Flags(Policy):
+        name = "flags"
+
+        def __init__(self, share: bool = False):
+            self.share = share
+            self.may_share = share  # type: ignore[misc]
+
+    with pytest.raises(AssertionError, match="built with rounds=3, it stores 3.0"):
+        check_policy(Converts())
+    with pytest.raises(AssertionError, match="may_share is set on the instance"):
+        check_policy(Flags())
+    with pytest.raises(CapsimError, match="unknown parameter 'round'.*did you mean 'rounds'"):
+        Converts().set_params(round=2)
 
 
 def engine_run_keeps_the_invariants(kind: str, world: World) -> None:
@@ -93,7 +94,7 @@ def engine_run_keeps_the_invariants(kind: str, world: World) -> None:
 
 def decisions_are_deterministic(kind: str, world: World) -> None:
     _, seen = recorded_run(world, make(kind))
-    again = optim.build(kind, **make(kind).get_params())
+    again = make(kind).clone()
     for i, (snapshot, plan) in enumerate(seen):
         assert again.decide(snapshot) == plan, f"{kind}: decision {i} differs when replayed"
 

@@ -178,9 +178,9 @@ def test_local_search_improves_greedy_until_no_neighbour_is_cheaper(size, seed):
 def test_parameters_are_checked():
     from sim.model import CapsimError
 
-    with pytest.raises(CapsimError, match="iterations must be positive"):
+    with pytest.raises(CapsimError, match="iterations must be a whole number >= 1"):
         optim.build("random_greedy", iterations=0)
-    with pytest.raises(CapsimError, match="rounds must be positive"):
+    with pytest.raises(CapsimError, match="rounds must be a whole number >= 1"):
         optim.build("insertion", rounds=0)
 
 

@@ -14,7 +14,7 @@ from sim.catalogue import gpu, spot_variant
 from sim.cluster import Cluster, NodeSlot
 from sim.engine import Simulation
 from sim.model import ClusterRules, Job, JobSpec, VMType
-from sim.risk import expected_runtime, spot_markets
+from sim.risk import expected_runtime, spot_rates
 from tests.optim.helpers import job, snapshot
 
 SRV = VMType("srv", gpu("K80"), 4, 0.0)
@@ -93,10 +93,10 @@ def test_greedy_runs_a_gang_over_whole_servers_beside_the_jobs_it_packs():
 
 def test_expected_runtime_on_spot_by_hand():
     types = (OD, spot_variant(OD, 3.6))  # λ = 0.001 per second
-    markets = spot_markets(snapshot(vm_types=types).configs)
+    rates = spot_rates(snapshot(vm_types=types).configs)
     rem = np.array([3600.0, 3600.0])
-    no_ckpt = expected_runtime(rem, markets, ClusterRules())
+    no_ckpt = expected_runtime(rem, rates, ClusterRules())
     assert no_ckpt[0] == 3600.0 and no_ckpt[1] == pytest.approx(1000.0 * (math.e ** 3.6 - 1.0))
     # checkpoints every 600 s: six segments of (1/λ + 60 s restart) x (e^0.6 - 1)
-    ckpt = expected_runtime(rem, markets, ClusterRules(restart_overhead=60.0, checkpoint_interval=600.0))
+    ckpt = expected_runtime(rem, rates, ClusterRules(restart_overhead=60.0, checkpoint_interval=600.0))
     assert ckpt[1] == pytest.approx(6 * 1060.0 * (math.e ** 0.6 - 1.0))

@@ -123,7 +123,9 @@ def test_elastic_trace_jobs_may_run_on_any_count_the_tables_have():
 
 
 def test_the_command_prints_the_tables(capsys):
-    crossgpu.main()
+    from experiments.cli import main
+
+    assert main(["predict", "crossgpu"]) == 0
     out = capsys.readouterr().out
     assert re.search(r"\| ResNet-50 \| 5 \| \d+% \|", out) and "Candidate features" in out
     assert isinstance(pd.DataFrame(crossgpu.leave_one_gpu_out(crossgpu.shipped_speeds())), pd.DataFrame)

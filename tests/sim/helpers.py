@@ -54,16 +54,22 @@ class FirstFit(Policy):
 
 
 class Scripted(Policy):
-    """Answers each decision with ``script(snapshot)``; records every snapshot it saw."""
+    """Answers each decision with ``script(snapshot)``; records every snapshot it saw. ``preempt``, ``share`` and
+    ``gang``, when given, declare the capabilities on a subclass made for the instance (capabilities are class
+    attributes)."""
 
     name = "scripted"
     may_preempt: ClassVar[bool] = False
     may_share: ClassVar[bool] = False
 
-    def __init__(self, script: Callable[[Snapshot], Plan], *, preempt: bool = False, share: bool = False):
-        self.script, self.preempt, self.share = script, preempt, share
-        self.may_preempt = preempt
-        self.may_share = share
+    def __new__(cls, *args: object, **kwargs: object) -> Scripted:
+        given = (("may_preempt", "preempt"), ("may_share", "share"), ("may_gang", "gang"))
+        flags = {flag: kwargs[k] for flag, k in given if kwargs.get(k) is not None}
+        return super().__new__(type(cls.__name__, (cls,), flags) if flags else cls)
+
+    def __init__(self, script: Callable[[Snapshot], Plan], *, preempt: bool | None = None, share: bool | None = None,
+                 gang: bool | None = None):
+        self.script, self.preempt, self.share, self.gang = script, preempt, share, gang
         self.seen: list[Snapshot] = []
 
     def decide(self, s: Snapshot) -> Plan:

@@ -122,8 +122,7 @@ REJECTED = {
 @pytest.mark.parametrize("case", REJECTED)
 def test_bad_gangs_are_rejected(case):
     flags, cluster, assignment, message = REJECTED[case]
-    policy = Scripted(lambda s: Plan(start=(assignment,)) if s.waiting else Plan())
-    policy.may_gang = flags.get("gang", True)  # type: ignore[misc]
+    policy = Scripted(lambda s: Plan(start=(assignment,)) if s.waiting else Plan(), gang=flags.get("gang", True))
     with pytest.raises(CapsimError, match=message):
         Simulation(cluster, [Job(0, GANG if case != "beyond the configurations" else ONE, 0.0, 1e9, 0.0)],
                    policy, RUNTIMES).run()
@@ -133,8 +132,8 @@ def test_a_gang_over_two_vm_types_is_rejected():
     cluster = Cluster((V100, BIG),
                       (NodeSlot(frozenset({"v100"}), fixed=True), NodeSlot(frozenset({"big"}), fixed=True)),
                       rules=ClusterRules(gang=True))
-    policy = Scripted(lambda s: Plan(start=(Assignment(0, 0, 1, gang=((1, 3),)),)) if s.waiting else Plan())
-    policy.may_gang = True  # type: ignore[misc]
+    policy = Scripted(lambda s: Plan(start=(Assignment(0, 0, 1, gang=((1, 3),)),)) if s.waiting else Plan(),
+                      gang=True)
     with pytest.raises(CapsimError, match="spread over v100 and big: a gang runs on one VM type"):
         Simulation(cluster, [Job(0, GANG, 0.0, 1e9, 0.0)], policy, RUNTIMES).run()
 
@@ -151,8 +150,7 @@ def test_a_gang_moves_and_stops_as_one():
             return Plan(start=(gang([3, 2, 1, 0]),))
         return Plan()
 
-    policy = Scripted(script, preempt=True)
-    policy.may_gang = True  # type: ignore[misc]
+    policy = Scripted(script, preempt=True, gang=True)
     jobs = [Job(0, GANG, 0.0, 1e9, 0.0), Job(1, ONE, 40.0, 1e9, 0.0)]
     r = run(servers(), jobs, policy)
     seg = r.segments[r.segments.job_id == 0].sort_values(["start_time", "node"])

@@ -109,8 +109,7 @@ def test_a_gang_loses_all_its_parts_when_one_node_is_revoked():
             return Plan(vms={0: "big", 1: "big"}, start=(Assignment(0, 0, 2, gang=((1, 2),)),))
         return Plan()
 
-    policy = Scripted(gang_then_big)
-    policy.may_gang = True  # type: ignore[misc]
+    policy = Scripted(gang_then_big, gang=True)
     cl = Cluster((BIG, BIG_SPOT), (NodeSlot(), NodeSlot()), rules=ClusterRules(gang=True, checkpoint_interval=math.inf))
     runtime = 10 * max(lives)
     truth = table(A_big_4=runtime, **{"A_big-spot_4": runtime})

@@ -13,8 +13,8 @@ import yaml
 from sim.catalogue import configurations, vm_types
 from sim.contracts import Predictor
 from sim.model import CapsimError, JobSpec, VMType
-from sim.traces import COLUMNS, DEFAULT_FORMAT, MEASURED, REQUIRED, TRACE_FORMATS, TraceReader, read_trace
-from sim.workload import trace_jobs
+from sim.testing import check_trace_reader
+from sim.traces import COLUMNS, DEFAULT_FORMAT, REQUIRED, TRACE_FORMATS, TraceReader, read_trace
 
 CONFIGS = configurations(tuple(vm_types().values())[:3],
                          {v.name: 64 for v in tuple(vm_types().values())[:3]})  # gangs too
@@ -30,37 +30,12 @@ class _PerIteration(Predictor):
 FORMATS = sorted(TRACE_FORMATS.kinds(aliases=False))
 
 
-def _example(kind: str, tmp_path: Path) -> tuple[TraceReader, Path]:
-    cls = TRACE_FORMATS.kinds()[kind]
-    path = tmp_path / f"example.{kind}"
-    path.write_text(cls.example, encoding="utf-8")
-    for name, text in cls.companions.items():
-        (tmp_path / name).write_text(text, encoding="utf-8")
-    return TRACE_FORMATS.build(kind, **dict(cls.test_params)), path
-
-
 @pytest.mark.parametrize("kind", FORMATS)
-def test_reader_follows_the_component_contract(kind: str) -> None:
+def test_check_trace_reader(kind: str) -> None:
     cls = TRACE_FORMATS.kinds()[kind]
     reader = TRACE_FORMATS.build(kind, **dict(cls.test_params))
     assert isinstance(reader, TraceReader) and reader.name == kind
-    assert set(reader.get_params()) == set(cls.param_names())
-    assert reader.describe().startswith(kind)
-    assert cls.example and cls.example_jobs > 0 and cls.file_kind
-
-
-@pytest.mark.parametrize("kind", FORMATS)
-def test_reader_example_gives_the_trace_table_and_jobs(kind: str, tmp_path: Path) -> None:
-    reader, path = _example(kind, tmp_path)
-    table = reader.read(path)
-    assert isinstance(table, pd.DataFrame) and len(table) == reader.example_jobs
-    assert set(REQUIRED) <= set(table.columns) or set(MEASURED) <= set(table.columns)
-    pd.testing.assert_frame_equal(table, reader.read(path))
-    jobs = trace_jobs(table, _PerIteration(), CONFIGS, 0, str(path))
-    assert [j.id for j in jobs] == list(range(reader.example_jobs))
-    assert [j.submit_time for j in jobs] == sorted(j.submit_time for j in jobs)
-    assert all(j.deadline >= j.submit_time and j.weight >= 0 for j in jobs)
-    assert jobs == trace_jobs(reader.read(path), _PerIteration(), CONFIGS, 0, str(path))
+    check_trace_reader(reader)
 
 
 def test_the_default_format_is_registered_and_the_columns_are_declared_once() -> None:
@@ -175,3 +150,17 @@ def test_a_trace_mapping_runs_end_to_end(tmp_path: Path) -> None:
     a, b = read_results(out["bare"]).tables, read_results(out["mapping"]).tables
     assert list(a["jobs"].end_time) == [100.0, 200.0]
     pd.testing.assert_frame_equal(a["jobs"], b["jobs"])
+
+
+def test_the_csv_columns_are_listed_where_users_read_them() -> None:
+    """The CSV reader's docstring and README's scenario example name every column of the trace table."""
+    import re
+
+    from sim.traces.native import CsvTrace
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    listed = re.search(r"CSV columns (.*?); other", readme, re.S)
+    assert listed, "README's scenario example lost its list of CSV columns"
+    for column in COLUMNS:
+        assert column in (CsvTrace.__doc__ or ""), column
+        assert column in listed.group(1), column

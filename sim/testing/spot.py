@@ -1,10 +1,5 @@
-"""Conformance checks for components, importable by their authors: ``from sim.testing import check_spot_pricing``.
-
-Each check takes a component instance (or, where it must build fresh ones, its class and parameters), runs it on
-small hand-built cases with known answers and raises ``AssertionError`` naming the component, the case and what was
-expected and found. capsim's own suites run them over every registered component; an outside author runs them on
-theirs the same way (``tests/`` shows how).
-"""
+"""The spot check of ``sim.testing.check_policy``: a capacity-planning policy prices a spot VM at its expected cost
+under revocations (``sim.risk``), on a lone job whose right answer is known in each of four rates."""
 
 from __future__ import annotations
 
@@ -16,7 +11,7 @@ import numpy as np
 from sim.catalogue import configurations, gpu, spot_variant
 from sim.contracts import Policy
 from sim.model import Assignment, ClusterRules, Job, JobSpec, JobView, NodeView, Plan, Snapshot, VMType
-from sim.risk import expected_runtime, spot_markets
+from sim.risk import expected_runtime, spot_rates
 
 __all__ = ["SpotCase", "SPOT_CASES", "spot_case", "check_spot_pricing"]
 
@@ -43,7 +38,7 @@ SPOT_CASES = (
     SpotCase("often revoked, checkpoints every 600 s and a 60-s restart (E[T] 4,415 s, $2.21)", 2.0,
              ClusterRules(checkpoint_interval=600.0, restart_overhead=60.0), True),
 )
-"""The markets ``check_spot_pricing`` tries, the first telling whether the policy rents spot at all."""
+"""The rates ``check_spot_pricing`` tries, the first telling whether the policy rents spot at all."""
 
 
 def spot_case(case: SpotCase) -> Snapshot:
@@ -59,8 +54,8 @@ def spot_case(case: SpotCase) -> Snapshot:
 
 def _expected_costs(snap: Snapshot) -> np.ndarray:
     """Each configuration's expected cost for the case's job: price x expected runtime."""
-    markets = spot_markets(snap.configs)
-    t = expected_runtime(snap.waiting[0].estimates, markets, snap.rules)
+    rates = spot_rates(snap.configs)
+    t = expected_runtime(snap.waiting[0].estimates, rates, snap.rules)
     return np.array([c.vm.price_per_second for c in snap.configs]) * t
 
 
