@@ -1,0 +1,120 @@
+"""Co-location in capacity planning: whether a waiting job should share the GPUs of a running job rather than run
+alone (``docs/sharing.md``, *Co-locating policies*).
+
+A pair's cost is what sharing adds, in the estimator's terms: the new job runs at its slowdown ``s_a`` next to the
+host, the host at ``s_h`` until one of them finishes, then the other alone at full speed. With ``T`` the new job's
+remaining time alone on the host's configuration and ``R`` the host's:
+
+- the new job finishes first when ``s_a T <= s_h R``: at ``s_a T``; the host then has ``R - s_a T / s_h`` left;
+- otherwise the host finishes at ``s_h R`` and the new job ``T - s_h R / s_a`` later.
+
+The host's VM is held until the later of the two ends instead of ``R``: that extra time at the VM's price (the whole
+VM, as D* prices a job alone), plus the new job's tardiness and the host's added tardiness, is the pair's cost. The job
+is paired when that is below its cost alone (``standalone_cost``: the cheapest whole-VM rental plus tardiness, from
+now where the cluster has room for it, else from the earliest moment a running job is expected to free its GPUs).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from optim.common import ConfigTable, config_table, standalone_cost, where
+from sim.model import Assignment, JobView, Plan, Snapshot
+
+__all__ = ["pair_times", "pair_cost", "hosts", "best_host", "earliest_free", "pair_waiting"]
+
+
+def pair_times(t_new: float, r_host: float, s_new: float, s_host: float) -> tuple[float, float]:
+    """(the new job's, the host's) time to finish from now when they share (module docstring)."""
+    if s_new * t_new <= s_host * r_host:
+        first = s_new * t_new
+        return first, first + (r_host - first / s_host)
+    first = s_host * r_host
+    return first + (t_new - first / s_new), first
+
+
+def _late(jv: JobView, finish: float) -> float:
+    return jv.job.weight * max(0.0, finish - jv.job.deadline)
+
+
+def pair_cost(snapshot: Snapshot, jv: JobView, host: JobView) -> float:
+    """The cost of starting ``jv`` on ``host``'s GPUs now (module docstring); inf where they may not share."""
+    k = host.config
+    if snapshot.colocation is None or k is None:
+        return math.inf
+    t_new = (1.0 - jv.done) * float(jv.estimates[k]) + (snapshot.rules.restart_overhead if jv.done > 0 else 0.0)
+    if not math.isfinite(t_new):
+        return math.inf
+    s_new, s_host = snapshot.colocation.slowdowns(jv.job.spec, host.job.spec, k)
+    if not math.isfinite(s_new):
+        return math.inf
+    now, r_host = snapshot.time, host.remaining_at(snapshot.time)
+    fin_new, fin_host = pair_times(t_new, r_host, s_new, s_host)
+    held = max(fin_new, fin_host) - r_host
+    price = snapshot.configs[k].vm.price_per_second
+    return (price * held + _late(jv, now + fin_new) + _late(host, now + fin_host) - _late(host, now + r_host))
+
+
+def hosts(snapshot: Snapshot) -> list[JobView]:
+    """The running jobs a waiting job may join: alone on their GPUs, on one node."""
+    if snapshot.colocation is None:
+        return []
+    return [jv for jv in snapshot.running if jv.partner is None and not jv.parts and jv.config is not None]
+
+
+def earliest_free(snapshot: Snapshot) -> float:
+    """When the first running job is expected to finish (now when none runs)."""
+    return snapshot.time + min((jv.remaining_at(snapshot.time) for jv in snapshot.running), default=0.0)
+
+
+def best_host(snapshot: Snapshot, jv: JobView, candidates: Sequence[JobView], table: ConfigTable,
+              reachable: np.ndarray, later: float) -> tuple[JobView, float] | None:
+    """The host whose pair costs least, if that is below ``jv``'s cost alone (from now on a ``reachable``
+    configuration, or from ``later`` on any when none is), with the pair's cost; else None. A job asking for a GPU
+    count joins only hosts with that count."""
+    if not candidates:
+        return None
+    asked = jv.job.spec.gpus
+    best, cost = None, math.inf
+    for host in candidates:
+        if asked is not None and snapshot.configs[host.config].gpus != asked:  # type: ignore[index]
+            continue
+        c = pair_cost(snapshot, jv, host)
+        if c < cost:
+            best, cost = host, c
+    if best is None:
+        return None
+    overhead = snapshot.rules.restart_overhead if jv.done > 0 else 0.0
+    alone = standalone_cost(jv, snapshot.time, table, reachable, overhead) if reachable.any() else math.inf
+    if not math.isfinite(alone):
+        alone = standalone_cost(jv, later, table, np.ones(len(table.configs), dtype=bool), overhead)
+    return (best, cost) if cost < alone else None
+
+
+def pair_waiting(snapshot: Snapshot, plan: Plan) -> Plan:
+    """``plan`` with the jobs it leaves waiting paired with running jobs where that is cheaper than their cost alone
+    from the earliest moment GPUs free up (by deadline, then id; each host once). Hosts the plan moves, preempts or
+    already pairs are left alone."""
+    busy = {a.job_id for a in plan.move} | set(plan.preempt) | {a.partner for a in plan.start if a.partner is not None}
+    free = [h for h in hosts(snapshot) if h.id not in busy]
+    if not free:
+        return plan
+    started = {a.job_id for a in plan.start}
+    table = config_table(snapshot.configs)
+    nowhere = np.zeros(len(snapshot.configs), dtype=bool)
+    later = earliest_free(snapshot)
+    paired = []
+    for jv in sorted((jv for jv in snapshot.waiting if jv.id not in started), key=lambda v: (v.job.deadline, v.id)):
+        pair = best_host(snapshot, jv, free, table, nowhere, later)
+        if pair is None:
+            continue
+        free.remove(pair[0])
+        node, k = where(pair[0])
+        paired.append(Assignment(jv.id, node, snapshot.configs[k].gpus, partner=pair[0].id))
+        if not free:
+            break
+    return replace(plan, start=plan.start + tuple(paired)) if paired else plan
