@@ -25,7 +25,7 @@ import numpy as np
 from optim.common import ConfigTable, config_table, standalone_cost, where
 from sim.model import Assignment, JobView, Plan, Snapshot
 
-__all__ = ["pair_times", "pair_cost", "hosts", "best_host", "earliest_free", "pair_waiting"]
+__all__ = ["pair_times", "pair_cost", "hosts", "best_host", "earliest_free", "pair_waiting", "promising_pairs"]
 
 
 def pair_times(t_new: float, r_host: float, s_new: float, s_host: float) -> tuple[float, float]:
@@ -118,3 +118,21 @@ def pair_waiting(snapshot: Snapshot, plan: Plan) -> Plan:
         if not free:
             break
     return replace(plan, start=plan.start + tuple(paired)) if paired else plan
+
+
+def promising_pairs(snapshot: Snapshot, penalties: dict[int, float], stays: set[int], per_job: int = 3
+                    ) -> list[tuple[int, int, float]]:
+    """(waiting job, host, pair cost) for the MILP's pair variables: each waiting job in ``penalties`` with its
+    ``per_job`` cheapest hosts among the running jobs alone on nodes that ``stays`` keeps, where the pair costs less
+    than leaving the job waiting (its penalty); by job then cost."""
+    candidates = [h for h in hosts(snapshot) if h.node in stays]
+    out = []
+    for jv in snapshot.waiting:
+        if jv.id not in penalties or not candidates:
+            continue
+        asked = jv.job.spec.gpus
+        costs = sorted((c, h.id) for h in candidates
+                       if (asked is None or snapshot.configs[where(h)[1]].gpus == asked)
+                       and (c := pair_cost(snapshot, jv, h)) < penalties[jv.id])
+        out += [(jv.id, h, c) for c, h in costs[:per_job]]
+    return out

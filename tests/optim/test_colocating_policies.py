@@ -12,12 +12,12 @@ import pytest
 from optim.colocate import pair_times
 from optim.greedy import Greedy
 from optim.heuristics.insertion import Insertion
+from optim.milp import MILP
 from predictors.interference.explicit import GivenPairs
 from sim.engine import Simulation
 from tests.sim.helpers import SMALL, A, cluster, job, table
 
-
-POLICIES = [Greedy, Insertion]
+POLICIES = [Greedy, Insertion, MILP]
 
 
 def _run(policy, slowdown: float, deadline: float = 1e9, runtime: float = 100.0):
