@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from optim.common import ConfigTable, config_table, standalone_cost, where
+from optim.common import ConfigTable, config_table, standalone_cost
 from sim.model import Assignment, JobView, Plan, Snapshot
 
-__all__ = ["pair_times", "pair_cost", "hosts", "best_host", "earliest_free", "pair_waiting", "promising_pairs"]
+__all__ = ["Host", "pair_times", "pair_cost", "hosts", "best_host", "earliest_free", "pair_waiting", "promising_pairs"]
 
 
 def pair_times(t_new: float, r_host: float, s_new: float, s_host: float) -> tuple[float, float]:
@@ -37,33 +37,53 @@ def pair_times(t_new: float, r_host: float, s_new: float, s_host: float) -> tupl
     return first + (t_new - first / s_new), first
 
 
-def _late(jv: JobView, finish: float) -> float:
-    return jv.job.weight * max(0.0, finish - jv.job.deadline)
+def _late(weight: float, deadline: float, finish: float) -> float:
+    return weight * max(0.0, finish - deadline)
 
 
-def pair_cost(snapshot: Snapshot, jv: JobView, host: JobView) -> float:
+@dataclass(frozen=True, slots=True)
+class Host:
+    """A running job a waiting job may join, with what every pair with it needs, computed once per decision: its
+    node, configuration and GPUs, its time left alone (``remaining``) and its VM's price per second."""
+
+    view: JobView
+    node: int
+    config: int
+    gpus: int
+    remaining: float
+    price: float
+
+
+def pair_cost(snapshot: Snapshot, jv: JobView, host: Host) -> float:
     """The cost of starting ``jv`` on ``host``'s GPUs now (module docstring); inf where they may not share."""
     k = host.config
-    if snapshot.colocation is None or k is None:
+    if snapshot.colocation is None:
         return math.inf
-    t_new = (1.0 - jv.done) * float(jv.estimates[k]) + (snapshot.rules.restart_overhead if jv.done > 0 else 0.0)
+    t_new = (1.0 - jv.done) * float(jv.estimates[k])
     if not math.isfinite(t_new):
         return math.inf
-    s_new, s_host = snapshot.colocation.slowdowns(jv.job.spec, host.job.spec, k)
+    s_new, s_host = snapshot.colocation.slowdowns(jv.job.spec, host.view.job.spec, k)
     if not math.isfinite(s_new):
         return math.inf
-    now, r_host = snapshot.time, host.remaining_at(snapshot.time)
+    if jv.done > 0:
+        t_new += snapshot.rules.restart_overhead
+    now, r_host, hj = snapshot.time, host.remaining, host.view.job
     fin_new, fin_host = pair_times(t_new, r_host, s_new, s_host)
     held = max(fin_new, fin_host) - r_host
-    price = snapshot.configs[k].vm.price_per_second
-    return (price * held + _late(jv, now + fin_new) + _late(host, now + fin_host) - _late(host, now + r_host))
+    return (host.price * held + _late(jv.job.weight, jv.job.deadline, now + fin_new)
+            + _late(hj.weight, hj.deadline, now + fin_host) - _late(hj.weight, hj.deadline, now + r_host))
 
 
-def hosts(snapshot: Snapshot) -> list[JobView]:
+def hosts(snapshot: Snapshot) -> list[Host]:
     """The running jobs a waiting job may join: alone on their GPUs, on one node."""
     if snapshot.colocation is None:
         return []
-    return [jv for jv in snapshot.running if jv.partner is None and not jv.parts and jv.config is not None]
+    out = []
+    for jv in snapshot.running:
+        if jv.partner is None and not jv.parts and jv.config is not None and jv.node is not None:
+            c = snapshot.configs[jv.config]
+            out.append(Host(jv, jv.node, jv.config, c.gpus, jv.remaining_at(snapshot.time), c.vm.price_per_second))
+    return out
 
 
 def earliest_free(snapshot: Snapshot) -> float:
@@ -71,8 +91,8 @@ def earliest_free(snapshot: Snapshot) -> float:
     return snapshot.time + min((jv.remaining_at(snapshot.time) for jv in snapshot.running), default=0.0)
 
 
-def best_host(snapshot: Snapshot, jv: JobView, candidates: Sequence[JobView], table: ConfigTable,
-              reachable: np.ndarray, later: float) -> tuple[JobView, float] | None:
+def best_host(snapshot: Snapshot, jv: JobView, candidates: Sequence[Host], table: ConfigTable,
+              reachable: np.ndarray, later: float) -> tuple[Host, float] | None:
     """The host whose pair costs least, if that is below ``jv``'s cost alone (from now on a ``reachable``
     configuration, or from ``later`` on any when none is), with the pair's cost; else None. A job asking for a GPU
     count joins only hosts with that count."""
@@ -81,7 +101,7 @@ def best_host(snapshot: Snapshot, jv: JobView, candidates: Sequence[JobView], ta
     asked = jv.job.spec.gpus
     best, cost = None, math.inf
     for host in candidates:
-        if asked is not None and snapshot.configs[host.config].gpus != asked:  # type: ignore[index]
+        if asked is not None and host.gpus != asked:
             continue
         c = pair_cost(snapshot, jv, host)
         if c < cost:
@@ -100,7 +120,7 @@ def pair_waiting(snapshot: Snapshot, plan: Plan) -> Plan:
     from the earliest moment GPUs free up (by deadline, then id; each host once). Hosts the plan moves, preempts or
     already pairs are left alone."""
     busy = {a.job_id for a in plan.move} | set(plan.preempt) | {a.partner for a in plan.start if a.partner is not None}
-    free = [h for h in hosts(snapshot) if h.id not in busy]
+    free = [h for h in hosts(snapshot) if h.view.id not in busy]
     if not free:
         return plan
     started = {a.job_id for a in plan.start}
@@ -113,8 +133,7 @@ def pair_waiting(snapshot: Snapshot, plan: Plan) -> Plan:
         if pair is None:
             continue
         free.remove(pair[0])
-        node, k = where(pair[0])
-        paired.append(Assignment(jv.id, node, snapshot.configs[k].gpus, partner=pair[0].id))
+        paired.append(Assignment(jv.id, pair[0].node, pair[0].gpus, partner=pair[0].view.id))
         if not free:
             break
     return replace(plan, start=plan.start + tuple(paired)) if paired else plan
@@ -131,8 +150,7 @@ def promising_pairs(snapshot: Snapshot, penalties: dict[int, float], stays: set[
         if jv.id not in penalties or not candidates:
             continue
         asked = jv.job.spec.gpus
-        costs = sorted((c, h.id) for h in candidates
-                       if (asked is None or snapshot.configs[where(h)[1]].gpus == asked)
-                       and (c := pair_cost(snapshot, jv, h)) < penalties[jv.id])
+        costs = sorted((c, h.view.id) for h in candidates
+                       if (asked is None or h.gpus == asked) and (c := pair_cost(snapshot, jv, h)) < penalties[jv.id])
         out += [(jv.id, h, c) for c, h in costs[:per_job]]
     return out

@@ -31,7 +31,7 @@ import numpy as np
 
 from optim.base import Policy, register
 from optim.colocate import best_host, earliest_free, hosts
-from optim.common import ConfigTable, config_table, d_star, d_star_ranking, where
+from optim.common import ConfigTable, config_table, d_star, d_star_ranking
 from optim.queue import JobColumns, order
 from optim.room import NodeIndex, Room
 from optim.spot.fleet import check_spot_rule, uniform_progress_snapshot
@@ -118,13 +118,12 @@ def construct(
     for jv in queue:
         if room.empty() and not free_hosts:
             break  # nothing left to place a job on
-        mask = _reachable(table, room)
+        mask = _reachable(table, room) if not room.empty() else np.zeros(len(configs), dtype=bool)
         pair = best_host(snapshot, jv, free_hosts, table, mask, later) if free_hosts else None
         if pair is not None:
             host = pair[0]
             free_hosts.remove(host)
-            at, hk = where(host)
-            paired.append(Assignment(jv.id, at, configs[hk].gpus, partner=host.id))
+            paired.append(Assignment(jv.id, host.node, host.gpus, partner=host.view.id))
             continue
         if room.empty():
             continue

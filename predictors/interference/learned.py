@@ -131,10 +131,12 @@ class LearnedInterference(Interference):
         return slow, np.clip(_mean_of_trees(self._busy, x[:, _JOB_AND_GPU]), 0.0, 1.0)
 
     def slowdowns(self, a: JobSpec, b: JobSpec, vm: VMType, gpus: int) -> tuple[float, float]:
-        key = (a, b, vm.gpu, gpus)
+        if gpus != 1:
+            return math.inf, math.inf
+        key = (a.application, a.depth, a.batch_size, b.application, b.depth, b.batch_size, vm.gpu.name)
         if key not in self._memo:
             fa, fb = job_features(a), job_features(b)
-            if gpus != 1 or fa is None or fb is None:
+            if fa is None or fb is None:
                 self._memo[key] = (math.inf, math.inf)
             else:
                 slow, _ = self.predict_rows(np.stack([_row(fa, fb, vm.gpu), _row(fb, fa, vm.gpu)]))
@@ -142,7 +144,7 @@ class LearnedInterference(Interference):
         return self._memo[key]
 
     def utilisation(self, spec: JobSpec, vm: VMType, gpus: int) -> float:
-        key = (spec, vm.gpu)
+        key = (spec.application, spec.depth, spec.batch_size, vm.gpu.name)
         if key not in self._busy_memo:
             f = job_features(spec)
             self._busy_memo[key] = math.nan if f is None else float(

@@ -19,18 +19,35 @@ from sim.model import Config, JobSpec
 __all__ = ["PairView", "TruePairs"]
 
 
+class _Interned:
+    """Small integers for job specs, by object: a trace's specs differ job by job, and hashing a spec (all its
+    fields) for every pair a policy weighs costs more than the answer. Each spec is kept, so its id is never reused."""
+
+    def __init__(self) -> None:
+        self._ids: dict[int, int] = {}
+        self._kept: list[JobSpec] = []
+
+    def __call__(self, spec: JobSpec) -> int:
+        key = self._ids.get(id(spec))
+        if key is None:
+            key = self._ids[id(spec)] = len(self._kept)
+            self._kept.append(spec)
+        return key
+
+
 class TruePairs:
     """The truth's slowdowns of pairs sharing a configuration's GPUs, cached per (spec, spec, configuration)."""
 
     def __init__(self, model: Interference, configs: Sequence[Config]):
         self.model = model
         self.configs = tuple(configs)
-        self._pairs: dict[tuple[JobSpec, JobSpec, int], tuple[float, float]] = {}
+        self._pairs: dict[tuple[int, int, int], tuple[float, float]] = {}
         self._memory: dict[tuple[JobSpec, int], float] = {}
+        self._key = _Interned()
 
     def slowdowns(self, a: JobSpec, b: JobSpec, k: int) -> tuple[float, float]:
         """(a's, b's) true slowdown sharing configuration ``k``'s GPUs; ``(inf, inf)`` where they may not share."""
-        return _per_pair(self._pairs, self.model, self.configs, a, b, k, lambda: self._fits(a, b, k))
+        return _per_pair(self._pairs, self._key, self.model, self.configs, a, b, k, lambda: self._fits(a, b, k))
 
     def memory_gb(self, spec: JobSpec, k: int) -> float:
         return _per_job(self._memory, self.model.memory_gb, self.configs, spec, k)
@@ -51,12 +68,14 @@ class PairView:
         self._estimator = estimator
         self._feasible = truth.feasible
         self._configs = truth.configs
-        self._pairs: dict[tuple[JobSpec, JobSpec, int], tuple[float, float]] = {}
+        self._pairs: dict[tuple[int, int, int], tuple[float, float]] = {}
+        self._key = _Interned()
         self._util: dict[tuple[JobSpec, int], float] = {}
         self._memory: dict[tuple[JobSpec, int], float] = {}
 
     def slowdowns(self, a: JobSpec, b: JobSpec, k: int) -> tuple[float, float]:
-        return _per_pair(self._pairs, self._estimator, self._configs, a, b, k, lambda: self._feasible(a, b, k))
+        return _per_pair(self._pairs, self._key, self._estimator, self._configs, a, b, k,
+                         lambda: self._feasible(a, b, k))
 
     def utilisation(self, spec: JobSpec, k: int) -> float:
         return _per_job(self._util, self._estimator.utilisation, self._configs, spec, k)
@@ -65,12 +84,13 @@ class PairView:
         return _per_job(self._memory, self._estimator.memory_gb, self._configs, spec, k)
 
 
-def _per_pair(cache: dict[tuple[JobSpec, JobSpec, int], tuple[float, float]], model: Interference,
-              configs: tuple[Config, ...], a: JobSpec, b: JobSpec, k: int, allowed: Callable[[], bool]
-              ) -> tuple[float, float]:
+def _per_pair(cache: dict[tuple[int, int, int], tuple[float, float]], key: Callable[[JobSpec], int],
+              model: Interference, configs: tuple[Config, ...], a: JobSpec, b: JobSpec, k: int,
+              allowed: Callable[[], bool]) -> tuple[float, float]:
     """``model``'s slowdowns of a and b on configuration ``k`` where ``allowed()`` (else, or where not finite and
-    positive, ``(inf, inf)``), cached per pair in both orders."""
-    hit = cache.get((a, b, k))
+    positive, ``(inf, inf)``), cached per pair of specs (``key``) in both orders."""
+    ka, kb = key(a), key(b)
+    hit = cache.get((ka, kb, k))
     if hit is None:
         sa = sb = math.inf
         if allowed():
@@ -78,8 +98,8 @@ def _per_pair(cache: dict[tuple[JobSpec, JobSpec, int], tuple[float, float]], mo
             sa, sb = (float(x) for x in model.slowdowns(a, b, c.vm, c.gpus))
             if not (math.isfinite(sa) and math.isfinite(sb) and sa > 0 and sb > 0):
                 sa = sb = math.inf
-        hit = cache[(a, b, k)] = (sa, sb)
-        cache[(b, a, k)] = (sb, sa)
+        hit = cache[(ka, kb, k)] = (sa, sb)
+        cache[(kb, ka, k)] = (sb, sa)
     return hit
 
 
