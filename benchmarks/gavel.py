@@ -54,8 +54,8 @@ def build(jobs: int, lam: float, servers: str, seed: int):
 
     text = generate(jobs, lam, seed, gavel_table().by_gpu("V100"), multi_gpu=True)
     types = server_types(servers, 1, 0.0)
-    cluster = Cluster(tuple(v for v, _ in types),
-                      tuple(NodeSlot(frozenset({v.name}), fixed=True) for v, n in types for _ in range(n)),
+    cluster = Cluster(tuple(v for v, _, _ in types),
+                      tuple(NodeSlot(frozenset({v.name}), fixed=True) for v, n, _ in types for _ in range(n)),
                       rules=ClusterRules(gang=True, round_length=360.0, unplaceable_gangs=True))
     predictor = predictors.build("throughput")
     with tempfile.TemporaryDirectory() as tmp:

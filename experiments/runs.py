@@ -17,10 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from experiments.results.files import DASK_TMP, label_type
+from experiments.results.files import DASK_TMP
 from experiments.results.store import ResultStore, new_manifest
 from experiments.running.dispatch import run_tasks
 from experiments.running.progress import Progress
+from experiments.running.records import label_type
 from experiments.running.tasks import Outcome, Task, memory_problem
 from experiments.scenario import Scenario, parse_seeds, select_policies
 from experiments.scenario.sweep import Sweep
@@ -44,7 +45,8 @@ class Plan:
     label_types: dict[str, Any] = field(default_factory=dict)
     description: str = ""
     notes: list[str] = field(default_factory=list)
-    """What the traces' readers did with the rows they could not use, one report per distinct trace."""
+    """What the traces' readers did with the rows they could not use, one report per distinct trace; what in the
+    scenarios is valid but likely not meant (``Scenario.notes``)."""
 
     def manifest(self) -> dict[str, Any]:
         return new_manifest(self.kind, self.name, self.file, self.fields, self.policies, self.seeds,
@@ -73,7 +75,8 @@ def plan(what: Scenario | Sweep, policies: str | Sequence[str] | None = None,
     if isinstance(what, Scenario):
         specs = select_policies(what.policy_specs(), policies, f"{dash}policies")
         seed_list = seed_list or what.seeds
-        tasks = [Task.make(what, p, s) for p in specs for s in seed_list]
+        shared: dict[int, Any] = {}
+        tasks = [Task.make(what, p, s, shared=shared) for p in specs for s in seed_list]
         text = (f"{what.name}: {len(specs)} policies × {len(seed_list)} seeds, {what.n_jobs} jobs on "
                 f"{what.node_count} nodes (scenario {what.file})")
         return Plan("run", what.name, what.file, [], [p.label for p in specs], seed_list, tasks, {}, text,
@@ -81,8 +84,10 @@ def plan(what: Scenario | Sweep, policies: str | Sequence[str] | None = None,
     specs = select_policies(what.policies, policies, f"{dash}policies")
     seed_list = seed_list or what.seeds
     runs = what.runs(specs, seed_list)
-    tasks = [Task.make(r.scenario, r.policy, r.seed, r.labels, r.run_id) for r in runs]
     types = {f: label_type(values) for f, values in what.grid_values().items()}
+    named = tuple((f, str(t)) for f, t in types.items())
+    shared = {}
+    tasks = [Task.make(r.scenario, r.policy, r.seed, r.labels, r.run_id, named, shared) for r in runs]
     text = (f"sweep {what.name}: {len(what.points)} grid points × {len(specs)} policies × {len(seed_list)} seeds = "
             f"{len(tasks)} runs")
     return Plan("sweep", what.name, what.file, list(what.fields), [p.label for p in specs], seed_list, tasks, types,
@@ -90,8 +95,10 @@ def plan(what: Scenario | Sweep, policies: str | Sequence[str] | None = None,
 
 
 def _reports(scenarios: Sequence[Scenario]) -> list[str]:
-    """The trace reports of the scenarios (``Scenario.trace_report``), each distinct one once."""
-    return list(dict.fromkeys(r.text() for r in (sc.trace_report() for sc in scenarios) if r is not None))
+    """The trace reports of the scenarios (``Scenario.trace_report``) and their notes (``Scenario.notes``), each
+    distinct one once."""
+    texts = [r.text() for r in (sc.trace_report() for sc in scenarios) if r is not None]
+    return list(dict.fromkeys(texts + [n for sc in scenarios for n in sc.notes()]))
 
 
 def _check_memory(sc: Scenario, file: str, where: str) -> None:
@@ -151,6 +158,7 @@ def run_plan(p: Plan, out: str | Path, workers: int = 1, dask: str | None = None
         for text in p.notes:
             note(text)
         progress = Progress(len(todo), quiet=quiet or log is None)
+        store.expect([t.run_id for t in todo])
 
         def on_outcome(o: Outcome) -> None:
             store.write(o)

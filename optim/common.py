@@ -130,7 +130,8 @@ def standalone_costs(remaining: np.ndarray, start: float, weight: np.ndarray, de
     whole-VM rental (boot included) plus tardiness of running it alone from ``start`` on a ``usable``
     configuration; inf where none is usable."""
     span = table.boot + remaining
-    total = table.price * span + weight[:, None] * np.maximum(0.0, (start + span) - deadline[:, None])
+    with np.errstate(invalid="ignore"):  # a free configuration × an unsupported (inf) runtime: NaN, masked below
+        total = table.price * span + weight[:, None] * np.maximum(0.0, (start + span) - deadline[:, None])
     total = np.where(usable & np.isfinite(remaining), total, np.inf)
     return total.min(axis=1) if total.shape[1] else np.full(len(weight), math.inf)
 

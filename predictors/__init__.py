@@ -6,7 +6,6 @@ from predictors import (  # noqa: F401
     hybrid,
     interference,
     measured,
-    noisy,
     regression,
     table,
     throughput,
@@ -14,5 +13,6 @@ from predictors import (  # noqa: F401
     wave,
 )
 from predictors.base import Predictor, build, register, registry
+from predictors.uncertainty import noisy, online  # noqa: F401  (registers them)
 
 __all__ = ["Predictor", "build", "register", "registry"]

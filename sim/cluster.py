@@ -17,10 +17,11 @@ __all__ = ["NodeSlot", "Cluster"]
 class NodeSlot:
     """One node slot hosting at most one VM at a time.
 
-    ``allowed=None`` takes any VM type of the cluster (a cloud quota slot); an in-house server is a slot limited to
-    its own type, e.g. ``frozenset({"inhouse2"})``. A ``fixed`` slot is a server that is always present (as in Gavel's
-    clusters): it allows exactly one VM type, which runs from the start of the run to its end, is never stopped when
-    idle and cannot be stopped or changed by a plan; it bills like any VM (its price may be 0).
+    ``allowed=None`` takes any VM type of the cluster (a cloud quota slot); ``allowed`` limits a slot to some types.
+    A ``fixed`` slot is a server that is always present (as in Gavel's clusters): it allows exactly one VM type, which
+    runs from the first arrival to the last job's end, is never stopped when idle and cannot be stopped or changed by
+    a plan. An owned (in-house) server is a fixed slot of a type listed in ``ClusterRules.owned_price_per_hour``,
+    billed at that amortised rate; a fixed slot of another type bills like any VM (its price may be 0).
     """
 
     allowed: frozenset[str] | None = None
@@ -71,6 +72,7 @@ class Cluster:
                         f"cluster's VM types {names}; restrict slots to listed VM types"
                     )
         self._check_spot()
+        self._check_owned()
 
     def _check_spot(self) -> None:
         spot = [v for v in self.vm_types if v.spot]
@@ -87,6 +89,28 @@ class Cluster:
         fixed = sorted({n for s in self.slots if s.fixed for n in s.allowed or ()} & {v.name for v in spot})
         if fixed:
             raise CapsimError(f"cluster: fixed servers cannot be spot VMs ({fixed}); a fixed server is never revoked")
+
+    def _check_owned(self) -> None:
+        """An owned server's type is hosted by fixed slots only (rented slots take only rentable types) and is priced
+        0: its amortised cost is billed by the rules, and using it costs nothing more."""
+        by_name = {v.name: v for v in self.vm_types}
+        for name in self.rules.owned_price_per_hour:
+            vm = by_name.get(name)
+            if vm is None:
+                raise CapsimError(f"cluster: owned_price_per_hour names {name!r}, which is not among the cluster's VM "
+                                  f"types {list(by_name)}")
+            if vm.price_per_hour != 0 or vm.spot:
+                raise CapsimError(f"cluster: owned server type {name!r} must be an on-demand type priced 0 (using an "
+                                  f"owned server costs nothing more; its amortised cost is owned_price_per_hour), got "
+                                  f"price_per_hour {vm.price_per_hour}{' and spot' if vm.spot else ''}")
+            rented = [i for i, s in enumerate(self.slots) if not s.fixed and s.accepts(name)]
+            if rented:
+                raise CapsimError(f"cluster: slots {rented} are rented slots that accept the owned server type "
+                                  f"{name!r}; an owned server is a fixed slot, and rented slots take only rentable "
+                                  f"types (give them an allowed set without it)")
+            if not any(s.fixed and s.accepts(name) for s in self.slots):
+                raise CapsimError(f"cluster: owned server type {name!r} has no fixed slot; give each owned server a "
+                                  f"fixed slot of its type")
 
     @cached_property
     def configs(self) -> tuple[Config, ...]:

@@ -170,8 +170,8 @@ class Simulation:
                 pairs = TruePairs(self.true_interference, self.cluster.configs)
                 view = PairView(self.interference, pairs)
             self._last = run = Run(self.cluster, self.jobs, self._est, self._true, self.policy, self.time,
-                                   label=self._label, truth=type(self.truth).__name__, seed=self.seed, pairs=pairs,
-                                   view=view)
+                                   label=self._label, truth=type(self.truth).__name__, seed=self.seed,
+                                   estimator=self.estimator, pairs=pairs, view=view)
             tables = run.execute()
             segments = tables.segments if tables.segments is not None else Segments().frame()
             return RunResult(tables.jobs, tables.nodes, tables.decisions, summarise(tables), segments)

@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 
 if TYPE_CHECKING:
-    from sim.model import Config, Plan, Snapshot, VMType
+    from sim.contracts import Predictor, Source
+    from sim.model import Config, JobSpec, Plan, Snapshot, VMType
     from sim.state import Interval, JobState
 
 __all__ = ["Table", "Jobs", "Nodes", "Segments", "Decisions", "JOB_COLUMNS", "NODE_COLUMNS", "SEGMENT_COLUMNS",
@@ -85,6 +86,12 @@ class Jobs(Table):
     cost_share: list[float]
     """Its share of the VM cost, by GPU-seconds on each interval it ran on."""
     est_runtime: list[float]
+    """The estimator's runtime of the whole job on its last configuration, as known before it ran."""
+    est_source: list[str]
+    """The kind of answer the estimator gave for the job's last configuration (``Predictor.source``: measured,
+    interpolated, an extrapolation, scaled, ...)."""
+    est_error: list[float]
+    """The expected relative error of that kind of answer (``capsim predict evaluate``'s figure; NaN: not measured)."""
     true_runtime: list[float]
     final_round_iterations: list[int | None]
     """Round mode only: iterations of the job's last round. Gavel fails, and after five tries drops, a job whose last
@@ -103,8 +110,16 @@ class Jobs(Table):
     yet, so a fractional request runs on whole GPUs (``gpus``), rounded up."""
 
     @classmethod
-    def of(cls, states: Sequence[JobState], configs: Sequence[Config]) -> Jobs:
-        """The job table of finished jobs, from their states (``configs``: the cluster's, indexed by ``cfg``)."""
+    def of(cls, states: Sequence[JobState], configs: Sequence[Config], estimator: Predictor) -> Jobs:
+        """The job table of finished jobs, from their states (``configs``: the cluster's, indexed by ``cfg``); the
+        ``estimator`` says its source for each one's last configuration (asked once per job spec and configuration).
+        """
+        memo: dict[tuple[JobSpec, int], Source] = {}
+        for st in states:
+            if (st.job.spec, st.cfg) not in memo:
+                c = configs[st.cfg]
+                memo[(st.job.spec, st.cfg)] = estimator.source(st.job.spec, c.vm, c.gpus)
+        sources = [memo[(st.job.spec, st.cfg)] for st in states]
         t = cls()
         jobs = [st.job for st in states]
         specs = [j.spec for j in jobs]
@@ -129,7 +144,9 @@ class Jobs(Table):
         t.lateness = [max(0.0, st.end - j.deadline) for st, j in zip(states, jobs)]
         t.tardiness_cost = [j.weight * late for j, late in zip(jobs, t.lateness)]
         t.cost_share = [st.cost_share for st in states]
-        t.est_runtime = [float(st.est[st.cfg]) for st in states]
+        t.est_runtime = [float(st.base[st.cfg]) for st in states]
+        t.est_source = [s.kind for s in sources]
+        t.est_error = [s.error for s in sources]
         t.true_runtime = [float(st.true[st.cfg]) for st in states]
         t.final_round_iterations = [st.final for st in states]
         t.revocations = [st.revoked for st in states]
@@ -159,15 +176,15 @@ class Nodes(Table):
     revoked: list[bool]
     """Stopped by the provider's revocation (a spot VM), not by a plan or the end of the run."""
 
-    def add(self, node: int, iv: Interval, now: float, billed: float, cost: float, busy: float,
+    def add(self, node: int, iv: Interval, now: float, billed: float, price: float, cost: float, busy: float,
             revoked: bool = False) -> None:
         """VM interval ``iv`` of node ``node``, stopped at ``now`` (by a revocation if ``revoked``) after ``busy``
-        GPU-seconds of work."""
+        GPU-seconds of work, billed ``billed`` seconds at ``price`` $ per hour (an owned server's amortised rate)."""
         vm = iv.vm
         self.node.append(node)
         self.vm_type.append(vm.name)
         self.gpus.append(vm.gpus)
-        self.price_per_hour.append(vm.price_per_hour)
+        self.price_per_hour.append(price)
         self.start_time.append(iv.start)
         self.ready_time.append(min(iv.ready, now))
         self.stop_time.append(now)

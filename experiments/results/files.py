@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from experiments.running.records import to_arrow
 from sim.metrics import HEADLINE, METRICS
 
 __all__ = [
@@ -32,7 +33,6 @@ __all__ = [
     "summary_frame",
     "clean_temp_files",
     "pid_alive",
-    "label_type",
     "sha256",
     "SUMMARY_FIRST",
 ]
@@ -104,25 +104,10 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _to_arrow(df: pd.DataFrame, types: Mapping[str, pa.DataType] | None = None) -> pa.Table:
-    """``df`` as an Arrow table of one schema per table: columns named in ``types`` take that type; a text column
-    (pandas ``object``) whose values are all missing is typed ``string`` rather than Arrow's ``null``, so every
-    file of a table has the same schema whatever a run's values."""
-    table = pa.Table.from_pandas(df, preserve_index=False).replace_schema_metadata(None)
-    types = types or {}
-    for i, f in enumerate(table.schema):
-        want = types.get(f.name)
-        if want is None and pa.types.is_null(f.type) and df[f.name].dtype == object:
-            want = pa.string()
-        if want is not None and want != f.type:
-            table = table.set_column(i, pa.field(f.name, want), table.column(i).cast(want))
-    return table
-
-
 def parquet_bytes(df: pd.DataFrame, types: Mapping[str, pa.DataType] | None = None) -> bytes:
-    """``df`` as the bytes of a Parquet file (zstd, no index, no pandas metadata, the schema of ``_to_arrow``)."""
+    """``df`` as the bytes of a Parquet file (zstd, no index, no pandas metadata, the schema of ``to_arrow``)."""
     sink = pa.BufferOutputStream()
-    pq.write_table(_to_arrow(df, types), sink, compression="zstd")
+    pq.write_table(to_arrow(df, types), sink, compression="zstd")
     return sink.getvalue().to_pybytes()
 
 
@@ -177,16 +162,3 @@ def clean_temp_files(directory: str | Path) -> int:
             shutil.rmtree(p, ignore_errors=True)
             n += 1
     return n
-
-
-def label_type(values: Iterable[Any]) -> pa.DataType:
-    """The one Arrow type of a label column (a swept field) across a sweep's files: bool, int64 or float64 when
-    every given value is one, else text (numbers then become their text); missing values stay missing."""
-    vals = [v for v in values if v is not None]
-    if vals and all(isinstance(v, bool) for v in vals):
-        return pa.bool_()
-    if vals and all(isinstance(v, int) and not isinstance(v, bool) for v in vals):
-        return pa.int64()
-    if vals and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals):
-        return pa.float64()
-    return pa.string()

@@ -21,10 +21,12 @@ from typing import Any
 from experiments.scenario.names import RESULTS_ROOT, name_problem
 from sim.model import CapsimError
 
-__all__ = ["LOCK", "output_dir", "check_result_dir", "FolderLock"]
+__all__ = ["LOCK", "MANIFEST", "LEGACY_MANIFEST", "output_dir", "check_result_dir", "read_manifest", "FolderLock"]
 
 LOCK = ".capsim.lock"
-_MARKERS = ("manifest.json", "sweep.json", "summary", LOCK)
+MANIFEST = "manifest.json"
+LEGACY_MANIFEST = "sweep.json"
+_MARKERS = (MANIFEST, LEGACY_MANIFEST, "summary", LOCK)
 
 
 def _is_store(d: Path) -> bool:
@@ -51,6 +53,25 @@ def check_result_dir(d: Path, option: str = "--out") -> None:
     shown = ", ".join(entries[:4]) + (", ..." if len(entries) > 4 else "")
     raise CapsimError(f"{option} {d}: is not a capsim result folder and not empty (it holds {shown}); choose a new "
                       f"or empty folder, so no other files are mixed with (or replaced by) results")
+
+
+def read_manifest(root: Path) -> dict[str, Any]:
+    """A result folder's manifest (``manifest.json``, or ``sweep.json`` of older folders; empty when it has none); a
+    damaged one is a clear error."""
+    for name in (MANIFEST, LEGACY_MANIFEST):
+        path = root / name
+        if path.is_file():
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except (ValueError, UnicodeDecodeError) as e:
+                raise CapsimError(f"{path}: damaged manifest ({e}); a result folder's manifest is JSON written by "
+                                  f"capsim: restore it, or delete it and run the sweep again") from None
+            if not isinstance(data, dict) or not isinstance(data.get("runs", {}), dict) \
+                    or not isinstance(data.get("run_ids", []), list):
+                raise CapsimError(f"{path}: damaged manifest (expected a JSON object with `run_ids` and `runs`); "
+                                  f"delete it and run the sweep again")
+            return data
+    return {}
 
 
 def output_dir(out: str | None, name: str) -> Path:

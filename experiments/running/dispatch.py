@@ -5,17 +5,22 @@ from __future__ import annotations
 import os
 import signal
 from collections.abc import Callable
+from itertools import islice
 from typing import Any
 
 from experiments.running import interrupts
 from experiments.running.pool import init_worker, run_parallel
-from experiments.running.tasks import Outcome, Task, execute
+from experiments.running.tasks import Outcome, Task, run_task
 
 __all__ = ["run_tasks"]
 
+IN_FLIGHT = 4
+"""Tasks handed to Dask per worker at a time: enough to keep workers busy, few enough that the scheduler's state
+does not grow with the sweep."""
 
-def _execute_single_thread(task: Task) -> Outcome:
-    return execute(task, single_thread=True)
+
+def _run_single_thread(task: Task) -> Outcome:
+    return run_task(task, single_thread=True)
 
 
 def _lost(i: int, task: Task, code: int | None) -> Outcome:
@@ -34,7 +39,7 @@ def run_tasks(
 
     ``workers == 1`` runs in this process; more uses the process pool (solver threads 1 each); ``dask`` is a
     scheduler address (``tcp://host:8786``) or ``local:N`` for a local Dask cluster of N single-threaded worker
-    processes.
+    processes. Each outcome comes with its record built where it ran (``Outcome.record``).
     """
     if not tasks:
         return
@@ -43,10 +48,10 @@ def run_tasks(
     elif workers <= 1:
         for t in tasks:
             interrupts.check()
-            on_outcome(execute(t))
+            on_outcome(run_task(t))
         interrupts.check()
     else:
-        run_parallel(_execute_single_thread, tasks, lambda i, o: on_outcome(o), workers, on_lost=_lost)
+        run_parallel(_run_single_thread, tasks, lambda i, o: on_outcome(o), workers, on_lost=_lost)
 
 
 def _run_dask(tasks: list[Task], on_outcome: Callable[[Outcome], None], address: str, tmp: str | None) -> None:
@@ -85,11 +90,15 @@ def _run_dask(tasks: list[Task], on_outcome: Callable[[Outcome], None], address:
             raise CapsimError(f"--dask {address!r}: cannot reach the Dask scheduler: {e}") from None
     try:
         client.run(init_worker)  # a local cluster's workers are this process's children: they die with it
-        futures = client.map(_execute_single_thread, tasks, pure=False)
-        for fut in as_completed(futures):
+        width = IN_FLIGHT * max(1, len(client.scheduler_info().get("workers", {})))
+        queue = iter(tasks)
+        running = as_completed([client.submit(_run_single_thread, t, pure=False) for t in islice(queue, width)])
+        for fut in running:
             interrupts.check()
             on_outcome(fut.result())
             fut.release()
+            for t in islice(queue, 1):
+                running.add(client.submit(_run_single_thread, t, pure=False))
     finally:
         _close(client, cluster)
 

@@ -39,7 +39,7 @@ _MESSAGES = {int(signal.SIGINT): "capsim: interrupted", int(signal.SIGTERM): "ca
 _requested: int | None = None
 _deferred = 0
 _active = False
-_writing = threading.Lock()
+_writing = threading.RLock()  # writes nest (a batch written, then its journal line)
 
 
 class Terminated(BaseException):

@@ -1,7 +1,8 @@
 """One run: a ``Task`` (scenario × policy × seed as plain data) and its ``Outcome`` (tables and summary row).
 
 A ``Task`` carries plain data only (the scenario as validated data, the policy spec, the seed), so it pickles to any
-worker; ``execute`` rebuilds the objects, runs the engine and returns plain DataFrames. Only the caller writes files.
+worker; ``execute`` rebuilds the objects, runs the engine and returns plain DataFrames; ``run_task`` also encodes
+them as the run's record (``running.records``) where the run ran. Only the caller writes files.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import pandas as pd
 
 from experiments.scenario import PolicySpec, Scenario, build_policy
 
-__all__ = ["Task", "Outcome", "execute", "TABLES"]
+__all__ = ["Task", "Outcome", "execute", "run_task", "TABLES"]
 
 TABLES = ("jobs", "nodes", "decisions", "segments")
 """The per-run record tables of ``sim.engine.RunResult`` that are stored (one row per job, node interval, decision,
@@ -38,14 +39,33 @@ class Task:
     scenario_id: str = ""
     """The hash of the resolved scenario without policy and seed: runs of one scenario share it (reports group by
     it, never pooling different scenarios)."""
+    label_types: tuple[tuple[str, str], ...] = ()
+    """The Arrow type (by name) of each grid label across the sweep, so every run's rows share one schema."""
 
     @staticmethod
     def make(sc: Scenario, policy: PolicySpec, seed: int, labels: Iterable[tuple[str, Any]] = (),
-             run_id: str | None = None) -> Task:
-        """The task of ``policy`` and ``seed`` on ``sc`` (``run_id``: the run id when the caller has it already)."""
-        data = sc.model_dump(mode="python", exclude={"policies", "seeds"}, exclude_unset=False)
-        return Task(run_id or sc.run_id(policy, seed), data, str(sc.base_dir), policy.model_dump(), seed,
-                    tuple(labels), sc.scenario_id())
+             run_id: str | None = None, label_types: tuple[tuple[str, str], ...] = (),
+             shared: dict[int, Any] | None = None) -> Task:
+        """The task of ``policy`` and ``seed`` on ``sc`` (``run_id``: the run id when the caller has it already).
+        ``shared``: a dict kept by a caller making many tasks, so tasks of one scenario and one policy share their
+        plain data (a sweep of 20,000 seeds holds one copy, not 20,000)."""
+        memo = shared if shared is not None else {}
+        key = id(sc)
+        if key not in memo:
+            memo[key] = (sc, sc.model_dump(mode="python", exclude={"policies", "seeds"}, exclude_unset=False),
+                         str(sc.base_dir), sc.scenario_id())
+        _, data, base, scenario_id = memo[key]
+        pkey = id(policy)
+        if pkey not in memo:
+            memo[pkey] = (policy, policy.model_dump())
+        return Task(run_id or sc.run_id(policy, seed), data, base, memo[pkey][1], seed, tuple(labels), scenario_id,
+                    label_types)
+
+    def arrow_label_types(self) -> dict[str, Any]:
+        """``label_types`` as Arrow types."""
+        import pyarrow as pa
+
+        return {k: pa.type_for_alias(v) for k, v in self.label_types}
 
     def scenario_obj(self) -> Scenario:
         return Scenario.model_validate(self.scenario).located(Path(self.base_dir))
@@ -71,19 +91,33 @@ class Outcome:
     summary: dict[str, Any] | None = None
     error: str | None = None
     wall: float = 0.0
+    record: bytes | None = None
+    """The run's record (``encoded``): its labelled tables as Arrow, what the result folder stores."""
 
     @property
     def ok(self) -> bool:
         return self.error is None
 
+    def encoded(self) -> Outcome:
+        """This outcome with its record built and its frames dropped (what a worker sends back)."""
+        if self.record is not None:
+            return self
+        from experiments.running.records import encode
 
-def _label(df: pd.DataFrame, labels: list[tuple[str, Any]]) -> pd.DataFrame:
-    df = df.reset_index(drop=True).copy()
-    for i, (k, v) in enumerate(labels):
-        if k in df.columns:
-            df = df.drop(columns=k)
-        df.insert(i, k, [v] * len(df))
-    return df
+        t = self.task
+        error = None if self.ok else (self.error or "")
+        try:
+            blob = encode(t.run_id, t.scenario_id, _labels(t), t.config_json(), t.arrow_label_types(), self.summary,
+                          self.tables, error)
+        except Exception as e:  # noqa: BLE001 (a run whose tables cannot be stored is a failed run, not a crash)
+            error = "its tables could not be stored:\n" + "".join(traceback.format_exception(e))
+            blob = encode(t.run_id, t.scenario_id, _labels(t), t.config_json(), {}, error=error)
+        return Outcome(t, error=error, wall=self.wall, record=blob)
+
+
+def _labels(t: Task) -> list[tuple[str, Any]]:
+    """The leading columns of a run's rows: run id, grid values, policy, seed."""
+    return [("run_id", t.run_id), *t.labels, ("policy", t.policy_label), ("seed", t.seed)]
 
 
 def execute(task: Task, single_thread: bool = False) -> Outcome:
@@ -108,12 +142,17 @@ def execute(task: Task, single_thread: bool = False) -> Outcome:
         if not isinstance(e, Exception):  # Ctrl-C, SIGTERM, exit: stop, do not record a failed run
             raise
         return Outcome(task, error="".join(traceback.format_exception(e)), wall=time.perf_counter() - t0)
-    labels = [("run_id", task.run_id), *task.labels, ("policy", task.policy_label), ("seed", task.seed)]
-    tables = {name: _label(getattr(result, name), labels) for name in TABLES}
+    labels = _labels(task)
+    tables = {name: getattr(result, name) for name in TABLES}
     summary = {k: v for k, v in labels}
     summary.update({k: (v.item() if hasattr(v, "item") else v) for k, v in result.summary.items()})
     summary.update(lower_bound=bound, bound_ratio=summary["total_cost"] / bound if bound > 0 else float("nan"))
     return Outcome(task, tables, summary, wall=time.perf_counter() - t0)
+
+
+def run_task(task: Task, single_thread: bool = False) -> Outcome:
+    """``execute`` and the run's record built here (in a worker: in parallel, and only bytes go back)."""
+    return execute(task, single_thread).encoded()
 
 
 BOUND_MAX_JOBS = 5000

@@ -187,8 +187,7 @@ def _check_fixed_cluster(sc: Scenario, problems: list[Problem]) -> None:
     """A fixed cluster's GPU models and the fields it excludes; rounds exclude periodic decisions."""
     from experiments.scenario.servers import TRACE, check_servers
 
-    problems.extend(Problem(("cluster",) + path, message)
-                    for path, message in check_servers(sc.cluster, sc.cluster.model_fields_set))
+    problems.extend(Problem(("cluster",) + path, message) for path, message in check_servers(sc.cluster))
     if sc.cluster.servers == TRACE:
         _check_trace_servers(sc, problems)
     if sc.cluster.rounds is not None and sc.cluster.decision_interval is not None:
@@ -220,26 +219,48 @@ def _check_trace_servers(sc: Scenario, problems: list[Problem]) -> None:
                                         f"({', '.join(models)}), found {m!r}{did_you_mean(m, models)}"))
 
 
-def _check_spot(sc: Scenario, problems: list[Problem]) -> list[str]:
-    """``cluster.spot``: not with fixed servers or rounds, rates for known names, some type with a spot price; the
-    names of the spot variants (slot groups may name them)."""
-    from sim.model import CapsimError
+def _check_rented_slots(sc: Scenario, problems: list[Problem]) -> None:
+    """The rented slots: what their groups name (``experiments.scenario.slots``), their spot markets, and no
+    rentable type named like an owned server's."""
+    from experiments.scenario.slots import entry_problems, slot_problems
 
+    c = sc.cluster
+    before = len(problems)
+    problems.extend(Problem(("cluster",) + path, message) for path, message in entry_problems(c))
+    if len(problems) == before:
+        _check_spot(sc, problems)
+    if len(problems) > before:
+        return
+    owned = c.owned_names(sc.hardware())
+    problems.extend(Problem(("cluster",) + path, message)
+                    for path, message in slot_problems(c, owned, c.rentable_vm_types(sc.base_dir)))
+    if owned and len(problems) == before:
+        for v in c.rentable_vm_types(sc.base_dir):
+            if v.name in owned:
+                problems.append(Problem(("cluster", "vm_types"), f"expected rentable VM types named apart from the "
+                                        f"owned servers' ({', '.join(owned)}), found a rentable type {v.name!r}; "
+                                        f"rename it"))
+
+
+def _check_spot(sc: Scenario, problems: list[Problem]) -> None:
+    """``cluster.spot``: rented slots to rent spot on, not with rounds, a replayed trace that reads, rates for known
+    names, some type with a spot price."""
     spot = sc.cluster.spot
-    if spot is None:
-        return []
+    if spot is None or sc.cluster.rented_nodes is None:  # spot without rented slots: check_servers names it
+        return
     at = ("cluster", "spot")
-    for field, why in (("servers", "a fixed server is never revoked"), ("rounds", "round mode does not model them")):
-        if getattr(sc.cluster, field) is not None:
-            problems.append(Problem(at, f"expected no spot VMs with cluster.{field} ({why}); remove one of them"))
-            return []
+    if sc.cluster.rounds is not None:
+        problems.append(Problem(at, "expected no spot VMs with cluster.rounds (round mode does not model them); "
+                                "remove one of them"))
+        return
     listed = sc.cluster.listed_vm_types()
-    if spot.trace is not None and not problems:
+    before = len(problems)
+    if spot.trace is not None:
         try:
             sc.cluster.spot_markets(sc.base_dir)
         except CapsimError as e:
             problems.append(Problem(at + ("trace",), str(e)))
-            return []
+            return
     if isinstance(spot.revocation_rate, dict):
         known = {v.name for v in listed} | {v.gpu.name for v in listed} | {"default"}
         for k in spot.revocation_rate:
@@ -249,13 +270,12 @@ def _check_spot(sc: Scenario, problems: list[Problem]) -> list[str]:
     if not any(v.spot_price_per_hour is not None for v in listed):
         problems.append(Problem(at, "expected some VM type with a spot price (spot_price_per_hour), found none: no "
                                 "VM can be rented spot"))
-    if problems:
-        return []
+    if len(problems) > before:
+        return
     try:
-        return [v.name for v in sc.cluster.all_vm_types(sc.base_dir) if v.spot]
+        sc.cluster.rentable_vm_types(sc.base_dir)
     except CapsimError as e:
         problems.append(Problem(at + ("revocation_rate",), str(e)))
-        return []
 
 
 def semantic_problems(sc: Scenario, runnable: bool = True) -> list[Problem]:
@@ -290,16 +310,9 @@ def semantic_problems(sc: Scenario, runnable: bool = True) -> list[Problem]:
                 if name in cluster_vm_names:
                     problems.append(Problem(("cluster", "vm_types", i), f"VM type {name!r} is listed twice"))
                 cluster_vm_names.append(name)
-    if not problems:
-        cluster_vm_names += _check_spot(sc, problems)
-    if isinstance(sc.cluster.nodes, list):
-        for gi, g in enumerate(sc.cluster.nodes):
-            for vi, v in enumerate(g.vm_types or []):
-                if v not in cluster_vm_names:
-                    problems.append(Problem(("cluster", "nodes", gi, "vm_types", vi),
-                                            f"expected one of the cluster's VM types ({', '.join(cluster_vm_names)}), "
-                                            f"found {v!r}{did_you_mean(v, cluster_vm_names)}"))
     _check_fixed_cluster(sc, problems)
+    if not problems:
+        _check_rented_slots(sc, problems)
     jt = catalogue.job_types()
     mix = sc.workload.mix
     if isinstance(mix, dict):

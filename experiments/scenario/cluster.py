@@ -1,5 +1,6 @@
-"""The cluster of a scenario: node slots and the VM types they may host (rented), or fixed servers; billing,
-rescheduling, rounds, spot and checkpoint options; and the simulator's ``Cluster`` built from them."""
+"""The cluster of a scenario: owned servers (``servers``, always there) and rented node slots (``nodes``) with the VM
+types they may rent (``vm_types``, ``spot``); billing, rescheduling, rounds and checkpoint options; and the
+simulator's ``Cluster`` built from them."""
 
 from __future__ import annotations
 
@@ -10,17 +11,11 @@ from typing import Annotated, Any
 from pydantic import Discriminator, Field, Tag, field_validator, model_serializer
 
 from experiments.scenario.fields import NonNeg, PositiveFloat, PositiveInt, StrictModel
-from experiments.scenario.vms import SpotSpec, VMEntry, listed_vm_types
+from experiments.scenario.slots import SlotGroup, group_accepts, rentable_listed
+from experiments.scenario.vms import SpotSpec, VMEntry, resolved_vm
 from sim.model import MAX_BILLING_QUANTUM, CapsimError, VMType
 
 __all__ = ["ClusterSpec", "SlotGroup", "RoundsSpec"]
-
-
-class SlotGroup(StrictModel):
-    """``count`` node slots that may host only the listed VM types (all of the cluster's types if omitted)."""
-
-    count: PositiveInt = 1
-    vm_types: Annotated[list[str], Field(min_length=1)] | None = None
 
 
 def _nodes_tag(v: Any) -> str | None:
@@ -57,10 +52,12 @@ def _no_sexagesimal(v: Any, numbers: bool) -> Any:
 
 
 class ClusterSpec(StrictModel):
-    """Node slots and the VM types they may host, billing and rescheduling options; or a fixed cluster of servers
-    (``servers``, see ``experiments.scenario.servers``), optionally scheduled in rounds. ``spot`` adds spot variants
-    of the VM types (``SpotSpec``); ``checkpoint_interval`` (s of work; none: no checkpoints) bounds what a revoked
-    job loses; ``max_gang_gpus`` caps the GPU count of a gang's configurations (``sim.cluster.Cluster``)."""
+    """Owned servers (``servers``, see ``experiments.scenario.servers``: always there, never rented, billed at their
+    amortised ``server_price``) and rented node slots (``nodes``: a number or slot groups; default 5 without servers,
+    none with them) with the VM types they may rent (``vm_types``), billing and rescheduling options, optionally
+    rounds. ``spot`` adds spot variants of the rented types (``SpotSpec``); ``checkpoint_interval`` (s of work; none:
+    no checkpoints) bounds what a revoked job loses; ``max_gang_gpus`` caps the GPU count of a gang's configurations
+    (``sim.cluster.Cluster``)."""
 
     nodes: Annotated[
         Annotated[PositiveInt, Tag("<count>")] | Annotated[list[SlotGroup], Field(min_length=1), Tag("<groups>")],
@@ -69,7 +66,7 @@ class ClusterSpec(StrictModel):
             custom_error_type="capsim_choice",
             custom_error_message="expected a number of nodes or a list of slot groups {count, vm_types}",
         ),
-    ] = 5
+    ] | None = None
     vm_types: Annotated[list[VMEntry], Field(min_length=1)] | None = None
     billing_quantum: NonNeg = 0.0
     restart_overhead: NonNeg = 0.0
@@ -111,6 +108,8 @@ class ClusterSpec(StrictModel):
             for k in _FIXED_CLUSTER:
                 if d.get(k) is None:
                     d.pop(k, None)
+            if d.get("nodes") is None and self.servers is None:
+                d["nodes"] = self.rented_nodes  # the default written out, as it always was (it reads back the same)
         return d
 
     @property
@@ -132,39 +131,52 @@ class ClusterSpec(StrictModel):
         return v
 
     @property
+    def rented_nodes(self) -> int | list[SlotGroup] | None:
+        """The rented node slots: ``nodes``, else 5 on a cluster without owned servers (none with them)."""
+        return self.nodes if self.nodes is not None else (5 if self.servers is None else None)
+
+    @property
+    def servers_only(self) -> bool:
+        """A fixed cluster: owned servers and no rented slot (Gavel's clusters)."""
+        return self.servers is not None and self.rented_nodes is None
+
+    @property
     def node_count(self) -> int:
-        """The node slots (a fixed cluster's servers); a trace's own hardware counts through ``Scenario``."""
-        if self.servers is not None:
-            return sum(n for _, n in self.server_types(()))
-        return self.nodes if isinstance(self.nodes, int) else sum(g.count for g in self.nodes)
+        """The node slots: owned servers, then rented slots (a trace's own hardware counts through ``Scenario``)."""
+        owned = sum(n for _, n, _ in self.server_types(())) if self.servers is not None else 0
+        nodes = self.rented_nodes
+        return owned + (0 if nodes is None else nodes if isinstance(nodes, int) else sum(g.count for g in nodes))
 
     # ----- the simulator's objects --------------------------------------------------------------------------------
     # ``hardware`` is the trace's own servers (``sim.traces.Servers``), for ``servers: trace``.
     def listed_vm_types(self) -> tuple[VMType, ...]:
-        """The VM types ``vm_types`` lists (the whole catalogue when unset), before spot variants."""
-        return listed_vm_types(self.vm_types)
+        """The rentable VM types before spot variants: those ``vm_types`` lists, else the slot groups' own when each
+        names them, else the paper's catalogue (``experiments.scenario.slots``)."""
+        return rentable_listed(self)
 
-    def server_types(self, hardware: Any = None) -> list[tuple[VMType, int]]:
-        """A fixed cluster's server types, each with its count (``experiments.scenario.servers``)."""
+    def server_types(self, hardware: Any = None) -> list[tuple[VMType, int, float]]:
+        """The owned servers' types (priced 0), each with its count and amortised $ per server-hour
+        (``experiments.scenario.servers``)."""
         from experiments.scenario.servers import TRACE, server_types, trace_server_types
 
         if self.servers == TRACE:
             if hardware is None:
-                from sim.model import CapsimError
-
                 raise CapsimError("cluster.servers: trace needs a workload trace whose format describes the hardware "
                                   "its jobs ran on")
             return trace_server_types(hardware, self.server_price)
         return server_types(self.servers, self.gpus_per_server, self.server_price, self.gpu)
 
-    def all_vm_types(self, base_dir: Path | None = None, hardware: Any = None) -> tuple[VMType, ...]:
-        """Every VM type of the cluster: the fixed servers' types (``hardware``: the trace's own servers, for
-        ``servers: trace``), or those listed plus their spot variants (with a replayed trace, at the revocation rate
-        policies are told: given, or observed in the series)."""
+    def owned_names(self, hardware: Any = None) -> list[str]:
+        """The owned servers' VM type names (none without ``servers``)."""
+        return [v.name for v, _, _ in self.server_types(hardware)] if self.servers is not None else []
+
+    def rentable_vm_types(self, base_dir: Path | None = None) -> tuple[VMType, ...]:
+        """The VM types rented slots may take: those listed plus their spot variants (with a replayed trace, at the
+        revocation rate policies are told: given, or observed in the series); none without rented slots."""
         from sim import catalogue
 
-        if self.servers is not None:
-            return tuple(v for v, _ in self.server_types(hardware))
+        if self.rented_nodes is None:
+            return ()
         types = self.listed_vm_types()
         if self.spot is None:
             return types
@@ -175,6 +187,21 @@ class ClusterSpec(StrictModel):
             rates = {name.removesuffix(catalogue.SPOT_SUFFIX): markets.revocation_rate(name)
                      for name in markets.names()}
         return catalogue.with_spot(types, rates, self.spot.only)
+
+    def all_vm_types(self, base_dir: Path | None = None, hardware: Any = None) -> tuple[VMType, ...]:
+        """Every VM type of the cluster: the owned servers' types (``hardware``: the trace's own servers, for
+        ``servers: trace``), then the rentable ones."""
+        owned = tuple(v for v, _, _ in self.server_types(hardware)) if self.servers is not None else ()
+        return owned + self.rentable_vm_types(base_dir)
+
+    def resolved_vm_types(self, base_dir: Path | None = None, hardware: Any = None) -> list[dict[str, Any]]:
+        """Every VM type as plain data behind run ids: an owned server's type priced at its amortised rate (the form
+        fixed servers always had), the rentable ones as they are."""
+        from dataclasses import replace
+
+        owned = ([resolved_vm(replace(v, price_per_hour=rate)) for v, _, rate in self.server_types(hardware)]
+                 if self.servers is not None else [])
+        return owned + [resolved_vm(v) for v in self.rentable_vm_types(base_dir)]
 
     def spot_markets(self, base_dir: Path | None = None) -> Any:
         """The replayed spot markets (``sim.spot_market.RecordedMarkets``) of ``spot.trace`` (relative paths from
@@ -198,26 +225,36 @@ class ClusterSpec(StrictModel):
         spot = [v for v in catalogue.with_spot(self.listed_vm_types(), 0.0, self.spot.only) if v.spot]
         return RecordedMarkets.build(spot, series, self.spot.offset_hours * 3600)
 
-    def slots(self, hardware: Any = None) -> list[Any]:
-        """The node slots (``sim.engine.NodeSlot``): one per fixed server, else as ``nodes`` says."""
+    def slots(self, hardware: Any = None, base_dir: Path | None = None) -> list[Any]:
+        """The node slots (``sim.engine.NodeSlot``): one fixed slot per owned server, then the rented ones as
+        ``nodes`` says (on a cluster with owned servers, limited to the rentable types)."""
         from sim.engine import NodeSlot
 
-        if self.servers is not None:
-            return [NodeSlot(frozenset({v.name}), fixed=True) for v, n in self.server_types(hardware)
-                    for _ in range(n)]
-        if isinstance(self.nodes, int):
-            return [NodeSlot(None) for _ in range(self.nodes)]
         out: list[Any] = []
-        for g in self.nodes:
-            allowed = None if g.vm_types is None else frozenset(g.vm_types)
-            out.extend(NodeSlot(allowed) for _ in range(g.count))
+        owned: list[str] = []
+        if self.servers is not None:
+            for v, n, _ in self.server_types(hardware):
+                owned.append(v.name)
+                out.extend(NodeSlot(frozenset({v.name}), fixed=True) for _ in range(n))
+        nodes = self.rented_nodes
+        if nodes is None:
+            return out
+        rentable = self.rentable_vm_types(base_dir)
+        if isinstance(nodes, int):
+            allowed = frozenset(v.name for v in rentable) if owned else None
+            return out + [NodeSlot(allowed) for _ in range(nodes)]
+        for gi, g in enumerate(nodes):
+            accepted, problems = group_accepts(self, gi, rentable, owned)
+            if problems:
+                raise CapsimError(f"cluster.nodes[{gi}]: {problems[0][1]}")
+            out.extend(NodeSlot(accepted) for _ in range(g.count))
         return out
 
     def build(self, base_dir: Path | None = None, hardware: Any = None, largest_job: int | None = None) -> Any:
         """The simulator's ``sim.engine.Cluster``: its VM types, its slots and its rules. Every ``ClusterRules`` field
-        this spec has under the same name passes as it is (None: the rule's default); rounds and gangs are derived.
-        On a trace's own ``hardware``, gangs reach ``largest_job`` GPUs (the trace's largest request) unless
-        ``max_gang_gpus`` says otherwise."""
+        this spec has under the same name passes as it is (None: the rule's default); rounds, gangs and the owned
+        servers' rates are derived. On a trace's own ``hardware``, gangs reach ``largest_job`` GPUs (the trace's
+        largest request) unless ``max_gang_gpus`` says otherwise."""
         from sim.engine import Cluster
         from sim.model import ClusterRules
 
@@ -227,9 +264,11 @@ class ClusterSpec(StrictModel):
             given["decision_interval"] = rounds.length  # the event-driven variant: a decision every round length
         elif rounds is not None:
             given["round_length"] = rounds.length
-        given["gang"] = self.gang if self.gang is not None else self.servers is not None
-        given["unplaceable_gangs"] = self.servers is not None and rounds is not None  # Gavel's LPs price them
+        given["gang"] = self.gang if self.gang is not None else self.servers_only
+        given["unplaceable_gangs"] = self.servers_only and rounds is not None  # Gavel's LPs price them
+        if self.servers is not None:
+            given["owned_price_per_hour"] = {v.name: rate for v, _, rate in self.server_types(hardware)}
         if self.max_gang_gpus is None and hardware is not None and largest_job is not None:
             given["max_gang_gpus"] = max(largest_job, max(h.gpus for h in hardware))
-        return Cluster(self.all_vm_types(base_dir, hardware), tuple(self.slots(hardware)), rules=ClusterRules(**given),
-                       markets=self.spot_markets(base_dir))
+        return Cluster(self.all_vm_types(base_dir, hardware), tuple(self.slots(hardware, base_dir)),
+                       rules=ClusterRules(**given), markets=self.spot_markets(base_dir))

@@ -1,17 +1,22 @@
-"""Fixed clusters of servers in a scenario file, written as briefly as Gavel's ``-c 4:4:4``.
+"""Owned (in-house) servers in a scenario file, written as briefly as Gavel's ``-c 4:4:4``.
 
 ```yaml
 cluster:
   servers: "4:4:4"            # servers of V100:P100:K80 (Gavel's order; quoted), or {V100: 4, P100: 4, K80: 4},
                               # or "32x8" with gpu: A100-40GB (32 servers of 8 GPUs of one model, ElasticFlow's shape)
   gpus_per_server: 1          # one number, "1:1:1", or {V100: 8, ...} (default 1)
-  server_price: 0             # $ per server-hour, one number or {V100: 3.06, ...}, for cost reports (default 0)
+  server_price: 0             # amortised $ per server-hour, one number or {V100: 3.06, ...} (default 0)
   rounds: 360                 # optional: round-based mode (or {length: 360, effects: false})
+  # nodes: 6                  # optional: rented node slots next to the servers, with vm_types (and spot)
 ```
 
-Servers are always present (fixed slots: no renting decision), one VM type per GPU model named after it in lower
-case (``v100``), and jobs may run as gangs across servers of one type unless ``gang: false``. Gavel's ``-c`` counts
-GPUs, not servers: ``-c 36:36:36 --num_gpus_per_server 4:4:4`` is ``servers: "9:9:9"`` with ``gpus_per_server: 4``.
+Owned servers are always there (fixed slots: no renting decision), never rented and never revoked, one VM type per
+GPU model named after it in lower case (``v100``). Each is billed its ``server_price`` for its whole time on, from
+the first arrival to the last job's end, whether it works or not; so a policy sees it priced 0 (using it costs
+nothing more). With ``nodes``, rented slots (and ``vm_types``, ``spot``) come next to them and take only rentable
+types. On a cluster of servers only, jobs may run as gangs across servers of one type unless ``gang: false``.
+Gavel's ``-c`` counts GPUs, not servers: ``-c 36:36:36 --num_gpus_per_server 4:4:4`` is ``servers: "9:9:9"`` with
+``gpus_per_server: 4``.
 
 ``servers: trace`` is the trace's own hardware, as its format's reader describes it (``TraceReader.hardware``:
 Alibaba's node lists, Philly's servers per virtual cluster): one VM type per GPU model and server size, named
@@ -64,9 +69,11 @@ def per_model(value: Any, models: list[str], default: float) -> dict[str, Any]:
     return {m: value for m in models}
 
 
-def server_types(servers: Any, gpus_per_server: Any, price: Any, gpu: str | None = None) -> list[tuple[VMType, int]]:
-    """(VM type, number of servers) per GPU model of a fixed cluster, in the order the models are given (``gpu``: the
-    model of a ``"NxG"`` cluster)."""
+def server_types(servers: Any, gpus_per_server: Any, price: Any, gpu: str | None = None
+                 ) -> list[tuple[VMType, int, float]]:
+    """(VM type, number of servers, amortised $ per server-hour) per GPU model of the owned servers, in the order the
+    models are given (``gpu``: the model of a ``"NxG"`` cluster). The type is priced 0: an owned server costs nothing
+    more to use (its rate is billed by the cluster's rules, ``ClusterRules.owned_price_per_hour``)."""
     from sim import catalogue
 
     shape = parse_shape(servers) if isinstance(servers, str) else None
@@ -78,21 +85,22 @@ def server_types(servers: Any, gpus_per_server: Any, price: Any, gpu: str | None
     models = [m for m, n in counts.items() if n > 0]
     gpus = per_model(gpus_per_server, models, 1)
     prices = per_model(price, models, 0.0)
-    return [(VMType(m.lower(), catalogue.gpu(m), int(gpus[m]), float(prices[m]), provider="fixed"), counts[m])
+    return [(VMType(m.lower(), catalogue.gpu(m), int(gpus[m]), 0.0, provider="fixed"), counts[m], float(prices[m]))
             for m in models]
 
 
-def trace_server_types(hardware: Any, price: Any) -> list[tuple[VMType, int]]:
-    """(VM type, number of servers) per kind of server of a trace's hardware (``sim.traces.Servers``), priced by
-    ``server_price`` (one number, or a mapping by the trace's GPU model names; default 0)."""
+def trace_server_types(hardware: Any, price: Any) -> list[tuple[VMType, int, float]]:
+    """(VM type priced 0, number of servers, amortised $ per server-hour) per kind of server of a trace's hardware
+    (``sim.traces.Servers``), the rate from ``server_price`` (one number, or a mapping by the trace's GPU model names;
+    default 0)."""
     from sim import catalogue
 
     prices = per_model(price, [h.gpu for h in hardware], 0.0)
-    return [(VMType(f"{h.gpu.lower()}-{h.gpus}gpu", catalogue.trace_gpu(h.gpu), h.gpus, float(prices[h.gpu]),
-                    provider="fixed"), h.count) for h in hardware if h.count > 0]
+    return [(VMType(f"{h.gpu.lower()}-{h.gpus}gpu", catalogue.trace_gpu(h.gpu), h.gpus, 0.0, provider="fixed"),
+             h.count, float(prices[h.gpu])) for h in hardware if h.count > 0]
 
 
-def check_servers(cluster: Any, set_fields: set[str]) -> list[tuple[tuple, str]]:
+def check_servers(cluster: Any) -> list[tuple[tuple, str]]:
     """Problems of a fixed cluster: (field path, message) for unknown GPU models, fields it excludes."""
     from sim import catalogue
 
@@ -103,6 +111,12 @@ def check_servers(cluster: Any, set_fields: set[str]) -> list[tuple[tuple, str]]
             if getattr(cluster, f) is not None:
                 out.append(((f,), f"expected no {f} without servers (it describes the servers of a fixed cluster)"))
         return out
+    if cluster.nodes is None:
+        for f in ("vm_types", "spot"):
+            if getattr(cluster, f) is not None:
+                out.append(((f,), f"expected rented node slots (cluster.nodes) for {f}: next to owned servers, "
+                                  f"{f} is about the VMs rented slots take, and there are none; give nodes: N (at "
+                                  f"most N rented VMs at a time) or remove {f}"))
     if isinstance(cluster.servers, str) and parse_shape(cluster.servers) is not None:
         if cluster.gpu is None:
             out.append((("gpu",), f"expected the GPU model of the {cluster.servers!r} servers (e.g. gpu: A100-40GB, "
@@ -114,16 +128,10 @@ def check_servers(cluster: Any, set_fields: set[str]) -> list[tuple[tuple, str]]
                                               f"gives the GPUs per server); remove one"))
         if any(n < 1 for n in parse_shape(cluster.servers) or ()):
             out.append((("servers",), f"expected at least one server of at least one GPU, found {cluster.servers!r}"))
-        for f in ("nodes", "vm_types"):
-            if f in set_fields:
-                out.append(((f,), f"expected no {f} with servers: a fixed cluster's servers are its nodes; remove one"))
         return out
     if cluster.gpu is not None:
         out.append((("gpu",), f"expected no gpu with servers {cluster.servers!r} (it names the models); use "
                               f"servers: \"NxG\" with gpu, or remove gpu"))
-    for f in ("nodes", "vm_types"):
-        if f in set_fields:
-            out.append(((f,), f"expected no {f} with servers: a fixed cluster's servers are its nodes; remove one"))
     if cluster.servers == TRACE:
         if cluster.gpus_per_server is not None:
             out.append((("gpus_per_server",), "expected no gpus_per_server with servers: trace (the trace's hardware "

@@ -22,7 +22,6 @@ from experiments.scenario.components import PolicySpec, PredictorSpec, build_pre
 from experiments.scenario.fields import StrictModel
 from experiments.scenario.files import availability_sha256, file_sha256, trace_hardware, trace_rows
 from experiments.scenario.names import name_problem
-from experiments.scenario.vms import resolved_vm
 from experiments.scenario.workload import TraceSpec, WorkloadSpec
 from sim.model import JobSpec, VMType
 from sim.traces.base import DEFAULT_FORMAT
@@ -150,7 +149,7 @@ class Scenario(StrictModel):
         cluster, those that plan capacity)."""
         if self.policies is not None:
             return list(self.policies)
-        return [PolicySpec(kind=k) for k in registered_policies(fixed=self.cluster.servers is not None)]
+        return [PolicySpec(kind=k) for k in registered_policies(fixed=self.cluster.servers_only)]
 
     def trace_spec(self) -> TraceSpec | None:
         """The trace as path, format and reader options (a bare path is a file of the default format)."""
@@ -169,6 +168,13 @@ class Scenario(StrictModel):
         t, tp = self.trace_spec(), self.trace_path()
         return None if t is None or tp is None else trace_rows(tp, t.format, t.options, shown=t.path)
 
+    def notes(self) -> list[str]:
+        """What in the scenario is valid but likely not meant (``experiments.scenario.slots.free_rented_note``)."""
+        from experiments.scenario.slots import free_rented_note
+
+        note = free_rented_note(self.cluster, self.cluster.rentable_vm_types(self._base_dir), self._file)
+        return [] if note is None else [note]
+
     def trace_report(self) -> Any:
         """What the trace's reader, then the cluster, did with the rows they could not use as they were (a
         ``sim.traces.report.TraceReport``; None without a production trace)."""
@@ -185,7 +191,7 @@ class Scenario(StrictModel):
         return self.cluster.all_vm_types(self._base_dir, self.hardware())
 
     def slots(self) -> list[Any]:
-        return self.cluster.slots(self.hardware())
+        return self.cluster.slots(self.hardware(), self._base_dir)
 
     def build_cluster(self) -> Any:
         """The simulator's cluster; with co-location its rules let two jobs share a GPU."""
@@ -242,7 +248,9 @@ class Scenario(StrictModel):
         """The fully resolved configuration as plain data: defaults filled, catalogue names replaced by their
         definitions (VM types, job types), a trace by its content hash."""
         d = self.model_dump(mode="json", exclude={"policies", "seeds"})
-        d["cluster"]["vm_types"] = [resolved_vm(v) for v in self.vm_types()]
+        d["cluster"]["vm_types"] = self.cluster.resolved_vm_types(self._base_dir, self.hardware())
+        if d["cluster"]["nodes"] is None:  # servers alone resolve as they always did: their run ids stay the same
+            d["cluster"]["nodes"] = 5
         if self.workload.trace is None:
             d["workload"]["mix"] = [
                 {"name": s.name, "application": s.application, "framework": s.framework, "iterations": s.iterations,

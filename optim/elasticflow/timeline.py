@@ -77,7 +77,8 @@ class PlanJob:
     and rates, and the plan so far (GPUs from each time, planned end on the slot grid and exact)."""
 
     __slots__ = ("id", "job", "left", "ddl", "cap", "levels", "rate", "gpus", "allocations", "end", "real_end",
-                 "next_gpus", "marginal", "next_allocations", "next_timeline", "next_end", "running", "trial")
+                 "next_gpus", "marginal", "next_allocations", "next_timeline", "next_end", "next_real_end", "running",
+                 "trial")
 
     def __init__(self, status: JobStatus, cap: int):
         job = status.job
@@ -102,6 +103,7 @@ class PlanJob:
         self.next_allocations: dict[float, int] = {}
         self.next_timeline: dict[float, int] = {}
         self.next_end = 0.0
+        self.next_real_end = 0.0
         self.trial = False
         return self
 

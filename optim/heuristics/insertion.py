@@ -37,6 +37,11 @@ from sim.model import Plan, Snapshot, VMType
 __all__ = ["Insertion", "insert_cheapest", "descend"]
 
 _TOL = 1e-9
+"""The least saving, relative to the schedule's cost, for which the descent makes a move (below it: rounding)."""
+_START_TOL = 1e-10
+"""The least saving for which insertion starts a job: below the 1e-9 every waiting penalty adds
+(``optim.milp.waiting``), so that a job whose start costs nothing (a free slot of an owned server) starts rather than
+waits, waiting being no cheaper."""
 
 
 def _targets(s: Schedule) -> list[int]:
@@ -79,11 +84,12 @@ def _price_slot(s: Schedule, n: int, jobs: np.ndarray, vm: VMType | None = None)
         return np.full(jobs.size, np.inf), np.zeros(jobs.size, dtype=int)
     span = dec.wait[n, ks][None, :] + dec.t[np.ix_(jobs, ks)]
     tard = dec.w[jobs, None] * np.maximum(0.0, dec.now + span - dec.d[jobs, None])
-    if vm is None:
-        rent = table.price[ks][None, :] * span
-    else:
-        h = max(float(dec.horizon[n]), max((dec.span(j, n, k) for j, k in s.on[n].items()), default=0.0))
-        rent = vm.price_per_second * np.maximum(0.0, span - h)
+    with np.errstate(invalid="ignore"):  # a free VM (an owned server) × an unsupported (inf) span: NaN, masked below
+        if vm is None:
+            rent = table.price[ks][None, :] * span
+        else:
+            h = max(float(dec.horizon[n]), max((dec.span(j, n, k) for j, k in s.on[n].items()), default=0.0))
+            rent = vm.price_per_second * np.maximum(0.0, span - h)
     delta = rent + tard - dec.p[jobs, None]
     delta = np.where(np.isfinite(span), delta, np.inf)
     best = (delta / table.gpus[ks][None, :]).argmin(axis=1)
@@ -107,8 +113,8 @@ def _fill(s: Schedule, slots: list[int], vm: VMType | None = None) -> float:
         order = list(cols)
         deltas = np.stack([np.where(alive, cols[n][0], np.inf) for n in order])
         per_gpu = deltas / np.stack([s.dec.table.gpus[cols[n][1]] for n in order])
-        t, i = divmod(int(np.where(deltas < -_TOL, per_gpu, np.inf).argmin()), waiting.size)
-        if not deltas[t, i] < -_TOL:
+        t, i = divmod(int(np.where(deltas < -_START_TOL, per_gpu, np.inf).argmin()), waiting.size)
+        if not deltas[t, i] < -_START_TOL:
             break
         n, j = order[t], int(waiting[i])
         total += float(deltas[t, i])
@@ -130,7 +136,7 @@ def _best_bundle(s: Schedule) -> tuple[float, int, VMType] | None:
             vm = dec.vm_by_name[name]
             trial = s.copy()
             saving = _fill(trial, [n], vm)
-            if saving < -_TOL and (best is None or saving < best[0]):
+            if saving < -_START_TOL and (best is None or saving < best[0]):
                 best = (saving, n, vm)
     return best
 

@@ -73,12 +73,14 @@ def run_replay(cluster: Cluster, jobs: Sequence[Job], policy: ReplayPolicy, esti
                               int(j.spec.gpus), float(j.duration), float(j.spec.iterations), cache[(j.spec, False)]))
         true.append(cache[(j.spec, True)])
     runs, log = replay(told, rc, policy, true if truth is not estimator else None)
-    return RunTables(_jobs(runs, jobs, vm).frame(), _nodes(runs, rc, vm).frame(), _decisions(log, label).frame(),
-                     _segments(runs, vm).frame())
+    rate = cluster.rules.owned_price_per_hour.get(vm.name, vm.price_per_hour)
+    return RunTables(_jobs(runs, jobs, vm, estimator).frame(), _nodes(runs, rc, vm, rate).frame(),
+                     _decisions(log, label).frame(), _segments(runs, vm).frame())
 
 
-def _jobs(runs: list[Run], jobs: Sequence[Job], vm: VMType) -> Jobs:
+def _jobs(runs: list[Run], jobs: Sequence[Job], vm: VMType, estimator: Predictor) -> Jobs:
     t = Jobs()
+    sources: dict[tuple[object, int], tuple[str, float]] = {}
     for r, j in zip(runs, jobs):
         s = j.spec
         done = r.status == "done"
@@ -107,11 +109,17 @@ def _jobs(runs: list[Run], jobs: Sequence[Job], vm: VMType) -> Jobs:
         g = r.final_gpus or j.spec.gpus or 1
         rate = r.true_rate(g) if g in LEVELS else 0.0
         t.est_runtime.append(s.iterations / rate if rate > 0 else math.inf)
+        if (s, g) not in sources:
+            src = estimator.source(s, vm, g)
+            sources[(s, g)] = (src.kind, src.error)
+        t.est_source.append(sources[(s, g)][0])
+        t.est_error.append(sources[(s, g)][1])
         t.true_runtime.append(s.iterations / rate if rate > 0 else math.inf)
         t.final_round_iterations.append(None)
         t.revocations.append(0)
         t.lost_gpu_seconds.append(0.0)
         t.status.append("rejected" if not done else "on_time" if r.on_time else "late")
+        t.gpu_request.append(math.nan if s.gpus is None else s.gpus * (s.gpu_share or 1.0))
     return t
 
 
@@ -130,8 +138,9 @@ def _segments(runs: list[Run], vm: VMType) -> Segments:
     return t
 
 
-def _nodes(runs: list[Run], rc: ReplayCluster, vm: VMType) -> Nodes:
-    """One interval per server, from the first arrival to the last completion (fixed servers are always on)."""
+def _nodes(runs: list[Run], rc: ReplayCluster, vm: VMType, rate: float) -> Nodes:
+    """One interval per server, from the first arrival to the last completion (fixed servers are always on), billed
+    that time at ``rate`` $ per hour (an owned server's amortised rate, ``ClusterRules.owned_price_per_hour``)."""
     t = Nodes()
     if not runs:
         return t
@@ -151,12 +160,12 @@ def _nodes(runs: list[Run], rc: ReplayCluster, vm: VMType) -> Nodes:
         t.node.append(n)
         t.vm_type.append(vm.name)
         t.gpus.append(per)
-        t.price_per_hour.append(vm.price_per_hour)
+        t.price_per_hour.append(rate)
         t.start_time.append(start)
         t.ready_time.append(start)
         t.stop_time.append(stop)
         t.billed_seconds.append(billed)
-        t.cost.append(billed * vm.price_per_hour / 3600.0)
+        t.cost.append(billed * rate / 3600.0)
         t.busy_gpu_seconds.append(float(busy[n]))
         t.jobs.append(0)
         t.spot.append(False)

@@ -220,14 +220,18 @@ def _check_sharing(world: World, r: RunResult) -> None:
 
 
 def _check_money(cluster: Cluster, r: RunResult) -> None:
-    """VM cost = Σ billed seconds × price, billed per the cluster's rule; job shares + idle cost = VM cost; a job's
-    tardiness cost is its weight × lateness, and the total is VM cost + tardiness cost."""
+    """VM cost = Σ billed seconds × price, billed per the cluster's rule (an owned server: its time on at its rate);
+    job shares + idle cost = VM cost; a job's tardiness cost is its weight × lateness, and the total is VM cost +
+    tardiness cost."""
     nodes = r.nodes
     on = nodes.stop_time - nodes.start_time
     q = cluster.rules.billing_quantum
-    for secs, length in zip(nodes.billed_seconds, on):
+    owned = cluster.rules.owned_price_per_hour
+    for name, secs, length, price in zip(nodes.vm_type, nodes.billed_seconds, on, nodes.price_per_hour):
         assert secs >= length - 1e-6, f"billed {secs} s for {length} s on"
-        if q > 0:
+        if name in owned:  # an owned server: its time on, exactly, at its amortised rate
+            assert secs == length and price == owned[name], (name, secs, length, price)
+        elif q > 0:
             assert secs < length + q + 1e-6 and math.isclose(secs / q, round(secs / q), abs_tol=1e-9), (secs, q)
         else:
             assert math.isclose(secs, length, rel_tol=1e-12, abs_tol=1e-9)

@@ -6,7 +6,8 @@ the rooms import them from there with the rest of the vocabulary.
 from __future__ import annotations
 
 import math
-from dataclasses import KW_ONLY, dataclass
+from collections.abc import Mapping
+from dataclasses import KW_ONLY, dataclass, field
 from functools import lru_cache
 from numbers import Real
 
@@ -129,6 +130,8 @@ class ClusterRules:
     - ``jobs_per_gpu``: how many jobs may share one GPU at once: 1 (the default: a GPU runs one job), or 2, co-location
       (``docs/sharing.md``): a policy with ``may_colocate`` may start a job on the GPUs of another
       (``Assignment.partner``); each then runs at its co-located speed (``Snapshot.colocation``).
+    - ``owned_price_per_hour``: owned servers' VM types with their amortised $/server-hour. Each is a fixed slot whose
+      type is priced 0 for the policies (using it costs nothing more); ``bill`` bills its whole time on at this rate.
     """
 
     billing_quantum: float = 0.0
@@ -140,8 +143,13 @@ class ClusterRules:
     max_gang_gpus: int | None = None
     unplaceable_gangs: bool = False
     jobs_per_gpu: int = 1
+    owned_price_per_hour: Mapping[str, float] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
+        for name, rate in self.owned_price_per_hour.items():
+            if not (isinstance(rate, Real) and not isinstance(rate, bool) and math.isfinite(rate) and rate >= 0):
+                raise CapsimError(f"cluster: owned_price_per_hour[{name!r}] must be finite $/h >= 0, got {rate!r}")
+        object.__setattr__(self, "owned_price_per_hour", {k: float(v) for k, v in self.owned_price_per_hour.items()})
         if not (0 <= self.billing_quantum <= MAX_BILLING_QUANTUM):
             raise CapsimError(f"cluster: billing_quantum must be a number of seconds in [0, {MAX_BILLING_QUANTUM:g}] "
                               f"(at most a day), got {self.billing_quantum}")
@@ -180,6 +188,12 @@ class ClusterRules:
         if self.billing_quantum > 0:
             return _quantum(self.billing_quantum).billed_seconds(on)
         return (vm.billing if vm is not None else _EXACT).billed_seconds(on)
+
+    def bill(self, on: float, vm: VMType) -> tuple[float, float, float]:
+        """(seconds billed, $/h, cost) of ``vm`` on ``on`` s: an owned server's time on at its rate, else as rented."""
+        rate = self.owned_price_per_hour.get(vm.name)
+        billed, rate = (on, rate) if rate is not None else (self.billed_seconds(on, vm), vm.price_per_hour)
+        return billed, rate, billed * rate / 3600.0
 
 
 @lru_cache(maxsize=8)

@@ -2,8 +2,9 @@
 
 An extension of ``/work/baseline/compare.py`` for the one result store: a flat table of an older ``capsim run``
 (``jobs.parquet``) is compared, as a frame, with the dataset of the same table (``jobs/``) read the way reports read
-it; per-run files present in both folders must be byte-identical, except for tables with wall-clock columns, which
-are compared as frames without them. The ``config`` column is compared too. Prints one line per difference and
+it; files present in both folders must be byte-identical, except for tables with wall-clock columns, which are
+compared as frames without them; a table stored in other files (one file per run against batches) is compared as one
+frame, read the way reports read it. The ``config`` column is compared too. Prints one line per difference and
 exits 1 if there is any. With ``--added-columns``, columns only the new folder has (new metrics) are left out of the
 comparison and listed; every column of the base must still be equal.
 """
@@ -20,8 +21,9 @@ sys.path.insert(0, str(ROOT))
 
 from experiments.results.reading import read_results  # noqa: E402
 
-SKIP = {"figures", "sweep.json", "manifest.json", "sweep.lock", "runs.jsonl"}
-"""Not compared: figures, locks, and the manifest and journal (their checksums cover files with wall-clock columns)."""
+SKIP = {"figures", "sweep.json", "manifest.json", "sweep.lock", "runs.jsonl", ".spool", ".capsim.lock"}
+"""Not compared: figures, locks, the spool, and the manifest and journal (their checksums cover files with wall-clock
+columns)."""
 ADDED_OK = False
 
 
@@ -48,6 +50,7 @@ def _frames(a: pd.DataFrame, b: pd.DataFrame, what: str, problems: list[str]) ->
 def compare(base: Path, new: Path) -> list[str]:
     problems: list[str] = []
     new_tables = read_results(new, all_runs=True).tables if (new / "summary").is_dir() else {}
+    base_tables: dict[str, pd.DataFrame] = {}
     for fa in sorted(base.iterdir()):
         if fa.name in SKIP:
             continue
@@ -59,6 +62,11 @@ def compare(base: Path, new: Path) -> list[str]:
             _frames(pd.read_csv(fa, **text), pd.read_csv(fb, **text), fa.name, problems)
         elif fa.is_dir() and fb.is_dir():
             names = sorted(p.name for p in fa.glob("*.parquet") if not p.name.startswith("."))
+            if names != sorted(p.name for p in fb.glob("*.parquet") if not p.name.startswith(".")) and \
+                    fa.name in new_tables:  # other files (per run against batches): the table as one frame
+                base_tables = base_tables or read_results(base, all_runs=True).tables
+                _frames(base_tables[fa.name], new_tables[fa.name], fa.name, problems)
+                continue
             missing = [n for n in names if not (fb / n).is_file()]
             if missing:
                 problems.append(f"MISSING in {fb}: {len(missing)} files, e.g. {missing[:3]}")

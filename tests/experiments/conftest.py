@@ -42,3 +42,38 @@ def write_yaml(path: Path, data: Any) -> Path:
 @pytest.fixture
 def tiny(tmp_path: Path) -> Path:
     return write_yaml(tmp_path / "tiny.yaml", small_scenario())
+
+
+def per_run_layout(folder: Path, journal: bool = True) -> list[str]:
+    """Rewrite a result folder in the layout before batches: one file per table and run (``<table>/<run>.parquet``),
+    recorded by ``{"run": ...}`` journal lines with their checksums (``journal``), or by no journal at all (the
+    oldest folders). Return the run ids, sorted."""
+    import hashlib
+    import json
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    lines = [json.loads(x) for x in (folder / "runs.jsonl").read_text().splitlines() if x.strip()]
+    scenario = {r: s for e in lines if "batch" in e for part in ("runs", "failed") for r, s in e[part].items()}
+    files: dict[str, dict[str, str]] = {}
+    for table_dir in sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        parts = sorted(table_dir.glob("part-*.parquet"))
+        if not parts:
+            continue
+        table = pa.concat_tables([pq.read_table(p) for p in parts])
+        for p in parts:
+            p.unlink()
+        for rid in sorted(set(table.column("run_id").to_pylist())):
+            sink = pa.BufferOutputStream()
+            pq.write_table(table.filter(pc.equal(table.column("run_id"), rid)), sink, compression="zstd")
+            data = sink.getvalue().to_pybytes()
+            (table_dir / f"{rid}.parquet").write_bytes(data)
+            files.setdefault(rid, {})[table_dir.name] = hashlib.sha256(data).hexdigest()
+    (folder / "runs.jsonl").unlink()
+    if journal:
+        (folder / "runs.jsonl").write_text("".join(
+            json.dumps({"run": rid, "scenario": scenario.get(rid, ""), "files": f}) + "\n"
+            for rid, f in sorted(files.items())))
+    return sorted(files)

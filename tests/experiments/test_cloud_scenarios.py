@@ -118,7 +118,8 @@ def test_the_docs_examples_load(tmp_path: Path) -> None:
 
     root = Path(__file__).resolve().parents[2]
     docs = (root / "docs" / "clouds.md").read_text(encoding="utf-8")
-    cluster_block, workload_block = re.findall(r"```yaml\n(.*?)```", docs, re.S)[:2]
+    blocks = re.findall(r"```yaml\n(.*?)```", docs, re.S)
+    cluster_block, workload_block = blocks[0], next(b for b in blocks if b.startswith("workload:"))
     cluster = yaml.safe_load(cluster_block)["cluster"]
     sc = load_scenario(write_yaml(tmp_path / "s.yaml", small_scenario(cluster=cluster, predictor=EVERYWHERE)))
     names = [v.name for v in sc.vm_types()]

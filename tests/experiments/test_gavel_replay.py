@@ -53,7 +53,8 @@ def test_a_fixed_cluster_from_the_brief_form_and_from_mappings(tmp_path):
     sc = load_scenario(fixed(tmp_path, servers={"V100": 2, "K80": 1}, gpus_per_server="4:1:2",
                              server_price={"V100": 12.24}, gang=False, rounds={"length": 60, "effects": False}))
     c = sc.build_cluster()
-    assert [(v.name, v.gpus, v.price_per_hour) for v in c.vm_types] == [("v100", 4, 12.24), ("k80", 2, 0.0)]
+    assert [(v.name, v.gpus, v.price_per_hour) for v in c.vm_types] == [("v100", 4, 0.0), ("k80", 2, 0.0)]
+    assert c.rules.owned_price_per_hour == {"v100": 12.24, "k80": 0.0}, "owned servers bill their rate by the rules"
     assert not c.rules.gang and c.rules.round_length == float("inf") and c.rules.decision_interval == 60.0
     assert sc.cluster.node_count == 3 and sc.n_jobs == 80
 
@@ -69,9 +70,10 @@ def test_fixed_cluster_mistakes_are_named(tmp_path):
                                           "number 12$"):
         load_scenario(fixed(tmp_path, servers=12))
     with pytest.raises(CapsimError) as e:
-        load_scenario(fixed(tmp_path, servers={"V100": 1, "X9": 2}, nodes=3, gpus_per_server={"P100": 2},
+        load_scenario(fixed(tmp_path, servers={"V100": 1, "X9": 2}, vm_types=["NC6"], gpus_per_server={"P100": 2},
                             rounds=360, decision_interval=30))
-    for words in ("cluster.servers.X9: unknown GPU model 'X9'", "cluster.nodes: expected no nodes with servers",
+    for words in ("cluster.servers.X9: unknown GPU model 'X9'",
+                  "cluster.vm_types: expected rented node slots (cluster.nodes)",
                   "cluster.gpus_per_server.P100: expected a GPU model of servers",
                   "cluster.rounds: expected rounds or decision_interval, not both"):
         assert words in str(e.value)

@@ -24,7 +24,7 @@ from experiments.scenario.names import slug
 from experiments.scenario.sweep import load_sweep
 from sim.model import CapsimError
 
-from .conftest import small_scenario, write_yaml
+from .conftest import per_run_layout, small_scenario, write_yaml
 
 
 def sweep_data(**over):
@@ -36,8 +36,9 @@ def sweep_data(**over):
 
 
 @pytest.fixture
-def swept(tmp_path: Path) -> tuple[Path, Path]:
-    """A finished sweep of 8 runs: (sweep file, result folder)."""
+def swept(tmp_path: Path, monkeypatch) -> tuple[Path, Path]:
+    """A finished sweep of 8 runs in batches of 2 (for the whole test): (sweep file, result folder)."""
+    monkeypatch.setattr("experiments.results.store.BATCH_RUNS", 2)
     f = write_yaml(tmp_path / "s.yaml", sweep_data())
     out = tmp_path / "out"
     assert main(["sweep", str(f), "--out", str(out), "--workers", "1", "--quiet"]) == 0
@@ -172,69 +173,89 @@ def _flip(path: Path) -> None:
     path.write_bytes(bytes(data))
 
 
+def _batches(out: Path) -> dict[str, list[str]]:
+    """The batches of a folder (file stem -> its run ids, in file order)."""
+    return {p.stem: list(pd.read_parquet(p, columns=["run_id"]).run_id) for p in sorted((out / "summary").glob("*"))}
+
+
 def test_a_damaged_file_is_named_left_out_and_run_again(swept, capsys, tmp_path: Path) -> None:
     f, out = swept
-    rid = sorted(p.stem for p in (out / "jobs").glob("*.parquet"))[3]
-    original = (out / "jobs" / f"{rid}.parquet").read_bytes()
-    _flip(out / "jobs" / f"{rid}.parquet")
+    name, rids = sorted(_batches(out).items())[1]
+    original = (out / "jobs" / f"{name}.parquet").read_bytes()
+    _flip(out / "jobs" / f"{name}.parquet")
     report = _report_csv(out, capsys)
-    assert report.n.sum() == 7
+    assert report.n.sum() == 6
     capsys.readouterr()
     assert main(["report", str(out)]) == 0
     err = capsys.readouterr().err
-    assert f"left out run {rid}: jobs/{rid}.parquet does not match its recorded checksum" in err
+    for rid in rids:
+        assert f"left out run {rid}: jobs/{name}.parquet does not match its recorded checksum" in err
     assert "Traceback" not in err
     assert main(["plot", str(out), "--out", str(tmp_path / "fig"), "--only", "pareto"]) == 0
-    assert rid in capsys.readouterr().err
+    assert rids[0] in capsys.readouterr().err
     assert main(["sweep", str(f), "--out", str(out), "--workers", "1"]) == 0
     err = capsys.readouterr().err
-    assert f"run {rid} will run again" in err and "7 already done, 1 to run" in err
-    assert (out / "jobs" / f"{rid}.parquet").read_bytes() == original
+    assert all(f"run {rid} will run again" in err for rid in rids) and "6 already done, 2 to run" in err
+    assert (out / "jobs" / f"{name}.parquet").read_bytes() == original, "the same runs make the same batch"
     assert _report_csv(out, capsys).n.sum() == 8
 
 
-def test_a_missing_file_and_an_unreadable_one_are_named(swept, capsys) -> None:
+def test_a_missing_file_a_damaged_one_and_an_unrecorded_batch_are_handled(swept, capsys) -> None:
     f, out = swept
-    rids = sorted(p.stem for p in (out / "summary").glob("*.parquet"))
-    (out / "nodes" / f"{rids[0]}.parquet").unlink()
-    (out / "summary" / f"{rids[1]}.parquet").unlink()
-    journal = [json.loads(line) for line in (out / JOURNAL).read_text().splitlines()]
-    kept = [e for e in journal if e["run"] not in rids[2:]]  # as if the writer was killed before recording them
+    (a, ra), (b, rb), (c, rc), (d, rd) = sorted(_batches(out).items())
+    (out / "nodes" / f"{a}.parquet").unlink()
+    (out / "summary" / f"{b}.parquet").unlink()
+    (out / "decisions" / f"{c}.parquet").write_bytes(b"PAR1 not really")
+    lines = [json.loads(line) for line in (out / JOURNAL).read_text().splitlines()]
+    kept = [e for e in lines if e.get("batch") != d]  # as if the writer was killed before recording batch d
     (out / JOURNAL).write_text("".join(json.dumps(e) + "\n" for e in kept))
-    (out / "decisions" / f"{rids[2]}.parquet").write_bytes(b"PAR1 not really")
     tables, skipped = ResultStore(out).load_checked()
-    assert skipped == {rids[0]: f"nodes/{rids[0]}.parquet is missing", rids[1]: f"summary/{rids[1]}.parquet is missing",
-                       rids[2]: skipped[rids[2]]}
-    assert "not a readable Parquet file" in skipped[rids[2]] and len(tables["summary"]) == 5
+    assert skipped == {**{r: f"nodes/{a}.parquet is missing" for r in ra},
+                       **{r: f"summary/{b}.parquet is missing" for r in rb},
+                       **{r: f"decisions/{c}.parquet does not match its recorded checksum (damaged)" for r in rc}}
+    assert tables["summary"].empty, "batch d is recorded nowhere: its runs are not finished (its files are strays)"
     assert main(["sweep", str(f), "--out", str(out), "--workers", "1", "--quiet"]) == 0
     assert ResultStore(out).load_checked()[1] == {}
-    runs = ResultStore(out)._records()
-    assert set(runs) == set(rids) and all(set(r["files"]) == {"summary", *TABLES} for r in runs.values())
+    ledger = ResultStore(out).ledger()
+    assert set(ledger.done) == {*ra, *rb, *rc, *rd} and not ledger.failed
+    assert all(set(ledger.batches[n].files) == {"summary", *TABLES} for n in set(ledger.done.values()))
+    assert sorted(_batches(out)) == sorted(set(ledger.done.values())), "no stray file is left"
 
 
-def test_runs_written_before_their_checksum_are_kept_not_redone(swept, capsys) -> None:
+def test_runs_of_the_per_run_layout_written_before_their_checksum_are_kept_not_redone(swept, capsys) -> None:
     f, out = swept
-    recorded = ResultStore(out)._records()
+    rids = per_run_layout(out)
+    recorded = {r: ResultStore(out).ledger().batches[r].files for r in rids}
     (out / JOURNAL).unlink()
+    (out / "decisions" / f"{rids[2]}.parquet").write_bytes(b"PAR1 not really")
+    tables, skipped = ResultStore(out).load_checked()
+    assert list(skipped) == [rids[2]] and "not a readable Parquet file" in skipped[rids[2]]
     stamps = {p.name: p.stat().st_mtime_ns for p in (out / "summary").glob("*.parquet")}
+    capsys.readouterr()
     assert main(["sweep", str(f), "--out", str(out), "--workers", "1"]) == 0
-    assert "8 already done, 0 to run" in capsys.readouterr().err
-    assert {p.name: p.stat().st_mtime_ns for p in (out / "summary").glob("*.parquet")} == stamps
-    assert ResultStore(out)._records() == recorded
+    assert "7 already done, 1 to run" in capsys.readouterr().err
+    now = {p.name: p.stat().st_mtime_ns for p in (out / "summary").glob("*.parquet")}
+    assert {k: v for k, v in now.items() if k in stamps} == {k: v for k, v in stamps.items() if rids[2] not in k}
+    ledger = ResultStore(out).ledger()
+    assert {r: ledger.batches[r].files for r in rids if r != rids[2]} == \
+        {r: v for r, v in recorded.items() if r != rids[2]}, "the runs kept are recorded now, with their checksums"
+    assert ResultStore(out).load_checked()[1] == {}
 
 
 def test_the_journal_is_appended_to_never_rewritten_and_a_torn_last_line_is_left_out(swept, capsys) -> None:
     f, out = swept
     before = (out / JOURNAL).read_bytes()
-    assert len(before.splitlines()) == 8 and json.loads((out / MANIFEST).read_text()).get("runs") is None
-    rid = sorted(p.stem for p in (out / "summary").glob("*.parquet"))[0]
-    (out / "jobs" / f"{rid}.parquet").write_bytes(b"damaged")
-    (out / JOURNAL).write_bytes(before + b'{"run": "cut sh')  # a writer killed while appending
+    assert sum(b'"batch"' in line for line in before.splitlines()) == 4
+    assert json.loads((out / MANIFEST).read_text()).get("runs") is None
+    name, rids = sorted(_batches(out).items())[0]
+    (out / "jobs" / f"{name}.parquet").write_bytes(b"damaged")
+    (out / JOURNAL).write_bytes(before + b'{"batch": "cut sh')  # a writer killed while appending
     assert main(["sweep", str(f), "--out", str(out), "--workers", "1", "--quiet"]) == 0
     after = (out / JOURNAL).read_bytes()
-    assert after.startswith(before + b'{"run": "cut sh'), "earlier lines are never rewritten"
+    assert after.startswith(before + b'{"batch": "cut sh'), "earlier lines are never rewritten"
     added = [json.loads(line) for line in after[len(before):].splitlines()[1:]]  # the cut line ended, then ours
-    assert [e["run"] for e in added] == [rid, rid] and added[0].get("drop") and "files" in added[1]
+    assert added[0] == {"drop": name} and list(added[1]) == ["spool"]
+    assert added[2]["batch"] == name and list(added[2]["runs"]) == rids and len(added) == 3
     assert ResultStore(out).load_checked()[1] == {}
 
 

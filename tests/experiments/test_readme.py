@@ -44,7 +44,9 @@ def test_readme_scenario_example_is_valid(tmp_path: Path) -> None:
     p = tmp_path / "my.yaml"
     p.write_text(scenario_block(), encoding="utf-8")
     sc = load_scenario(p)
-    assert sc.cluster.node_count == 5 and [s.label for s in sc.policy_specs()] == ["fifo", "edf", "milp-1k"]
+    assert sc.cluster.node_count == 6 and [s.label for s in sc.policy_specs()] == ["fifo", "edf", "milp-1k"]
+    c = sc.build_cluster()
+    assert sum(s.fixed for s in c.slots) == 2 and c.rules.owned_price_per_hour == {"gtx1080ti": 1.13}
 
 
 def test_readme_error_example_matches(tmp_path: Path) -> None:

@@ -36,7 +36,9 @@ def test_capsim_run_through_the_console_script(tiny: Path, tmp_path: Path) -> No
     assert (summary.total_cost - summary.vm_cost - summary.tardiness_cost).abs().max() < 1e-9
     jobs = pd.read_parquet(out / "jobs")
     assert len(jobs) == 4 * 6 and {"policy", "seed", "run_id"} <= set(jobs.columns)
-    assert sorted(p.stem for p in (out / "jobs").glob("*.parquet")) == sorted(summary.run_id)
+    batches = sorted((out / "jobs").glob("*.parquet"))
+    assert [p.name for p in batches] == ["part-" + p.stem[5:] + ".parquet" for p in batches] and len(batches) == 1
+    assert sorted(jobs.run_id.unique()) == sorted(summary.run_id), "the batch holds every run, run_id a column"
     nodes = pd.read_parquet(out / "nodes")
     for (p, s), cost in nodes.groupby(["policy", "seed"])["cost"].sum().items():
         assert cost == pytest.approx(summary.set_index(["policy", "seed"]).loc[(p, s), "vm_cost"])
@@ -60,7 +62,8 @@ def test_same_scenario_and_seed_give_identical_files(tiny: Path, tmp_path: Path)
     assert main(["run", str(tiny), "--out", str(a), "--quiet"]) == 0
     assert main(["run", str(tiny), "--out", str(b), "--quiet", "--workers", "2"]) == 0
     files = sorted(str(p.relative_to(a)) for p in a.rglob("*.parquet"))
-    assert files == sorted(str(p.relative_to(b)) for p in b.rglob("*.parquet")) and len(files) == 4 * 5
+    assert files == sorted(str(p.relative_to(b)) for p in b.rglob("*.parquet")) and len(files) == 5, \
+        "one batch per table, the same however the workers finished"
     for name in files:
         if name.startswith(("jobs/", "nodes/", "segments/")):
             assert (a / name).read_bytes() == (b / name).read_bytes(), name
@@ -155,15 +158,17 @@ def test_run_keeps_finished_runs_and_force_redoes_them(tiny: Path, tmp_path: Pat
     assert all(p.stat().st_mtime_ns != t for p, t in stamps.items() if p.parent.name == "summary")
 
 
-def test_run_reruns_a_damaged_run_as_sweep_does(tiny: Path, tmp_path: Path, capsys) -> None:
+def test_run_reruns_a_damaged_run_as_sweep_does(tiny: Path, tmp_path: Path, capsys, monkeypatch) -> None:
+    monkeypatch.setattr("experiments.results.store.BATCH_RUNS", 1)  # one run per batch: damage hits one run
     out = tmp_path / "o"
     assert main(["run", str(tiny), "--out", str(out), "--workers", "1", "--quiet"]) == 0
     victim = sorted((out / "jobs").glob("*.parquet"))[0]
+    rid = pd.read_parquet(victim).run_id.iloc[0]
     victim.write_bytes(victim.read_bytes()[:-7] + b"garbage")
     capsys.readouterr()
     assert main(["run", str(tiny), "--out", str(out), "--workers", "1"]) == 0
     err = capsys.readouterr().err
-    assert f"run {victim.stem} will run again" in err and "1 runs finished" in err and "3 already done" in err
+    assert f"run {rid} will run again" in err and "1 runs finished" in err and "3 already done" in err
 
 
 @pytest.mark.parametrize("names", ["edf,edf", "edf, fifo,edf"])

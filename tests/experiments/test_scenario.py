@@ -34,10 +34,10 @@ def test_small_scenario_loads_with_defaults(tiny: Path) -> None:
 def test_jobs_default_to_ten_per_node(tmp_path: Path) -> None:
     d = small_scenario()
     del d["workload"]["jobs"]
-    d["cluster"]["nodes"] = [{"count": 2, "vm_types": ["NC6"]}, {"count": 1}]
+    d["cluster"]["nodes"] = [{"count": 2, "vm_types": ["NC6"]}, {"count": 1, "vm_types": ["NC6", "NC12"]}]
     sc = load_scenario(write_yaml(tmp_path / "s.yaml", d))
     assert sc.n_jobs == 30
-    assert [s.allowed for s in sc.slots()] == [frozenset({"NC6"}), frozenset({"NC6"}), None]
+    assert [s.allowed for s in sc.slots()] == [frozenset({"NC6"})] * 2 + [frozenset({"NC6", "NC12"})]
 
 
 def test_run_ids_are_stable_and_distinct(tiny: Path) -> None:

@@ -19,7 +19,7 @@ from experiments.scenario.sweep import load_sweep
 from optim.base import Policy
 from sim.model import CapsimError, Plan, Snapshot
 
-from .conftest import small_scenario, write_yaml
+from .conftest import per_run_layout, small_scenario, write_yaml
 
 
 def sweep_data(**over: Any) -> dict[str, Any]:
@@ -205,16 +205,18 @@ def test_a_grown_grid_runs_only_the_new_points(sweep_file: Path, tmp_path: Path,
     text = capsys.readouterr().err
     assert "4 runs finished" in text and "8 were already done" in text
     after = files_of(out)
-    assert all(after[k] == v for k, v in before.items()) and len(after) == len(before) + 4 * (1 + len(TABLES))
+    assert all(after[k] == v for k, v in before.items()) and len(after) == len(before) + 1 + len(TABLES), \
+        "the 4 new runs in one new batch, the old batch untouched"
     assert len(read_results(out).tables["summary"]) == 12
 
 
-def test_resume_after_a_kill(sweep_file: Path, tmp_path: Path) -> None:
-    """A run killed between its files (jobs written, summary not) and a stale temp file: only that run is redone."""
+def test_resume_after_a_kill_in_the_per_run_layout(sweep_file: Path, tmp_path: Path) -> None:
+    """A folder of one file per table and run (before batches), a run killed between its files (jobs written,
+    summary not) and a stale temp file: only that run is redone, into a batch; the other runs' files stay."""
     out = tmp_path / "out"
     assert main(["sweep", str(sweep_file), "--out", str(out), "--workers", "1", "--quiet"]) == 0
     complete = read_results(out).tables
-    victim = sorted(ResultStore(out).finished())[3]
+    victim = per_run_layout(out)[3]
     (out / "summary" / f"{victim}.parquet").unlink()
     (out / "decisions" / f"{victim}.parquet").unlink()
     (out / "jobs" / f"{victim}.parquet").write_bytes(b"PAR1 half-written garbage")
@@ -224,13 +226,43 @@ def test_resume_after_a_kill(sweep_file: Path, tmp_path: Path) -> None:
     before = files_of(out)
     assert main(["sweep", str(sweep_file), "--out", str(out), "--workers", "1", "--quiet"]) == 0
     after = files_of(out)
-    assert not list(out.rglob(".tmp-*"))
-    redone = {k for k in after if before.get(k) != after[k]}
-    assert redone == {f"{t}/{victim}.parquet" for t in ("summary", *TABLES)}
+    assert not list(out.rglob(".tmp-*")) and not list(out.rglob(f"{victim}.parquet"))
+    kept = {k: v for k, v in before.items() if victim not in k and ".tmp-" not in k}
+    assert {k: v for k, v in after.items() if k in before} == kept
+    new = sorted(k for k in after if k not in before)
+    assert len(new) == 1 + len(TABLES) and all("/part-" in k for k in new)
     again = read_results(out).tables
     for name in ("summary", "jobs", "nodes"):
         cols = [c for c in complete[name].columns if "wall" not in c]
         pd.testing.assert_frame_equal(complete[name][cols], again[name][cols])
+
+
+def test_runs_a_killed_writer_left_in_the_spool_are_read_and_stored_by_the_next_command(
+        sweep_file: Path, tmp_path: Path, monkeypatch, capsys) -> None:
+    """Every finished run is in the spool the moment it arrives: a writer killed before compacting (no batch made)
+    loses none of them, a record it was cutting short is left out, and the next command stores the runs as a batch
+    without running them again."""
+    from experiments.results import spool
+
+    reference = tmp_path / "ref"
+    assert main(["sweep", str(sweep_file), "--out", str(reference), "--workers", "1", "--quiet"]) == 0
+    out = tmp_path / "out"
+    with monkeypatch.context() as m:
+        m.setattr(ResultStore, "_compact", lambda self, rids: None)  # as if killed before any batch was made
+        assert main(["sweep", str(sweep_file), "--out", str(out), "--workers", "1", "--quiet"]) == 0
+    assert not files_of(out)
+    (segment,) = (out / spool.SPOOL).glob("*.log")
+    with open(segment, "ab") as f:
+        f.write(b"CAPSREC1" + b"\x40" * 20)  # a record cut short by the kill
+    left = read_results(out).tables
+    assert len(left["summary"]) == 8 and len(left["jobs"]) == len(read_results(reference).tables["jobs"])
+    capsys.readouterr()
+    assert main(["sweep", str(sweep_file), "--out", str(out), "--workers", "1"]) == 0
+    err = capsys.readouterr().err
+    assert "stored 8 finished runs that a stopped command left" in err and "8 already done, 0 to run" in err
+    assert not (out / spool.SPOOL).exists()
+    assert sorted(files_of(out)) == sorted(files_of(reference)), "the same batches as a command never stopped"
+    _same_results(reference, out)
 
 
 @pytest.mark.slow

@@ -65,7 +65,8 @@ def test_the_trace_hardware_is_the_cluster(tmp_path: Path) -> None:
     types = {v.name: v for v in cluster.vm_types}
     assert sum(v.gpus * sum(1 for s in cluster.slots if v.name in (s.allowed or ())) for v in types.values()) == 6_212
     g2 = types["g2-8gpu"]
-    assert g2.gpus == 8 and g2.price_per_hour == 8.0 and types["t4-2gpu"].price_per_hour == 0.0
+    assert g2.gpus == 8 and g2.price_per_hour == 0.0, "an owned server is free to use: its rate is billed by the rules"
+    assert cluster.rules.owned_price_per_hour["g2-8gpu"] == 8.0 and cluster.rules.owned_price_per_hour["t4-2gpu"] == 0.0
     assert math.isnan(g2.gpu.fp32_tflops), "G2's specifications were never published"
     assert types["v100m32-8gpu"].gpu.memory_gb == 32.0 and max(c.gpus for c in cluster.configs) == 8
 

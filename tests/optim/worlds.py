@@ -3,9 +3,9 @@ engine's invariants ``check_run``, re-exported here as ``check``).
 
 ``worlds()`` draws a cluster, either rented (2–4 catalogue VM types, 1–4 slots, some restricted to one type,
 optional boot time, billing quantum, restart overhead and periodic decisions; outside round mode sometimes spot
-variants of its types, revoked at random or by a recorded market of two zones, with or without checkpoints) or fixed
-servers (1–3 VM types with
-1–3 always-present servers each, gangs across servers allowed or not), each sometimes in round mode; 3–15 jobs of the
+variants of its types, revoked at random or by a recorded market of two zones, with or without checkpoints;
+sometimes 1–2 owned servers next to them) or fixed servers (1–3 VM types with 1–3 always-present servers each,
+sometimes owned, gangs across servers allowed or not), each sometimes in round mode; 3–15 jobs of the
 J1–J6 mix with tight or loose deadlines, on fixed servers some asking for a GPU count; an estimator table and,
 sometimes, a truth that differs from it; sometimes GPUs that two jobs may share (co-location), with random pair
 slowdowns and memory.
@@ -44,9 +44,13 @@ def worlds(draw, single_gpu: bool = False, spot: bool = True) -> World:
     policies that schedule the servers they are given, ``plans_capacity`` false)."""
     fixed = draw(st.integers(0, 3)) == 0
     rounds = draw(st.sampled_from([math.inf, math.inf, 60.0]))
+    owned: dict[str, float] = {}
     if fixed:
         k = draw(st.integers(1, 3))
         types = tuple(draw(st.lists(st.sampled_from(CATALOGUE), min_size=k, max_size=k, unique_by=lambda v: v.name)))
+        if draw(st.booleans()):  # owned servers: priced 0 for the policy, billed their rate by the rules
+            owned = {v.name: v.price_per_hour for v in types}
+            types = tuple(dataclasses.replace(v, price_per_hour=0.0) for v in types)
         slots = tuple(NodeSlot(frozenset({v.name}), fixed=True) for v in types for _ in range(draw(st.integers(1, 3))))
         gang = draw(st.booleans())
     else:
@@ -66,13 +70,21 @@ def worlds(draw, single_gpu: bool = False, spot: bool = True) -> World:
         types = with_spot(priced, 20.0)  # a mean life of 3 min, as long as these jobs
         if market == "replayed":
             markets = RecordedMarkets.build(types, {z: _zone(z, draw(st.integers(0, 2**31))) for z in ("a", "b")})
+    if not fixed and draw(st.integers(0, 3)) == 0:  # owned servers next to rented slots, which take only rented types
+        base = draw(st.sampled_from(CATALOGUE))
+        server = dataclasses.replace(base, name="own-" + base.name, price_per_hour=0.0, boot_time=0.0)
+        owned = {server.name: draw(st.sampled_from([0.0, base.price_per_hour]))}
+        rented = frozenset(v.name for v in types)
+        slots = (tuple(NodeSlot(frozenset({server.name}), fixed=True) for _ in range(draw(st.integers(1, 2))))
+                 + tuple(NodeSlot(s.allowed or rented) for s in slots))
+        types = (server,) + types
     cluster = Cluster(types, slots, rules=ClusterRules(billing_quantum=draw(st.sampled_from([0.0, 60.0])),
                       restart_overhead=draw(st.sampled_from([0.0, 5.0])),
                       decision_interval=math.inf if math.isfinite(rounds) else
                       draw(st.sampled_from([math.inf, math.inf, 45.0])),
                       checkpoint_interval=draw(st.sampled_from([math.inf, 30.0])) if market else math.inf,
-                      gang=gang, round_length=rounds, jobs_per_gpu=2 if draw(st.integers(0, 3)) == 0 else 1),
-                      markets=markets)
+                      gang=gang, round_length=rounds, owned_price_per_hour=owned,
+                      jobs_per_gpu=2 if draw(st.integers(0, 3)) == 0 else 1), markets=markets)
     table = {}
     for spec in SPECS:
         for c in cluster.configs:
@@ -135,6 +147,8 @@ def features(world: World) -> set[str]:
         found.add("slot groups")
     if math.isfinite(c.rules.decision_interval):
         found.add("periodic decisions")
+    if c.rules.owned_price_per_hour:
+        found.add("owned servers")
     if any(v.spot for v in c.vm_types):
         found.add("spot, replayed market" if c.markets is not None else "spot, Poisson")
     if c.rules.colocation:

@@ -1,0 +1,177 @@
+"""Batches: runs stored together, one Parquet file per table with ``run_id`` as a column, checked by one SHA-256
+per file.
+
+A batch is made from runs' records (``running.records``) in the order given, its rows in that order; its name is a
+hash of its runs and their outcome, so the same runs give the same file names. A batch that lost some of its runs
+(stored again elsewhere) is written again without them. Runs whose tables cannot share one schema (a column typed
+differently) go to separate batches.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Collection, Mapping, Sequence
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from experiments.results.files import atomic_write_bytes, sha256
+from experiments.results.journal import Batch
+from experiments.running.records import FAILURES, decode_meta, decode_tables
+
+__all__ = ["make", "check", "read_tables", "without", "frame", "batch_name", "TABLE_ORDER", "NEEDED"]
+
+TABLE_ORDER = ("summary", "jobs", "nodes", "decisions", "segments", FAILURES)
+"""Tables in the order their files are written and checked (``summary`` first)."""
+NEEDED = ("summary", "jobs", "nodes", "decisions")
+"""The files a finished run written before checksums must have (``segments`` came later)."""
+
+
+def batch_name(runs: Collection[str], failed: Collection[str]) -> str:
+    key = "\n".join(sorted([f"{r} ok" for r in runs] + [f"{r} failed" for r in failed]))
+    return "part-" + hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def _parquet(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression="zstd")
+    return sink.getvalue().to_pybytes()
+
+
+def _write(root: Path, tables: Mapping[str, list[pa.Table]], runs: dict[str, str], failed: dict[str, str]
+           ) -> Batch:
+    b = Batch(batch_name(runs, failed), {})
+    b.runs, b.failed = runs, failed
+    for name in sorted(tables, key=lambda t: (TABLE_ORDER + (t,)).index(t)):
+        data = _parquet(pa.concat_tables(tables[name], promote_options="permissive").combine_chunks())
+        atomic_write_bytes(b.path(root, name), data)
+        b.files[name] = sha256(data)
+    return b
+
+
+def _compatible(parts: Sequence[pa.Table]) -> bool:
+    try:
+        pa.concat_tables(parts, promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        return False
+    return True
+
+
+def make(root: Path, blobs: Sequence[bytes]) -> list[Batch]:
+    """Write the runs of ``blobs`` (records) as batches, in order: one, unless some tables cannot share a schema
+    (then the runs are split until each part can)."""
+    metas = [decode_meta(b) for b in blobs]
+    decoded = [decode_tables(b) for b in blobs]
+    tables: dict[str, list[pa.Table]] = {}
+    runs: dict[str, str] = {}
+    failed: dict[str, str] = {}
+    for meta, parts in zip(metas, decoded):
+        (runs if meta["ok"] else failed)[str(meta["run"])] = str(meta.get("scenario") or "")
+        for name, t in parts.items():
+            tables.setdefault(name, []).append(t)
+    if len(blobs) > 1 and not all(_compatible(ts) for ts in tables.values()):
+        half = len(blobs) // 2
+        return make(root, blobs[:half]) + make(root, blobs[half:])
+    return [_write(root, tables, runs, failed)] if blobs else []
+
+
+def check(root: Path, b: Batch) -> str | None:
+    """Why batch ``b`` cannot be trusted (a file missing, not matching its checksum, or, without one, not a
+    readable Parquet file), or None."""
+    for name in _names(b):
+        try:
+            _bytes(root, b, name)
+        except _Damaged as e:
+            return str(e)
+    return None
+
+
+class _Damaged(Exception):
+    pass
+
+
+def _names(b: Batch) -> list[str]:
+    return sorted(b.files, key=lambda t: (TABLE_ORDER + (t,)).index(t))
+
+
+def _bytes(root: Path, b: Batch, name: str) -> bytes:
+    """A file of ``b`` read and checked."""
+    path = b.path(root, name)
+    rel = f"{name}/{path.name}"
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise _Damaged(f"{rel} is missing") from None
+    want = b.files.get(name)
+    if want is not None:
+        if sha256(data) != want:
+            raise _Damaged(f"{rel} does not match its recorded checksum (damaged)")
+    else:
+        try:
+            pq.read_metadata(pa.BufferReader(data))
+        except (pa.ArrowException, OSError) as e:
+            raise _Damaged(f"{rel} is not a readable Parquet file ({str(e).splitlines()[0]})") from None
+    return data
+
+
+def read_tables(root: Path, b: Batch, tables: Collection[str], runs: Collection[str] | None = None,
+                failed: Collection[str] | None = None, drop: Sequence[str] = (), checked: bool = False
+                ) -> tuple[dict[str, pa.Table], str | None]:
+    """The rows of ``runs`` (finished runs; default every one of the batch) in the tables named in ``tables``, and
+    of ``failed`` in ``failures`` when named; every file of the batch checked all the same, unless ``checked`` (this
+    process checked them already); columns ``drop`` left out. Or the reason the batch cannot be trusted."""
+    out: dict[str, pa.Table] = {}
+    for name in _names(b):
+        if checked and name not in tables:
+            continue
+        try:
+            data = _bytes(root, b, name)
+            if name not in tables:
+                continue
+            keep = (b.failed if failed is None else failed) if name == FAILURES else \
+                (b.runs if runs is None else runs)
+            t = pq.read_table(pa.BufferReader(data))
+        except _Damaged as e:
+            return {}, str(e)
+        except (pa.ArrowException, OSError) as e:
+            return {}, f"{name}/{b.name}.parquet is not a readable Parquet file ({str(e).splitlines()[0]})"
+        if not keep:
+            continue
+        if drop:
+            t = t.drop_columns([c for c in drop if c in t.column_names])
+        if not b.legacy and set(keep) != set(b.failed if name == FAILURES else b.runs):
+            t = t.filter(pc.is_in(t.column("run_id"), value_set=pa.array(sorted(keep), t.schema.field("run_id").type)))
+        out[name] = t
+    return out, None
+
+
+def without(root: Path, b: Batch, runs: Collection[str], failed: Collection[str]) -> tuple[Batch | None, str | None]:
+    """Batch ``b`` written again with only ``runs`` and ``failed`` of it (None when nothing is left), or the reason
+    ``b`` cannot be trusted (then nothing is written)."""
+    tables = [n for n in b.files if (n == FAILURES and failed) or (n != FAILURES and runs)]
+    read, why = read_tables(root, b, tables, runs, failed)
+    if why is not None:
+        return None, why
+    if not runs and not failed:
+        return None, None
+    keep_runs = {r: b.runs[r] for r in b.runs if r in runs}
+    keep_failed = {r: b.failed[r] for r in b.failed if r in failed}
+    return _write(root, {n: [t] for n, t in read.items()}, keep_runs, keep_failed), None
+
+
+def frame(chunks: Sequence[pa.Table], fields: Sequence[str], policies: Sequence[str]) -> pd.DataFrame:
+    """Rows of many runs as one frame sorted by their labels: grid ``fields``, the command's ``policies`` order (others
+    after), seed, run id."""
+    if not chunks:
+        return pd.DataFrame()
+    df = pa.concat_tables(chunks, promote_options="permissive").to_pandas()
+    if df.empty:
+        return df
+    order = {p: i for i, p in enumerate(policies)}
+    keys = [c for c in fields if c in df.columns]
+    df = df.assign(_p=df["policy"].map(lambda p: order.get(p, len(order))))
+    return df.sort_values(keys + ["_p", "policy", "seed", "run_id"], kind="mergesort").drop(columns="_p") \
+        .reset_index(drop=True)

@@ -1,0 +1,30 @@
+"""The ElasticFlow replay scenario through ``capsim run``: every table written, the trace's GPU request kept, and
+the verdicts those of ElasticFlow's own runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from experiments.cli import main
+from studies.elasticflow_replay import REPLAY, reference
+
+
+def test_capsim_run_replays_cluster10_as_elasticflow_did(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert main(["run", str(REPLAY), "--out", str(out), "--quiet", "--workers", "1",
+                 "--policies", "elasticflow,elasticflow_edf"]) == 0
+    jobs = pd.read_parquet(out / "jobs")
+    trace = pd.read_csv(REPLAY.parent / "../../sim/data/elasticflow/cluster10.csv").set_index("job_id")
+    summary = pd.read_csv(out / "summary.csv").set_index("policy")
+    for kind in ("elasticflow", "elasticflow_edf"):
+        mine = jobs[jobs.policy == kind].set_index("name")
+        assert len(mine) == len(trace) == 260
+        assert (mine.gpu_request == trace.num_gpu.loc[mine.index]).all()
+        ref = reference("cluster10", kind).set_index("job_id")
+        assert (mine.status.loc[ref.index] == ref.status).all()
+        assert summary.loc[kind, "deadline_met"] == pytest.approx((mine.status == "on_time").mean(), abs=1e-9)
+        assert summary.loc[kind, "rejected"] == (mine.status == "rejected").sum()
+    assert len(pd.read_parquet(out / "nodes")) == 2 * 32 and len(pd.read_parquet(out / "decisions")) > 0
