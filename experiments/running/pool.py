@@ -27,7 +27,8 @@ from experiments.running import interrupts
 from experiments.scenario.components import register_extras, registered_extras
 from predictors.base import adopt_fits, shared_fits
 
-__all__ = ["run_parallel", "die_with_parent", "init_worker", "start_method", "PRELOAD"]
+__all__ = ["run_parallel", "die_with_parent", "init_worker", "start_method", "quiet_resource_tracker",
+           "end_helpers", "PRELOAD"]
 
 PRELOAD = ["experiments.running.server", "experiments.running.tasks", "sim.engine", "optim", "predictors"]
 """Modules the fork server imports once, so every worker starts with them loaded (``server`` first: see there)."""
@@ -155,9 +156,7 @@ def _context() -> Any:
         # command should act on it (a server interrupted while importing printed a traceback).
         handler = signal.signal(signal.SIGINT, signal.SIG_IGN) if _main_thread() else None
         try:
-            from multiprocessing import resource_tracker
-
-            resource_tracker.ensure_running()
+            quiet_resource_tracker()
             if method == "forkserver":
                 from multiprocessing import forkserver
 
@@ -168,6 +167,40 @@ def _context() -> Any:
                 signal.signal(signal.SIGINT, handler)
         _CONTEXT = ctx
     return _CONTEXT
+
+
+def quiet_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker (once per command) with its stderr on /dev/null. A command stopped
+    by a signal exits without the interpreter's teardown (``experiments.cli.console``): the tracker then removes the
+    semaphores Dask's workers left, as it should, but also warned about each of them on the user's terminal."""
+    from multiprocessing import resource_tracker
+
+    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        resource_tracker.ensure_running()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
+def end_helpers(tracker: bool = True) -> None:
+    """Kill the fork server this command started (its workers die with it), and the resource tracker unless
+    ``tracker`` is False (it has semaphores to remove after Dask): for a command that exits at once after a
+    signal, while a helper may still be starting up (importing for seconds under load) and would outlive it."""
+    import multiprocessing.forkserver as fs
+    from multiprocessing import resource_tracker
+
+    pids = [getattr(fs._forkserver, "_forkserver_pid", None)]
+    if tracker:
+        pids.append(getattr(resource_tracker._resource_tracker, "_pid", None))
+    for pid in pids:
+        if isinstance(pid, int) and pid > 0:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
 
 
 class _Feed:
