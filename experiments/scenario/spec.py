@@ -14,10 +14,18 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pydantic import PrivateAttr, field_validator
+from pydantic import PrivateAttr, field_validator, model_serializer
 
 from experiments.scenario.cluster import ClusterSpec
-from experiments.scenario.components import PolicySpec, PredictorSpec, build_predictor, registered_policies
+from experiments.scenario.colocation import ColocationSpec
+from experiments.scenario.components import (
+    PolicySpec,
+    PredictorSpec,
+    build_predictor,
+    registered_policies,
+    resolved_policy,
+    resolved_predictor,
+)
 from experiments.scenario.fields import StrictModel
 from experiments.scenario.files import availability_sha256, file_sha256, trace_hardware, trace_rows
 from experiments.scenario.names import name_problem
@@ -68,7 +76,8 @@ def _checked_seeds(seeds: list[int], given: Any) -> list[int]:
 
 
 class Scenario(StrictModel):
-    """One experiment: cluster, workload, predictor (estimator and truth default to it), policies and seeds."""
+    """One experiment: cluster, workload, predictor (estimator and truth default to it), policies and seeds; and,
+    when it names it, co-location (two jobs per GPU, ``ColocationSpec``)."""
 
     name: str = "scenario"
     cluster: ClusterSpec = ClusterSpec()
@@ -78,9 +87,17 @@ class Scenario(StrictModel):
     truth: PredictorSpec | None = None
     policies: list[PolicySpec] | None = None
     seeds: list[int] = [0]
+    colocation: ColocationSpec | None = None
 
     _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
     _file: str = PrivateAttr(default="<scenario>")
+
+    @model_serializer(mode="wrap")
+    def _omit_unset(self, handler: Any) -> Any:
+        d = handler(self)
+        if isinstance(d, dict) and d.get("colocation") is None:
+            d.pop("colocation", None)  # scenarios without co-location keep their run ids
+        return d
 
     @field_validator("seeds", mode="before")
     @classmethod
@@ -184,12 +201,22 @@ class Scenario(StrictModel):
         return self.cluster.slots(self.hardware(), self._base_dir)
 
     def build_cluster(self) -> Any:
+        """The simulator's cluster; with co-location its rules let two jobs share a GPU."""
         hardware = self.hardware()
         largest = None
         if hardware is not None:
             rows = self.trace_rows()
             largest = max((s.gpus or (s.measured.gpus if s.measured else 1) for s in rows.specs), default=1)
-        return self.cluster.build(self._base_dir, hardware, largest)
+        cluster = self.cluster.build(self._base_dir, hardware, largest)
+        if self.colocation is None:
+            return cluster
+        from dataclasses import replace
+
+        return replace(cluster, rules=replace(cluster.rules, jobs_per_gpu=2))
+
+    def interference(self) -> tuple[Any, Any]:
+        """(the interference model the policies are told, the truth's), or (None, None) without co-location."""
+        return self.colocation.models() if self.colocation is not None else (None, None)
 
     def job_mix(self) -> tuple[tuple[JobSpec, float], ...]:
         return self.workload.job_mix()
@@ -226,7 +253,8 @@ class Scenario(StrictModel):
 
     def resolved(self, policy: PolicySpec | None = None, seed: int | None = None) -> dict[str, Any]:
         """The fully resolved configuration as plain data: defaults filled, catalogue names replaced by their
-        definitions (VM types, job types), a trace by its content hash."""
+        definitions (VM types, job types), a trace by its content hash, the policy and predictors by what they build
+        (every parameter, defaults included: ``resolved_policy``, ``resolved_predictor``)."""
         d = self.model_dump(mode="json", exclude={"policies", "seeds"})
         d["cluster"]["vm_types"] = self.cluster.resolved_vm_types(self._base_dir, self.hardware())
         if d["cluster"]["nodes"] is None:  # servers alone resolve as they always did: their run ids stay the same
@@ -237,8 +265,9 @@ class Scenario(StrictModel):
                  "batch_size": s.batch_size, "depth": s.depth, "weight": w} for s, w in self.job_mix()
             ]
         d["workload"]["jobs"] = self._poisson_jobs()  # also with a trace: run ids of trace scenarios stay as they were
-        d["estimator"] = d["estimator"] or d["predictor"]
-        d["truth"] = d["truth"] or d["predictor"]
+        d["estimator"] = resolved_predictor(self.estimator or self.predictor)
+        d["truth"] = resolved_predictor(self.truth or self.predictor)
+        d["predictor"] = resolved_predictor(self.predictor)
         t, tp = self.trace_spec(), self.trace_path()
         if t is not None and tp is not None:
             d["workload"]["trace"] = {"sha256": file_sha256(tp)}
@@ -251,7 +280,7 @@ class Scenario(StrictModel):
             d["cluster"]["spot"]["trace"] = {**st.model_dump(mode="json", exclude={"path"}),
                                              "sha256": availability_sha256(sp, st.format)}
         if policy is not None:
-            d["policy"] = policy.model_dump(mode="json")
+            d["policy"] = resolved_policy(policy)
         if seed is not None:
             d["seed"] = seed
         return d
