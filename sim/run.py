@@ -123,8 +123,10 @@ class Run:
         for node in world.nodes:
             if node.vm is not None:
                 self._stop_vm(node, last if node.index in self._fixed else end)
-        jobs = Jobs.of(self.states, self.cluster.configs)
-        return RunTables(jobs.frame(), self._nodes.frame(), self._decisions.frame(), self._segments.frame())
+        tables = RunTables(Jobs.of(self.states, self.cluster.configs).frame(), self._nodes.frame(),
+                           self._decisions.frame(), self._segments.frame())
+        self._nodes, self._segments, self._decisions = Nodes(), Segments(), Decisions()  # the frames hold them now
+        return tables
 
     def stuck(self, now: float, why: str) -> CapsimError:
         """The error of a run whose policy leaves jobs waiting forever: ``why`` says what else could have helped."""
@@ -148,6 +150,7 @@ class Run:
         self._end_segment(st, call.time)
         st.end = call.time
         st.event = None
+        st.parts = ()  # a million finished jobs need not keep where they ran last (``node``, ``cfg`` say it)
         self.world.drop_running(st.job.id)
         self._completed += 1
         if (self._spot or self.markets is not None) and self.all_done:
