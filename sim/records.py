@@ -22,7 +22,8 @@ import numpy as np
 import pandas as pd
 
 if TYPE_CHECKING:
-    from sim.model import Config, DecisionInfo, Plan, Snapshot, VMType
+    from sim.contracts import Predictor, Source
+    from sim.model import Config, DecisionInfo, JobSpec, Plan, Snapshot, VMType
     from sim.state import Interval, JobState
 
 __all__ = ["Table", "Jobs", "Nodes", "Segments", "Decisions", "JOB_COLUMNS", "NODE_COLUMNS", "SEGMENT_COLUMNS",
@@ -105,6 +106,12 @@ class Jobs(Table):
     cost_share: list[float]
     """Its share of the VM cost, by GPU-seconds on each interval it ran on."""
     est_runtime: list[float]
+    """The estimator's runtime of the whole job on its last configuration, as known before it ran."""
+    est_source: list[str]
+    """The kind of answer the estimator gave for the job's last configuration (``Predictor.source``: measured,
+    interpolated, an extrapolation, scaled, ...)."""
+    est_error: list[float]
+    """The expected relative error of that kind of answer (``capsim predict evaluate``'s figure; NaN: not measured)."""
     true_runtime: list[float]
     final_round_iterations: list[int | None]
     """Round mode only: iterations of the job's last round. Gavel fails, and after five tries drops, a job whose last
@@ -123,10 +130,17 @@ class Jobs(Table):
     yet, so a fractional request runs on whole GPUs (``gpus``), rounded up."""
 
     @classmethod
-    def of(cls, states: Sequence[JobState], configs: Sequence[Config]) -> Jobs:
-        """The job table of finished jobs, from their states (``configs``: the cluster's, indexed by ``cfg``).
-
-        Numeric columns are filled straight into arrays (no Python float per value: a million jobs' table)."""
+    def of(cls, states: Sequence[JobState], configs: Sequence[Config], estimator: Predictor) -> Jobs:
+        """The job table of finished jobs, from their states (``configs``: the cluster's, indexed by ``cfg``); the
+        ``estimator`` says its source for each one's last configuration (asked once per job spec and configuration).
+        Numeric columns are filled straight into arrays (no Python float per value: a million jobs' table).
+        """
+        memo: dict[tuple[JobSpec, int], Source] = {}
+        for st in states:
+            if (st.job.spec, st.cfg) not in memo:
+                c = configs[st.cfg]
+                memo[(st.job.spec, st.cfg)] = estimator.source(st.job.spec, c.vm, c.gpus)
+        sources = [memo[(st.job.spec, st.cfg)] for st in states]
         t = cls()
         n = len(states)
         jobs = [st.job for st in states]
@@ -160,7 +174,9 @@ class Jobs(Table):
             "lateness": floats(lateness),
             "tardiness_cost": floats(j.weight * late for j, late in zip(jobs, lateness)),
             "cost_share": floats(st.cost_share for st in states),
-            "est_runtime": floats(float(st.est[st.cfg]) for st in states),
+            "est_runtime": floats(float(st.base[st.cfg]) for st in states),
+            "est_source": [s.kind for s in sources],
+            "est_error": floats(s.error for s in sources),
             "true_runtime": floats(float(st.true[st.cfg]) for st in states),
             "final_round_iterations": [st.final for st in states],
             "revocations": ints(st.revoked for st in states),
