@@ -126,10 +126,11 @@ class Run:
         for node in world.nodes:
             if node.vm is not None:
                 self._stop_vm(node, last if node.index in self._fixed else end)
-        tables = RunTables(Jobs.of(self.states, self.cluster.configs, self.estimator).frame(), self._nodes.frame(),
-                           self._decisions.frame(), self._segments.frame())
-        self._nodes, self._segments, self._decisions = Nodes(), Segments(), Decisions()  # the frames hold them now
-        return tables
+        # each record is let go of once framed (its frame holds its columns), so no two copies of a table coexist
+        decisions, self._decisions = self._decisions.frame(), Decisions()
+        nodes, self._nodes = self._nodes.frame(), Nodes()
+        segments, self._segments = self._segments.frame(), Segments()
+        return RunTables(Jobs.of(self.states, self.cluster.configs, self.estimator).frame(), nodes, decisions, segments)
 
     def stuck(self, now: float, why: str) -> CapsimError:
         """The error of a run whose policy leaves jobs waiting forever: ``why`` says what else could have helped."""
