@@ -24,7 +24,7 @@ import pandas as pd
 
 if TYPE_CHECKING:
     from sim.contracts import Predictor, Source
-    from sim.model import Config, DecisionInfo, JobSpec, Plan, Snapshot, VMType
+    from sim.model import Config, DecisionInfo, Job, JobSpec, Plan, Snapshot, VMType
     from sim.state import Interval, JobState
 
 __all__ = ["Table", "Jobs", "Nodes", "Segments", "Decisions", "JOB_COLUMNS", "NODE_COLUMNS", "SEGMENT_COLUMNS",
@@ -93,6 +93,8 @@ class Jobs(Table):
     """First start."""
     end_time: list[float]
     deadline: list[float]
+    """NaN when the workload gave the job none (``Job.deadline_given``): the placeholder the policies saw is no
+    deadline of the job, so its lateness and tardiness cost are NaN too."""
     weight: list[float]
     vm_type: list[str]
     """The configuration of its last run (as ``gpus`` and ``node``)."""
@@ -122,9 +124,9 @@ class Jobs(Table):
     lost_gpu_seconds: list[float]
     """GPU-seconds of work those revocations threw away (the work since each run's last checkpoint)."""
     status: list[str]
-    """``on_time``, ``late`` or ``rejected`` (turned away by admission control, never run: no start, end or
-    lateness). A policy that judges deadlines by its own plan (ElasticFlow) gives the verdict; otherwise it is the end
-    against the deadline."""
+    """``on_time``, ``late``, ``rejected`` (turned away by admission control, never run: no start, end or
+    lateness) or ``no_deadline`` (ran; the workload gave it no deadline). A policy that judges deadlines by its own
+    plan (ElasticFlow) gives the verdict; otherwise it is the end against the deadline."""
     gpu_request: list[float]
     """GPUs the job asked for: its GPU count times the share of each it asked for (0.25: a quarter of one GPU, a
     fractional request; ``JobSpec.gpu_share``); NaN for a job that lets the policy choose. No policy shares a GPU
@@ -183,11 +185,26 @@ class Jobs(Table):
             "revocations": ints(st.revoked for st in states),
             "lost_gpu_seconds": floats(st.lost for st in states),
             "status": ["on_time" if late <= 0 else "late" for late in lateness],
-            "gpu_request": floats(math.nan if s.gpus is None else s.gpus * (s.gpu_share or 1.0) for s in specs),
+            "gpu_request": floats(cls.request(s) for s in specs),
         }
         for name, col in cols.items():
             setattr(t, name, col)
+        t.without_placeholders(jobs)
         return t
+
+    @staticmethod
+    def request(spec: JobSpec) -> float:
+        """The ``gpu_request`` of a job of ``spec``."""
+        return math.nan if spec.gpus is None else spec.gpus * (spec.gpu_share or 1.0)
+
+    def without_placeholders(self, jobs: Sequence[Job]) -> None:
+        """Empty the deadline columns of the rows of ``jobs`` (in row order) whose workload gave no deadline: a
+        placeholder drawn to steer the policies is no deadline a job can meet or miss."""
+        for i, j in enumerate(jobs):
+            if not j.deadline_given:
+                self.deadline[i] = self.lateness[i] = self.tardiness_cost[i] = math.nan
+                if self.status[i] != "rejected":
+                    self.status[i] = "no_deadline"
 
 
 class Nodes(Table):

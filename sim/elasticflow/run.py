@@ -119,7 +119,8 @@ def _jobs(runs: list[Run], jobs: Sequence[Job], vm: VMType, estimator: Predictor
         t.revocations.append(0)
         t.lost_gpu_seconds.append(0.0)
         t.status.append("rejected" if not done else "on_time" if r.on_time else "late")
-        t.gpu_request.append(math.nan if s.gpus is None else s.gpus * (s.gpu_share or 1.0))
+        t.gpu_request.append(Jobs.request(s))
+    t.without_placeholders(jobs)
     return t
 
 
