@@ -183,10 +183,10 @@ def check_run(world: World, r: RunResult) -> None:
             cap = iv[(iv.start_time <= t) & (t <= iv.stop_time)].vm_type.map(gpus).max()
             assert used <= cap, f"node {node} uses {used} GPUs at t={t}"
     markets = cluster.markets
-    if markets is not None:
-        spot = r.nodes[r.nodes.spot]
+    if markets is not None:  # a recorded series starts with the run, at its first arrival (``sim.run.Run``)
+        spot, t0 = r.nodes[r.nodes.spot], min(j.submit_time for j in jobs)
         for vm, start in zip(spot.vm_type, spot.start_time):
-            assert markets.available(str(vm), float(start)), f"a {vm} VM started with no zone free"
+            assert markets.available(str(vm), float(start) - t0), f"a {vm} VM started with no zone free"
     regular = r.decisions[r.decisions.trigger != "stall"]
     assert not regular.time.duplicated().any(), "two decisions at one instant: simultaneous triggers not folded"
     _check_money(cluster, r)
