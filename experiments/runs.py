@@ -49,8 +49,11 @@ class Plan:
     scenarios is valid but likely not meant (``Scenario.notes``)."""
 
     def manifest(self) -> dict[str, Any]:
-        return new_manifest(self.kind, self.name, self.file, self.fields, self.policies, self.seeds,
-                            [t.run_id for t in self.tasks])
+        """The folder's manifest of this command, with the versions of the key packages it ran with."""
+        from experiments.running.versions import package_versions
+
+        return {**new_manifest(self.kind, self.name, self.file, self.fields, self.policies, self.seeds,
+                               [t.run_id for t in self.tasks]), "versions": package_versions()}
 
 
 def _seeds(seeds: Sequence[int] | str | None, option: str) -> list[int] | None:

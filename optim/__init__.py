@@ -10,6 +10,7 @@ from optim import (  # noqa: F401  (fifo, edf, priority, ps, greedy, milp, the h
     baselines,
     elasticflow,  # noqa: F401  (registers ElasticFlow's simulator's policies in the replay registry)
     gavel,  # noqa: F401  (registers fifo_perf, max_min_fairness_perf, gavel_fifo)
+    gpu_assignment,  # even, gpu_priority
     greedy,
     heuristics,
     milp,

@@ -29,6 +29,9 @@ from sim.risk import expected_view
 
 __all__ = ["ListScheduler", "FIFO", "EDF", "Priority"]
 
+_NOTHING = Plan()
+"""The plan that starts nothing (plans are immutable: one serves every such decision)."""
+
 
 class ListScheduler(Policy):
     """The shared core: walk the queue in ``order`` and give each head its D* setup on a free node of its own.
@@ -61,14 +64,14 @@ class ListScheduler(Policy):
 
     def decide(self, snapshot: Snapshot) -> Plan:
         if not snapshot.waiting or not (snapshot.empty_nodes or snapshot.idle_nodes or self.pack):
-            return Plan()  # nowhere to start a job (packing may still find free GPUs on running VMs)
+            return _NOTHING  # nowhere to start a job (packing may still find free GPUs on running VMs)
         table = config_table(snapshot.configs)
         if self._index is None or self._index.table is not table:
             self._index = NodeIndex(table)
         self._index.follow(snapshot.nodes)
         room = Room(self._index, self.pack)
         if room.empty():
-            return Plan()
+            return _NOTHING
         weigh = self.spot or self.spot_rule is not None
         if self.spot_rule is not None:
             snapshot = uniform_progress_snapshot(snapshot)

@@ -26,6 +26,8 @@ from sim.model import JobView
 __all__ = ["WaitingQueue", "JobColumns", "order"]
 
 _JOB_ID = attrgetter("job.id")
+_SMALL = 8
+"""A queue this short is sorted afresh, which costs less than following the last one (the same order either way)."""
 
 
 class WaitingQueue:
@@ -44,6 +46,11 @@ class WaitingQueue:
 
     def jobs(self, waiting: tuple[JobView, ...]) -> list[JobView]:
         """``waiting`` in order (a list the caller must not change)."""
+        if len(waiting) <= _SMALL:  # sorted afresh; a longer queue later is followed from an empty one
+            if self.seen:
+                self.seen, self.queue, self.keys, self.positions = (), [], [], []
+            self.left = []
+            return sorted(waiting, key=self.key)
         if waiting is not self.seen or self.left:
             if not self._follow(waiting):
                 self.queue = sorted(waiting, key=self.key)

@@ -124,7 +124,11 @@ class Room:
         return sum(len(index.free[c]) - self.taken_in.get(c, 0) for c in index.classes_of.get(vm, ()))
 
     def _any_free(self) -> bool:
-        return any(len(nodes) > self.taken_in.get(c, 0) for c, nodes in self.index.free.items())
+        taken_in = self.taken_in
+        for c, nodes in self.index.free.items():
+            if len(nodes) > taken_in.get(c, 0):
+                return True
+        return False
 
     def free_in_order(self, vm: str) -> Iterator[int]:
         """The free nodes not taken that accept ``vm``, in index order."""

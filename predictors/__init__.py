@@ -5,7 +5,6 @@ from predictors import (  # noqa: F401
     cloud,
     hybrid,
     measured,
-    noisy,
     regression,
     table,
     throughput,
@@ -13,5 +12,6 @@ from predictors import (  # noqa: F401
     wave,
 )
 from predictors.base import Predictor, build, register, registry
+from predictors.uncertainty import noisy, online  # noqa: F401  (registers them)
 
 __all__ = ["Predictor", "build", "register", "registry"]

@@ -37,6 +37,7 @@ from predictors.measurements import NO_DEPTH, data_key, row_configs, row_specs
 from predictors.memory import guard
 from predictors.networks import GRAPHS, graph_depth, graph_name, layer_costs, network, parameters, time_on_graph
 from predictors.structured import input_scaling
+from predictors.uncertainty.provenance import QuestionSources
 from sim.catalogue import gpu_models
 from sim.model import INFEASIBLE, CapsimError, Config, GPUModel, JobSpec, VMType
 
@@ -88,7 +89,7 @@ def allreduce_time(bytes_: float, gpus: int, link_gbs: float, algorithm: str) ->
 
 
 @register("analytical")
-class AnalyticalPredictor(TrainablePredictor):
+class AnalyticalPredictor(QuestionSources, TrainablePredictor):
     """Layer-graph FLOPs/bytes model with efficiencies fitted per framework × GPU (module docstring).
 
     ``interconnect_gbs``: the links' bandwidth (GB/s); ``allreduce``: ``ring`` or ``tree``; ``branch_overlap``: how

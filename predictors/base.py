@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sim.contracts import PREDICTORS, NotFittedError, Predictor
+from sim.contracts import PREDICTORS, NotFittedError, Predictor, Source
 from sim.model import INFEASIBLE, CapsimError, Config, JobSpec, VMType
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Predictor", "TrainablePredictor", "AffinePredictor", "NotFittedError", "register", "alias", "registry",
-           "build", "RUN_COLUMNS"]
+__all__ = ["Predictor", "Source", "TrainablePredictor", "AffinePredictor", "NotFittedError", "register", "alias",
+           "registry", "build", "RUN_COLUMNS"]
 
 register = PREDICTORS.register
 """Class decorator adding a predictor to the registry under ``name`` (the YAML ``predictor.kind``)."""

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from predictors.base import Predictor, register
+from predictors.base import Predictor, Source, register
 from predictors.crossgpu import (
     DEFAULT_FEATURES,
     FEATURES,
@@ -38,6 +38,7 @@ from predictors.crossgpu import (
     peak_speeds,
 )
 from predictors.throughput import TABLES, ThroughputTable, runtimes_from_rates
+from predictors.uncertainty.provenance import source
 from sim.catalogue import gpu_models
 from sim.model import INFEASIBLE, CapsimError, Config, GPUModel, JobSpec, VMType
 
@@ -144,6 +145,12 @@ class CloudPredictor(Predictor):
 
     def support(self, spec: JobSpec, vm: VMType, gpus: int) -> str | None:
         return self.answer(vm.gpu, self.data.job_type(spec.application, spec.batch_size), gpus)[1]
+
+    def source(self, spec: JobSpec, vm: VMType, gpus: int) -> Source:
+        """``measured`` (a table's rate; its error is not measured: the tables have no repeats) or ``scaled`` (with
+        the cross-GPU scaling's leave-one-GPU-out error); ``unsupported`` where no rate answers."""
+        rate, why, how = self.answer(vm.gpu, self.data.job_type(spec.application, spec.batch_size), gpus)
+        return source(self.describe(), "unsupported" if why is not None else how.split(" ", 1)[0])
 
     def explain(self, spec: JobSpec, vm: VMType, gpus: int) -> str:
         """Which rate answers: measured (and in which table), scaled (from which GPU, by what factor), or why none."""

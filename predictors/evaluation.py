@@ -25,13 +25,14 @@ import numpy as np
 import pandas as pd
 
 from predictors.base import TrainablePredictor, build, registry
-from predictors.measurements import runs
-from predictors.protocols import CELL_KEYS, PROTOCOLS, PUBLISHED, Split, splits
+from predictors.measurements import NO_DEPTH, runs
+from predictors.protocols import CELL_KEYS, DEFAULT, PROTOCOLS, Split, application_name, splits
+from predictors.uncertainty.provenance import ERROR_COLUMNS, PROTOCOL_OF
 from sim.model import CapsimError
 from sim.registry import did_you_mean
 
-__all__ = ["PUBLISHED_MEANS", "TARGETS", "trainable_kinds", "parse_predictor", "noise_floor", "evaluate",
-           "Evaluation", "protocol_summary", "CELL_COLUMNS"]
+__all__ = ["PUBLISHED_MEANS", "TARGETS", "trainable_kinds", "parse_label", "parse_predictor", "noise_floor", "evaluate",
+           "Evaluation", "protocol_summary", "expected_errors", "crossgpu_errors", "CELL_COLUMNS"]
 
 PUBLISHED_MEANS = {"batch": 0.084, "gpus": 0.138, "compute": 0.107, "depth": 0.20}
 """Mean MAPE per protocol of the published end-to-end regression on these runs."""
@@ -49,9 +50,9 @@ def trainable_kinds() -> list[str]:
     return [k for k, cls in PREDICTORS.kinds(aliases=False).items() if getattr(cls, "trainable", lambda: False)()]
 
 
-def parse_predictor(text: str) -> tuple[str, str, dict[str, Any]]:
+def parse_label(text: str) -> tuple[str, str, dict[str, Any]]:
     """(label, kind, params) from ``kind`` or ``kind(param=value, ...)`` (values: numbers, true/false, null, words;
-    ``a|b|c`` is a list)."""
+    ``a|b|c`` is a list), for any registered kind."""
     m = re.fullmatch(r"\s*([A-Za-z_][\w]*)\s*(?:\((.*)\))?\s*", text)
     if not m:
         raise CapsimError(f"predictor {text!r}: write a kind, or kind(param=value, ...)")
@@ -64,12 +65,18 @@ def parse_predictor(text: str) -> tuple[str, str, dict[str, Any]]:
         params[k] = _value(v)
     kinds = registry()
     if kind not in kinds:
-        raise CapsimError(f"unknown predictor {kind!r}{did_you_mean(kind, kinds)} (the kinds that can be evaluated: "
-                          f"{', '.join(trainable_kinds())})")
-    if not getattr(kinds[kind], "trainable", lambda: False)():
+        raise CapsimError(f"unknown predictor {kind!r}{did_you_mean(kind, kinds)} (the predictor kinds: "
+                          f"{', '.join(sorted(kinds))})")
+    return text.strip(), kind, params
+
+
+def parse_predictor(text: str) -> tuple[str, str, dict[str, Any]]:
+    """``parse_label`` for a predictor that can be evaluated: a trainable kind."""
+    label, kind, params = parse_label(text)
+    if not getattr(registry()[kind], "trainable", lambda: False)():
         raise CapsimError(f"predictor {kind!r} does not learn from runs and cannot be evaluated; trainable kinds: "
                           f"{', '.join(trainable_kinds())}")
-    return text.strip(), kind, params
+    return label, kind, params
 
 
 def _value(v: str) -> Any:
@@ -99,16 +106,21 @@ def noise_floor(df: pd.DataFrame) -> np.ndarray:
         return np.where(k > 1, np.abs(y - mean) / y * np.sqrt(k / (k - 1)), np.nan)
 
 
-def run_split(df: pd.DataFrame, split: Split, predictors: Sequence[tuple[str, str, dict[str, Any]]]
-              ) -> list[tuple[str, np.ndarray]]:
-    """Every predictor fitted on the split's training runs and asked its test runs (seconds, NaN = declined)."""
+Answers = list[tuple[str, np.ndarray, list[str]]]
+"""Per predictor: its label, its answers to a split's test runs (seconds, NaN = declined) and each answer's source."""
+
+
+def run_split(df: pd.DataFrame, split: Split, predictors: Sequence[tuple[str, str, dict[str, Any]]]) -> Answers:
+    """Every predictor fitted on the split's training runs and asked its test runs, with the kind of each answer."""
     train, test = df.iloc[split.train], df.iloc[split.test]
     out = []
     for label, kind, params in predictors:
         p = build(kind, **params)
         assert isinstance(p, TrainablePredictor)
         with np.errstate(all="ignore"):
-            out.append((label, np.array(p.fit(train).predict_runs(test), dtype=np.float64)))
+            pred = np.array(p.fit(train).predict_runs(test), dtype=np.float64)
+            kinds = getattr(p, "run_sources", None)
+            out.append((label, pred, kinds(test) if kinds is not None else ["model"] * len(test)))
     return out
 
 
@@ -127,14 +139,13 @@ item and hands ``on_result(index, result)`` each result (the command line passes
 ``experiments.running.pool.run_parallel``, so its rules on signals and orphans hold here too)."""
 
 
-def _run_item(item: tuple[pd.DataFrame | None, Split, Sequence[tuple[str, str, dict[str, Any]]]]
-              ) -> list[tuple[str, np.ndarray]]:
+def _run_item(item: tuple[pd.DataFrame | None, Split, Sequence[tuple[str, str, dict[str, Any]]]]) -> Answers:
     """``run_split`` of one parallel item; the shipped runs are read in the worker rather than sent with each."""
     data, split, specs = item
     return run_split(runs().reset_index(drop=True) if data is None else data, split, specs)
 
 
-def evaluate(protocols: Sequence[str] = PUBLISHED, predictors: Sequence[str] | None = None, seed: int = 0,
+def evaluate(protocols: Sequence[str] = DEFAULT, predictors: Sequence[str] | None = None, seed: int = 0,
              data: pd.DataFrame | None = None, workers: int = 1,
              progress: Callable[[int, int, str], None] | None = None, parallel: Parallel | None = None) -> Evaluation:
     """Score ``predictors`` (default: every trainable kind) under ``protocols`` (module docstring); splits run on
@@ -146,7 +157,7 @@ def evaluate(protocols: Sequence[str] = PUBLISHED, predictors: Sequence[str] | N
     if bad:
         raise CapsimError(f"unknown evaluation protocol {bad[0]!r}: choose from {', '.join(PROTOCOLS)}")
     todo = [s for p in protocols for s in splits(df, p, seed) if len(s.test)]
-    results: dict[int, list[tuple[str, np.ndarray]]] = {}
+    results: dict[int, Answers] = {}
     label = lambda s: f"{s.protocol} split {s.index + 1}"  # noqa: E731
     if workers <= 1 or parallel is None:
         for i, s in enumerate(todo):
@@ -157,7 +168,7 @@ def evaluate(protocols: Sequence[str] = PUBLISHED, predictors: Sequence[str] | N
         order = sorted(range(len(todo)), key=lambda i: -len(todo[i].train) * (todo[i].protocol == "interpolation"))
         items = [(None if data is None else df, todo[i], specs) for i in order]
 
-        def arrived(k: int, result: list[tuple[str, np.ndarray]]) -> None:
+        def arrived(k: int, result: Answers) -> None:
             results[order[k]] = result
             if progress:
                 progress(len(results), len(todo), label(todo[order[k]]))
@@ -166,7 +177,7 @@ def evaluate(protocols: Sequence[str] = PUBLISHED, predictors: Sequence[str] | N
     return _assemble(df, todo, results)
 
 
-def _assemble(df: pd.DataFrame, todo: list[Split], results: dict[int, list[tuple[str, np.ndarray]]]) -> Evaluation:
+def _assemble(df: pd.DataFrame, todo: list[Split], results: dict[int, Answers]) -> Evaluation:
     """Per-run predictions and per-cell scores; a cell spread over several splits (interpolation's folds) pools
     its runs from all of them."""
     floor = noise_floor(df)
@@ -174,10 +185,11 @@ def _assemble(df: pd.DataFrame, todo: list[Split], results: dict[int, list[tuple
     preds = []
     pooled: dict[tuple, list[tuple[np.ndarray, np.ndarray]]] = {}
     for i, s in enumerate(todo):
-        for label, pred in results[i]:
+        for label, pred, kinds in results[i]:
             cols = RUN_FEATURES + ([MACHINE] if MACHINE in df else []) + ["runtime_s"]
             frame = df.iloc[s.test][cols].rename(columns={"runtime_s": "measured"})
-            preds.append(frame.assign(protocol=s.protocol, split=s.index, predictor=label, predicted=pred))
+            preds.append(frame.assign(protocol=s.protocol, split=s.index, predictor=label, predicted=pred,
+                                      source=kinds))
             where = {p: j for j, p in enumerate(s.test)}
             for c in s.cells:
                 pooled.setdefault((*c.key, label), []).append((c.rows, pred[[where[p] for p in c.rows]]))
@@ -216,3 +228,53 @@ def protocol_summary(ev: Evaluation) -> pd.DataFrame:
                      "published": published, "floor_above_published": int((g["noise_floor"] > published).sum()),
                      "target": TARGETS.get(str(protocol), np.nan), "apps_at_target": met})
     return pd.DataFrame(rows)
+
+
+def crossgpu_errors() -> dict[str, Any]:
+    """The ``cloud`` predictor's cross-GPU scaling scored as an expected error, in runtime terms: the mean over its
+    leave-one-GPU-out predictions of the calibrating models (``predictors.crossgpu``) of ``|measured speed /
+    predicted speed − 1|`` (a runtime is iterations over a speed)."""
+    from predictors.crossgpu import CALIBRATION, leave_one_gpu_out, shipped_speeds
+
+    rows = [r for r in leave_one_gpu_out(shipped_speeds()) if r["calibrates"]]
+    errs = np.array([abs(r["measured"] / r["predicted"] - 1.0) for r in rows])
+    models = {r["model"] for r in rows} & set(CALIBRATION)
+    return {"predictor": "cloud", "source": "scaled", "protocol": PROTOCOL_OF["scaled"], "error": float(errs.mean()),
+            "cells": len(models), "runs": len(rows)}
+
+
+def expected_errors(ev: Evaluation, crossgpu: bool = True) -> pd.DataFrame:
+    """The expected relative error of each (predictor, kind of answer) (``predictors.uncertainty.provenance``): over
+    the test runs of the protocol that asks that kind of question (``PROTOCOL_OF``), the mean over its cells of the mean
+    ``|predicted − measured| / measured`` of the runs the predictor answered with that kind. The predictor is named
+    by its ``describe()`` label (``hybrid(anchor=True)``), as ``Predictor.source`` looks it up. ``crossgpu`` adds the
+    ``cloud`` predictor's cross-GPU scaling, scored by its leave-one-GPU-out test."""
+    p = ev.predictions
+    rows = []
+    if len(p):
+        ok = np.isfinite(p["predicted"]) & (p["predicted"] > 0)
+        p = p[ok].assign(err=(p["predicted"] - p["measured"]).abs() / p["measured"])
+        apps = pd.Series([application_name(a, d != NO_DEPTH) for a, d in zip(p["application"], p["depth"])],
+                         index=p.index, dtype=object)
+        p = p.assign(cell_app=apps)
+        names = {label: build(kind, **params).describe() for label, kind, params in
+                 (parse_predictor(x) for x in dict.fromkeys(p["predictor"]))}
+        for (label, kind), g in p.groupby(["predictor", "source"], sort=False):
+            protocol = PROTOCOL_OF.get(str(kind))
+            g = g[(g["protocol"] == protocol) & g["cell_app"].notna()]
+            if g.empty:
+                continue
+            keys = ["cell_app", "framework"] + CELL_GROUPS.get(str(protocol), [])
+            cells = g.groupby(keys, dropna=False)["err"].mean()
+            rows.append({"predictor": names[str(label)], "source": kind, "protocol": protocol,
+                         "error": float(cells.mean()), "cells": len(cells), "runs": len(g)})
+    if crossgpu:
+        rows.append(crossgpu_errors())
+    out = pd.DataFrame(rows, columns=ERROR_COLUMNS)
+    return out.sort_values(["predictor", "source"], kind="stable", ignore_index=True)
+
+
+CELL_GROUPS = {"batch": ["gpu", "gpus"], "batch_below": ["gpu", "gpus"], "gpus": ["gpu"], "depth": ["gpus", "split"],
+               "between": ["gpu", "gpus", "split"]}
+"""Columns beyond (application, framework) that tell a protocol's cells apart in the predictions table
+(``predictors.protocols``; a depth cell is one GPU count at one depth threshold, i.e. one split)."""

@@ -26,6 +26,8 @@ from predictors.measured import MeasuredPredictor
 from predictors.measurements import data_key, measured_gpu_name, row_configs, row_specs
 from predictors.memory import guard
 from predictors.regression import RegressionPredictor
+from predictors.uncertainty.provenance import source
+from sim.contracts import Source
 from sim.model import INFEASIBLE, CapsimError, Config, JobSpec, VMType
 
 __all__ = ["HybridPredictor"]
@@ -157,6 +159,26 @@ class HybridPredictor(TrainablePredictor):
         how = outside.explain(spec, vm, gpus) if hasattr(outside, "explain") else outside.describe()
         a = self.anchor_of(spec, measured_gpu_name(vm.gpu), gpus)
         return f"{outside.name}: {how}" + (f", anchored on the measured {a[0]} GPUs at batch {a[1]}" if a else "")
+
+    def source(self, spec: JobSpec, vm: VMType, gpus: int) -> Source:
+        """The inside predictor's kind of answer where it answers (``measured``, ``interpolated``), else the outside
+        predictor's (the extrapolation it makes), with the error measured for this hybrid on that kind."""
+        inside, outside = self.parts()
+        kind = inside.how(spec, vm, gpus)
+        if kind == "unsupported" and self.support(spec, vm, gpus) is None:
+            kind = outside.source(spec, vm, gpus).kind
+        return source(self.describe(), kind)
+
+    def run_sources(self, rows: pd.DataFrame) -> list[str]:
+        """The inside predictor's kinds, the outside predictor's where the inside one has no answer."""
+        inside, outside = self.parts()
+        kinds = inside.run_sources(rows)
+        need = [i for i, k in enumerate(kinds) if k == "unsupported"]
+        ask = getattr(outside, "run_sources", None)
+        if need:
+            for i, k in zip(need, ask(rows.iloc[need]) if ask is not None else ["model"] * len(need)):
+                kinds[i] = k
+        return kinds
 
     def predict_runs(self, rows: pd.DataFrame) -> np.ndarray:
         """Each row at its own CPU-thread count: measured where it answers, else the anchored outside answer."""

@@ -27,7 +27,9 @@ import numpy as np
 import pandas as pd
 
 from predictors.base import AffinePredictor, TrainablePredictor, register
-from predictors.measurements import data_key, measured_gpu_name
+from predictors.measurements import data_key, measured_gpu_name, row_configs, row_specs
+from predictors.uncertainty.provenance import source
+from sim.contracts import Source
 from sim.model import INFEASIBLE, CapsimError, JobSpec, VMType
 
 __all__ = ["MeasuredPredictor", "GroupFit", "select_cpu"]
@@ -165,6 +167,28 @@ class MeasuredPredictor(AffinePredictor, TrainablePredictor):
             hit = self._answer(key, spec.batch_size, vm, gpus, setting)
             self._answers[memo] = hit
         return hit
+
+    def how(self, spec: JobSpec, vm: VMType, gpus: int, cpu: int | None = None) -> str:
+        """``measured`` where the job's GPU type, count and batch size were run, ``interpolated`` where the answer
+        lies between runs, ``batch``/``batch_below`` where ``extrapolate_batch`` holds a measured time beyond the
+        range, ``unsupported`` where there is no answer (``cpu`` as in ``terms``)."""
+        if self.terms(spec, vm, gpus, cpu)[2] is not None:
+            return "unsupported"
+        fits = self.fits(data_key(spec), cpu)[cast(str, measured_gpu_name(vm.gpu))]
+        if gpus not in fits:
+            return "interpolated"
+        sizes = fits[gpus]
+        b = spec.batch_size
+        return ("measured" if b in sizes else "batch" if b > max(sizes) else "batch_below" if b < min(sizes)
+                else "interpolated")
+
+    def source(self, spec: JobSpec, vm: VMType, gpus: int) -> Source:
+        return source(self.describe(), self.how(spec, vm, gpus))
+
+    def run_sources(self, rows: pd.DataFrame) -> list[str]:
+        """``how`` for each row of a runs table, at its own CPU-thread count."""
+        return [self.how(s, c.vm, c.gpus, int(cpu))
+                for s, c, cpu in zip(row_specs(rows), row_configs(rows), rows["cpu_threads"])]
 
     def _answer(self, key: Key, batch: int, vm: VMType, gpus: int, cpu: str | int
                 ) -> tuple[float, float, str | None]:

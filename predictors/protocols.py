@@ -16,6 +16,13 @@ Published protocols (Gianniti, Zhang and Ardagna, CLOSER 2019; Lattuada et al., 
   k ∈ {4, 5, 6, 8}; one cell per (GPU count, k).
 - ``interpolation``: five random folds of every application's runs (fold i of every application held out together);
   one cell per application, over all its runs.
+capsim's own protocols ask the two kinds of question the expected errors (``predictors.uncertainty.provenance``)
+need and no publication holds out:
+- ``batch_below`` mirrors ``batch`` downwards: the smallest batch of every cell predicted from the larger ones.
+- ``between``: configurations between measured ones. Split 0 holds out every other interior batch size of each
+  (application, GPU type, GPU count) with three or more (the 2nd, 4th, ...: each has measured sizes on both sides);
+  split 1 every other interior GPU count of each (application, GPU type) with three or more. One cell per (application,
+  GPU type, GPU count) held out.
 capsim's former, harder protocols are kept under ``*_hard``: ``batch_hard`` (per application, the upper half of its
 batch sizes, on every GPU at once, predicted from the lower half), ``gpus_hard`` (the upper half of its GPU counts),
 ``compute_hard`` (each GPU type in turn left out of every application; one cell per application × GPU type).
@@ -32,12 +39,15 @@ import pandas as pd
 from predictors.measurements import NO_DEPTH
 from sim.model import CapsimError
 
-__all__ = ["PUBLISHED", "HARD", "PROTOCOLS", "DEPTH_KS", "COMPUTE_TRAIN", "COMPUTE_TEST", "Cell", "Split", "splits",
-           "application_name", "CELL_KEYS"]
+__all__ = ["PUBLISHED", "DEFAULT", "HARD", "PROTOCOLS", "DEPTH_KS", "COMPUTE_TRAIN", "COMPUTE_TEST", "Cell", "Split",
+           "splits", "application_name", "CELL_KEYS"]
 
 PUBLISHED = ("batch", "gpus", "compute", "depth", "interpolation")
+DEFAULT = PUBLISHED + ("batch_below", "between")
+"""What ``capsim predict evaluate`` runs by default: the published protocols, and capsim's ``batch_below`` and
+``between`` for the expected errors of those kinds of answer."""
 HARD = ("batch_hard", "gpus_hard", "compute_hard")
-PROTOCOLS = PUBLISHED + HARD
+PROTOCOLS = DEFAULT + HARD
 DEPTH_KS = (4, 5, 6, 8)
 COMPUTE_TRAIN = ("QuadroP600", "K80", "M60")
 COMPUTE_TEST = "GTX1080Ti"
@@ -111,10 +121,10 @@ def splits(df: pd.DataFrame, protocol: str, seed: int = 0) -> Iterator[Split]:
         for k in range(5):
             test = _positions(fold == k)
             yield Split(protocol, k, np.setdiff1d(everything, test), test, _cells(protocol, df, test, app))
-    elif protocol in ("batch", "gpus"):
-        col, by = ("batch_size", ["gpu", "gpus"]) if protocol == "batch" else ("gpus", ["gpu"])
+    elif protocol in ("batch", "gpus", "batch_below"):
+        col, by = ("gpus", ["gpu"]) if protocol == "gpus" else ("batch_size", ["gpu", "gpus"])
         grp = df[std].groupby(app + by)[col]
-        top = grp.transform("max").reindex(df.index)
+        top = grp.transform("min" if protocol == "batch_below" else "max").reindex(df.index)
         many = grp.transform("nunique").reindex(df.index) > 1
         test = _positions(std & (df[col] == top).to_numpy() & many.to_numpy())
         yield Split(protocol, 0, np.setdiff1d(everything, test), test, _cells(protocol, df, test, app + by))
@@ -128,6 +138,16 @@ def splits(df: pd.DataFrame, protocol: str, seed: int = 0) -> Iterator[Split]:
             test = _positions(deep & (df["depth"] > k).to_numpy())
             yield Split(protocol, i, np.setdiff1d(everything, test), test,
                         _cells(protocol, df, test, app + ["gpus"], {"depth_k": k}))
+    elif protocol == "between":
+        for i, (col, by) in enumerate((("batch_size", ["gpu", "gpus"]), ("gpus", ["gpu"]))):
+            held = np.zeros(len(df), dtype=bool)
+            for _, g in df[std].groupby(app + by):
+                vals = sorted(g[col].unique())
+                inner = set(vals[1:-1:2])
+                held[df.index.get_indexer(g.index[g[col].isin(inner)])] = True
+            test = _positions(held)
+            yield Split(protocol, i, np.setdiff1d(everything, test), test,
+                        _cells(protocol, df, test, app + ["gpu", "gpus"]))
     elif protocol in ("batch_hard", "gpus_hard"):
         col = "batch_size" if protocol == "batch_hard" else "gpus"
         upper = np.zeros(len(df), dtype=bool)

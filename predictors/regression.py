@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -56,6 +56,7 @@ from predictors.structured import (
     speed,
     with_comm,
 )
+from predictors.uncertainty.provenance import QuestionSources, question, ranges_of
 from sim.model import INFEASIBLE, CapsimError, Config, JobSpec, VMType
 
 __all__ = ["RegressionPredictor", "FAMILIES", "AXES", "AppFit", "axis_splits", "mape"]
@@ -121,7 +122,7 @@ class AppFit:
         self.validated: set[str] = set()
         self.choice: dict[str, str] = {}
         self.models: dict[str, Any] = {}
-        self.ranges = _ranges(rows)
+        self.ranges = ranges_of(rows)
         self._comm: str | None = None
         self._seen: dict[tuple[str, str | None, str], float] = {}
 
@@ -217,43 +218,8 @@ class AppFit:
         return self.models[label]
 
 
-def _ranges(d: pd.DataFrame) -> dict[str, Any]:
-    """What was measured: GPU types, their counts, batch ranges per (GPU type, count) and per type, depths, CPUs."""
-    t = d["runtime_s"] / d["iterations"]
-    rel = t / t.groupby([d["gpu"], d["gpus"], d["batch_size"], d["depth"]]).transform("min")
-    # pandas-stubs types an index label (``idxmin``) as Hashable: here it is a CPU-thread count
-    best = {g: int(cast(int, r.groupby(d.loc[r.index, "cpu_threads"]).mean().idxmin()))
-            for g, r in rel.groupby(d["gpu"])}
-    return {
-        "counts": {g: sorted(set(x["gpus"])) for g, x in d.groupby("gpu")},
-        "batch": {k: (x["batch_size"].min(), x["batch_size"].max()) for k, x in d.groupby(["gpu", "gpus"])},
-        "batch_gpu": {g: (x["batch_size"].min(), x["batch_size"].max()) for g, x in d.groupby("gpu")},
-        "depth": (d["depth"].min(), d["depth"].max()),
-        "cpu_best": best, "cpu_best_all": int(cast(int, rel.groupby(d["cpu_threads"]).mean().idxmin())),
-        "cpu_max": int(d["cpu_threads"].max()),
-    }
-
-
-def question(ranges: dict[str, Any], gpu: str, n: int, batch: int, depth: int) -> tuple[str, str]:
-    """(kind of question, why) for one query against what was measured (module docstring)."""
-    if gpu not in ranges["counts"]:
-        return "compute", f"{gpu} was never measured"
-    counts = ranges["counts"][gpu]
-    if n < counts[0] or n > counts[-1]:
-        return "gpus", f"{n} GPUs beyond the {counts[0]}..{counts[-1]} measured on {gpu}"
-    lo_d, hi_d = ranges["depth"]
-    if depth != NO_DEPTH and not lo_d <= depth <= hi_d:
-        return "depth", f"depth {depth} beyond the measured {lo_d}..{hi_d}"
-    lo, hi = ranges["batch"].get((gpu, n), ranges["batch_gpu"][gpu])
-    if batch > hi:
-        return "batch", f"batch {batch} above the {lo}..{hi} measured on {gpu}x{n}"
-    if batch < lo:
-        return "batch_below", f"batch {batch} below the {lo}..{hi} measured on {gpu}x{n}"
-    return "inside", "within the measured range"
-
-
 @register("regression")
-class RegressionPredictor(TrainablePredictor):
+class RegressionPredictor(QuestionSources, TrainablePredictor):
     """Regression with one model per kind of question, chosen by validations that ask it (module docstring).
 
     ``families``: the model families tried; ``degree``: the largest degree of the feature products; ``folds``: k of

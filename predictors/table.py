@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from predictors.base import Predictor, register
+from predictors.base import Predictor, Source, register
 from sim.model import INFEASIBLE, CapsimError, JobSpec, VMType
 
 
@@ -36,3 +36,7 @@ class TablePredictor(Predictor):
     def support(self, spec: JobSpec, vm: VMType, gpus: int) -> str | None:
         key = f"{spec.name}/{vm.name}/{gpus}"
         return None if key in self.table else f"the runtime table has no entry {key!r}"
+
+    def source(self, spec: JobSpec, vm: VMType, gpus: int) -> Source:
+        """``table``: the runtime given (no error is stated for it)."""
+        return Source("table" if self.support(spec, vm, gpus) is None else "unsupported")

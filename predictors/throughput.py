@@ -18,6 +18,10 @@ Named tables (``TABLES``):
   ``yolov3``); ``elasticflow_a100`` and ``elasticflow_t4`` hold one GPU each. A job type is ``"<model> (batch size
   <global batch>)"``, so a trace job (model name as application) is looked up by its model, batch size and GPU count.
 
+- ``mlperf``: Takayama et al.'s times of one run of each of nine MLPerf training benchmarks on a P100 server and a V100
+  server (``predictors/data/mlperf/ATTRIBUTION.md``), one server being one unit: job type ``IC`` ... ``RF``, GPU count
+  1, one iteration = one run (``docs/mlperf.md``).
+
 Any other file in Gavel's layout is read with ``path``. Another family of measurements joins as one more loader in
 ``TABLES`` that returns the same ``ThroughputTable``.
 """
@@ -34,12 +38,11 @@ from pathlib import Path
 
 import numpy as np
 
-from predictors.base import Predictor, register
+from predictors.base import Predictor, Source, register
 from sim.model import INFEASIBLE, CapsimError, Config, GPUModel, JobSpec, VMType
 
 __all__ = ["ThroughputTable", "ThroughputPredictor", "TABLES", "read_gavel_json", "gavel_table", "read_elasticflow_csv",
-           "elasticflow_table", "ELASTICFLOW_GPUS",
-           "runtimes_from_rates"]
+           "elasticflow_table", "mlperf_table", "ELASTICFLOW_GPUS", "runtimes_from_rates"]
 
 
 class ThroughputTable:
@@ -140,8 +143,26 @@ def elasticflow_table(which: str = "all") -> ThroughputTable:
     return ThroughputTable(rates, "elasticflow" if which == "all" else f"elasticflow_{which.lower()}")
 
 
+@cache
+def mlperf_table() -> ThroughputTable:
+    """Takayama et al.'s MLPerf job times (``predictors/data/mlperf``): one run of each of nine benchmarks on a P100
+    server and a V100 server, as a rate of 1 / (seconds of one run) for one server (GPU count 1); a job of type
+    ``IC`` with one iteration is one run. The time is the whole server's: a server runs one job at a time."""
+    import csv
+
+    path = resources.files("predictors").joinpath("data", "mlperf", "job_times.csv")
+    rates: dict[tuple[str, str, int], float] = {}
+    with path.open("r", encoding="utf-8") as f:
+        for row in csv.DictReader(line for line in f if not line.startswith("#")):
+            for gpu in ("P100", "V100"):
+                h, m, sec = (int(x) for x in row[gpu].split(":"))
+                rates[(gpu, row["benchmark"], 1)] = 1.0 / (3600 * h + 60 * m + sec)
+    return ThroughputTable(rates, "mlperf")
+
+
 TABLES: dict[str, Callable[[], ThroughputTable]] = {
     "gavel": gavel_table,
+    "mlperf": mlperf_table,
     "elasticflow": elasticflow_table,
     "elasticflow_a100": lambda: elasticflow_table("A100"),
     "elasticflow_t4": lambda: elasticflow_table("T4"),
@@ -189,6 +210,10 @@ class ThroughputPredictor(Predictor):
         if (vm.gpu.name, key, gpus) not in data.rates:
             return f"the throughput table {data.source!r} has no rate for {key} on {gpus} x {vm.gpu.name}"
         return None if rate > 0 else f"{key} does not run on {gpus} x {vm.gpu.name} (measured 0 iterations/s)"
+
+    def source(self, spec: JobSpec, vm: VMType, gpus: int) -> Source:
+        """``measured``: a rate of the table (its error is not measured: the tables have no repeats)."""
+        return Source("measured" if self.support(spec, vm, gpus) is None else "unsupported")
 
     def runtimes(self, specs: Sequence[JobSpec], configs: Sequence[Config]) -> np.ndarray:
         """Every spec on every configuration at once: one rate lookup per (job type, GPU model, GPU count)."""

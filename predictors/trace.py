@@ -35,7 +35,9 @@ import numpy as np
 from predictors.base import Predictor, register
 from predictors.crossgpu import default_scaling
 from predictors.throughput import TABLES, ThroughputTable
+from predictors.uncertainty.provenance import expected_error
 from sim.catalogue import trace_gpu
+from sim.contracts import Source
 from sim.model import INFEASIBLE, CapsimError, Config, GPUModel, JobSpec, VMType
 
 __all__ = ["TraceRuntime", "SCALINGS", "SERIAL", "fitted_serial_shares", "speedup"]
@@ -177,6 +179,21 @@ class TraceRuntime(Predictor):
                 return "the job has no measured run (not a trace job) and the trace model has no base predictor"
             return self.base.support(spec, vm, gpus)
         return self._row(spec, [Config(vm, gpus)])[1][0]
+
+    def source(self, spec: JobSpec, vm: VMType, gpus: int) -> Source:
+        """``measured`` on the run's own configuration (its error unknown: a trace has no repeats); ``scaled`` on
+        another GPU model, with the ``cloud`` predictor's measured cross-GPU scaling error (the same scaling; a count
+        change on top of it is not counted in); ``gpus`` for another count on the same model (the scaling law's error
+        is not measured); the base's source for jobs without a measured run."""
+        m = spec.measured
+        if m is None:
+            return self.base.source(spec, vm, gpus) if self.base is not None else Source("unsupported")
+        if self.support(spec, vm, gpus) is not None:
+            return Source("unsupported")
+        ref = m.gpu if m.gpu is not None else self.gpu
+        if ref is not None and trace_gpu(ref).name != vm.gpu.name:
+            return Source("scaled", expected_error("cloud", "scaled"))
+        return Source("measured") if gpus == m.gpus else Source("gpus")
 
     def runtimes(self, specs: Sequence[JobSpec], configs: Sequence[Config]) -> np.ndarray:
         out = np.full((len(specs), len(configs)), INFEASIBLE)

@@ -24,6 +24,7 @@ from predictors.measured import MeasuredPredictor
 from predictors.measurements import data_key
 from predictors.memory import guard
 from predictors.networks import layer_costs, network
+from predictors.uncertainty.provenance import QuestionSources
 from sim.catalogue import gpu_models
 from sim.model import INFEASIBLE, CapsimError, GPUModel, JobSpec, VMType
 
@@ -44,7 +45,7 @@ def scale_factor(g: np.ndarray | float, origin: GPUModel, dest: GPUModel) -> np.
 
 
 @register("wave")
-class WavePredictor(AffinePredictor, TrainablePredictor):
+class WavePredictor(QuestionSources, AffinePredictor, TrainablePredictor):
     """Measured runs on ``origin`` scaled to any GPU with specs, layer by layer (module docstring).
 
     ``fit(runs)`` fits a fresh copy of ``base`` (the origin answers) and, with ``input_floor``, an ``analytical``

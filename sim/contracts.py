@@ -17,18 +17,19 @@ import copy
 import inspect
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import numpy as np
 
-from sim.model import CapsimError, Config, JobSpec, Plan, Snapshot, VMType
+from sim.model import CapsimError, Config, Job, JobSpec, Plan, Snapshot, VMType
 from sim.registry import Registry, did_you_mean
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Component", "Policy", "Predictor", "POLICIES", "PREDICTORS", "NotFittedError"]
+__all__ = ["Component", "Policy", "Predictor", "Source", "Progress", "POLICIES", "PREDICTORS", "NotFittedError"]
 
 
 class NotFittedError(CapsimError):
@@ -201,6 +202,41 @@ class Policy(Component):
         raise NotImplementedError(self)
 
 
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """What was seen at ``time`` of a job that has run, as an observer of a real job sees it (an iteration counter
+    and a clock; ``sim.run.observe``): the configuration it runs on (an index into ``Snapshot.configs``), the
+    iterations it has done in all, and of its current run the iterations done and the seconds they took."""
+
+    config: int
+    iterations: int
+    run_iterations: int
+    run_seconds: float
+    time: float
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """Which kind of answer a predictor gave for one configuration, and how far off such answers are.
+
+    ``kind`` names the source (``measured``, ``interpolated``, ``batch``, ``gpus``, ``compute``, ``scaled``, ...;
+    ``predictors.uncertainty.provenance.KINDS`` lists and explains them). ``error`` is the expected relative error of
+    that kind of answer: the mean of ``|predicted − actual| / actual`` that ``capsim predict evaluate`` measured for
+    it; NaN where nothing measured it.
+    """
+
+    kind: str
+    error: float = math.nan
+
+    def interval(self, seconds: float) -> tuple[float, float]:
+        """The runtimes ``t`` with ``|seconds − t| / t <= error`` (the answer's expected error read back to the
+        actual time); ``(nan, nan)`` when the error is unknown."""
+        e = self.error
+        if not math.isfinite(e) or not math.isfinite(seconds):
+            return math.nan, math.nan
+        return seconds / (1.0 + e), seconds / (1.0 - e) if e < 1.0 else math.inf
+
+
 class Predictor(Component):
     """Answers how long a whole job takes on ``gpus`` GPUs of a VM type, in seconds.
 
@@ -216,6 +252,11 @@ class Predictor(Component):
     - ``fit(runs) -> self`` (optional, trainable predictors only): learn from a table of measured runs (the layout
       of ``predictors.measurements.runs()``), storing what it learnt in attributes ending in ``_``. A trainable
       predictor that is not fitted explicitly fits itself on the shipped runs on first use.
+    - ``source(spec, vm, gpus) -> Source`` (optional): which kind of answer it gives there and that kind's expected
+      error. The default says nothing (kind ``model``, error unknown).
+    - ``refine(job, estimates, progress) -> estimates`` (optional, with ``observes`` true): a job's estimates on
+      every configuration once ``progress`` (``Progress``) was observed of it running. The engine asks at
+      every decision while the job runs and shows policies the answer (``JobView``).
 
     It may cache answers and fits; it may not depend on anything but its parameters and the data it was fitted on.
     """
@@ -249,6 +290,20 @@ class Predictor(Component):
             for k, c in enumerate(configs):
                 out[i, k] = self.runtime(s, c.vm, c.gpus)
         return out
+
+    def source(self, spec: JobSpec, vm: VMType, gpus: int) -> Source:
+        """Which kind of answer ``runtime`` gives for this configuration, with its expected relative error."""
+        return Source("model")
+
+    @property
+    def observes(self) -> bool:
+        """Whether the engine shows it the progress of running jobs, to ``refine`` their estimates."""
+        return False
+
+    def refine(self, job: Job, estimates: np.ndarray, progress: Progress) -> np.ndarray:
+        """``job``'s whole-job runtime on every configuration now that ``progress`` was observed (an estimator that
+        ``observes``); the default keeps ``estimates``."""
+        return estimates
 
     def fit(self, runs: pd.DataFrame) -> Predictor:
         """Learn from a table of measured runs and return ``self`` (trainable predictors only)."""

@@ -153,7 +153,8 @@ class Simulation:
         gc.disable()  # full collections would walk every record kept so far; a run collects young ones
         try:
             self._last = run = Run(self.cluster, self.jobs, self._est, self._true, self.policy, self.time,
-                                   label=self._label, truth=type(self.truth).__name__, seed=self.seed)
+                                   label=self._label, truth=type(self.truth).__name__, seed=self.seed,
+                                   estimator=self.estimator)
             tables = run.execute()
             segments = tables.segments if tables.segments is not None else Segments().frame()
             return RunResult(tables.jobs, tables.nodes, tables.decisions, summarise(tables), segments)

@@ -20,7 +20,8 @@ import numpy as np
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Metric", "RunTables", "METRICS", "HEADLINE", "metric", "summarise", "label_with_unit"]
+__all__ = ["Metric", "RunTables", "METRICS", "HEADLINE", "HEADLINES", "NO_DEADLINE", "metric", "summarise",
+           "label_with_unit"]
 
 
 @dataclass(frozen=True)
@@ -81,8 +82,24 @@ def _vm_cost(t: RunTables) -> float:
     return float(t.nodes["cost"].sum())
 
 
+def _no_deadlines(t: RunTables) -> bool:
+    """Whether no job of the run has a deadline from its workload (its jobs table's deadlines are all NaN): then no
+    deadline metric applies. A run without jobs keeps its zeros."""
+    d = t.jobs.get("deadline")
+    return d is not None and len(d) > 0 and bool(d.isna().all())
+
+
+def _deadline_metric(compute: Callable[[RunTables], float]) -> Callable[[RunTables], float]:
+    """``compute`` over the jobs that have a deadline; NaN when none has."""
+    return lambda t: math.nan if _no_deadlines(t) else compute(t)
+
+
 def _tardiness(t: RunTables) -> float:
     return float(t.jobs["tardiness_cost"].sum())
+
+
+def _total_cost(t: RunTables) -> float:
+    return _vm_cost(t) + (0.0 if _no_deadlines(t) else _tardiness(t))
 
 
 def _idle_cost(t: RunTables) -> float:
@@ -126,10 +143,10 @@ def _lateness(t: RunTables) -> np.ndarray:
 
 
 def _deadline_met(t: RunTables) -> float:
-    j = t.jobs
+    j = t.jobs[t.jobs["deadline"].notna().to_numpy()] if "deadline" in t.jobs.columns else t.jobs
     if "status" in j.columns:
         return float((j["status"] == "on_time").mean()) if len(j) else math.nan
-    late = _lateness(t)
+    late = j["lateness"].to_numpy(dtype=float)
     return float((late <= 0).mean()) if len(late) else math.nan
 
 
@@ -207,25 +224,33 @@ def _deterministic(t: RunTables) -> float:
     return 0.0 if (t.decisions["status"] == "time_limit").any() else 1.0
 
 
+NO_DEADLINE = ("; empty (NaN) when no job of the run has a deadline from its workload (a trace without deadlines, "
+               "such as Gavel's: the deadlines capsim draws there only steer deadline-driven policies)")
+"""Why a deadline metric can be empty, appended to each one's description (``capsim report --metrics list``)."""
+
 _LIST = [
     Metric("vm_cost", "VM cost", "$", 2, _vm_cost, description="money paid for VMs, billed per the cluster's rule"),
     Metric("idle_cost", "idle VM cost", "$", 2, _idle_cost,
            description="VM cost of intervals on which no job ran (boot-only or kept idle)"),
-    Metric("tardiness_cost", "tardiness cost", "$", 2, _tardiness, description="Σ weight × max(0, end − deadline)"),
-    Metric("total_cost", "total cost", "$", 2, lambda t: _vm_cost(t) + _tardiness(t),
-           description="VM cost + tardiness cost, the objective"),
-    Metric("late_jobs", "late jobs", "jobs", 2, lambda t: float((t.jobs["lateness"] > 0).sum()),
-           description="jobs that ended after their deadline"),
+    Metric("tardiness_cost", "tardiness cost", "$", 2, _deadline_metric(_tardiness),
+           description="Σ weight × max(0, end − deadline) over the jobs with a deadline" + NO_DEADLINE),
+    Metric("total_cost", "total cost", "$", 2, _total_cost,
+           description="VM cost + tardiness cost, the objective (VM cost alone when no job has a deadline from its "
+                       "workload)"),
+    Metric("late_jobs", "late jobs", "jobs", 2, _deadline_metric(lambda t: float((t.jobs["lateness"] > 0).sum())),
+           description="jobs that ended after their deadline" + NO_DEADLINE),
     Metric("deadline_met", "deadlines met", "", 3, _deadline_met, upper=1.0, better="higher",
-           description="fraction of jobs on time (ElasticFlow's deadline-satisfaction ratio): ended by their deadline, "
+           description="fraction of the jobs with a deadline on time (ElasticFlow's deadline-satisfaction ratio): "
+                       "ended by their deadline, "
                        "or judged so by a policy that judges by its plan; rejected jobs count as misses (NaN for a run "
-                       "without jobs)"),
+                       "without jobs)" + NO_DEADLINE),
     Metric("rejected", "rejected jobs", "jobs", 0, _rejected, better=None,
            description="jobs turned away by admission control (ElasticFlow): never run, counted as deadline misses"),
-    Metric("mean_lateness", "mean lateness", "s", 1, lambda t: _mean_of(_lateness(t)),
-           description="mean over all jobs that ran of max(0, end − deadline): a job on time counts 0"),
-    Metric("p95_lateness", "p95 lateness", "s", 1, lambda t: _p95_of(_lateness(t)),
-           description="95th percentile over all jobs of max(0, end − deadline)"),
+    Metric("mean_lateness", "mean lateness", "s", 1, _deadline_metric(lambda t: _mean_of(_lateness(t))),
+           description="mean over all jobs with a deadline that ran of max(0, end − deadline): a job on time counts "
+                       "0" + NO_DEADLINE),
+    Metric("p95_lateness", "p95 lateness", "s", 1, _deadline_metric(lambda t: _p95_of(_lateness(t))),
+           description="95th percentile over all jobs with a deadline of max(0, end − deadline)" + NO_DEADLINE),
     Metric("jobs", "jobs", "jobs", 0, lambda t: float(len(t.jobs)), better=None, description="jobs in the run"),
     Metric("mean_jct", "mean JCT", "s", 1, lambda t: _mean_of(_jct(t)),
            description="mean job completion time, end − submit"),
@@ -279,7 +304,16 @@ METRICS: Mapping[str, Metric] = {m.name: m for m in _LIST}
 """Every metric, in the order of the summary row."""
 
 HEADLINE = ("total_cost", "vm_cost", "tardiness_cost", "late_jobs", "mean_jct")
-"""The metrics ``capsim run`` prints and tables lead with."""
+"""The metrics ``capsim run`` prints and tables lead with (the capacity-planning setting's headline)."""
+
+HEADLINES: Mapping[str, tuple[str, ...]] = {
+    "cost": HEADLINE,
+    "gavel": ("gavel_mean_jct", "gavel_makespan", "gavel_utilisation"),
+    "elasticflow": ("deadline_met", "rejected", "mean_jct", "makespan"),
+}
+"""The headline of each setting: capacity planning (cost), a Gavel replay (Gavel's own metrics), an ElasticFlow
+replay (its deadline ratio, rejected jobs, average JCT and makespan). Which one a run belongs to is the caller's
+to say (``experiments.results.headline``); a metric empty for every run is left out of a headline."""
 
 
 def metric(name: str) -> Metric:

@@ -250,11 +250,10 @@ class JobSpec:
 class Job:
     """One submitted job: its spec, submission time, deadline (s) and tardiness weight ($ per second late).
 
-    ``priority`` is a fairness weight (Gavel's priority weight, dimensionless): weight-aware policies such as max-min
-    fairness give a job of priority p a share p times as large. It is 1 unless a trace gives it. ``duration`` is the
-    seconds the job ran in its trace on the GPUs it asked for, where the trace records it (ElasticFlow's rigid
-    policies count that much service as the job's work); None otherwise.
-    """
+    ``priority``: a fairness weight (Gavel's, dimensionless; max-min fairness gives priority p a share p times as
+    large), 1 unless a trace gives it. ``duration``: the seconds the job ran in its trace on the GPUs it asked for
+    (ElasticFlow's rigid policies count that much service as its work), or None. ``deadline_given``: False when the
+    workload gave no deadline (a trace without one): ``deadline`` is a placeholder for the policies, in no metric."""
 
     id: int
     spec: JobSpec
@@ -264,6 +263,7 @@ class Job:
     _: KW_ONLY
     priority: float = 1.0
     duration: float | None = None
+    deadline_given: bool = True
 
     def __hash__(self) -> int:
         return self.id

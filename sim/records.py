@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 
 if TYPE_CHECKING:
-    from sim.model import Config, Plan, Snapshot, VMType
+    from sim.contracts import Predictor, Source
+    from sim.model import Config, Job, JobSpec, Plan, Snapshot, VMType
     from sim.state import Interval, JobState
 
 __all__ = ["Table", "Jobs", "Nodes", "Segments", "Decisions", "JOB_COLUMNS", "NODE_COLUMNS", "SEGMENT_COLUMNS",
@@ -71,6 +72,8 @@ class Jobs(Table):
     """First start."""
     end_time: list[float]
     deadline: list[float]
+    """NaN when the workload gave the job none (``Job.deadline_given``): the placeholder the policies saw is no
+    deadline of the job, so its lateness and tardiness cost are NaN too."""
     weight: list[float]
     vm_type: list[str]
     """The configuration of its last run (as ``gpus`` and ``node``)."""
@@ -85,6 +88,12 @@ class Jobs(Table):
     cost_share: list[float]
     """Its share of the VM cost, by GPU-seconds on each interval it ran on."""
     est_runtime: list[float]
+    """The estimator's runtime of the whole job on its last configuration, as known before it ran."""
+    est_source: list[str]
+    """The kind of answer the estimator gave for the job's last configuration (``Predictor.source``: measured,
+    interpolated, an extrapolation, scaled, ...)."""
+    est_error: list[float]
+    """The expected relative error of that kind of answer (``capsim predict evaluate``'s figure; NaN: not measured)."""
     true_runtime: list[float]
     final_round_iterations: list[int | None]
     """Round mode only: iterations of the job's last round. Gavel fails, and after five tries drops, a job whose last
@@ -94,17 +103,25 @@ class Jobs(Table):
     lost_gpu_seconds: list[float]
     """GPU-seconds of work those revocations threw away (the work since each run's last checkpoint)."""
     status: list[str]
-    """``on_time``, ``late`` or ``rejected`` (turned away by admission control, never run: no start, end or
-    lateness). A policy that judges deadlines by its own plan (ElasticFlow) gives the verdict; otherwise it is the end
-    against the deadline."""
+    """``on_time``, ``late``, ``rejected`` (turned away by admission control, never run: no start, end or
+    lateness) or ``no_deadline`` (ran; the workload gave it no deadline). A policy that judges deadlines by its own
+    plan (ElasticFlow) gives the verdict; otherwise it is the end against the deadline."""
     gpu_request: list[float]
     """GPUs the job asked for: its GPU count times the share of each it asked for (0.25: a quarter of one GPU, a
     fractional request; ``JobSpec.gpu_share``); NaN for a job that lets the policy choose. No policy shares a GPU
     yet, so a fractional request runs on whole GPUs (``gpus``), rounded up."""
 
     @classmethod
-    def of(cls, states: Sequence[JobState], configs: Sequence[Config]) -> Jobs:
-        """The job table of finished jobs, from their states (``configs``: the cluster's, indexed by ``cfg``)."""
+    def of(cls, states: Sequence[JobState], configs: Sequence[Config], estimator: Predictor) -> Jobs:
+        """The job table of finished jobs, from their states (``configs``: the cluster's, indexed by ``cfg``); the
+        ``estimator`` says its source for each one's last configuration (asked once per job spec and configuration).
+        """
+        memo: dict[tuple[JobSpec, int], Source] = {}
+        for st in states:
+            if (st.job.spec, st.cfg) not in memo:
+                c = configs[st.cfg]
+                memo[(st.job.spec, st.cfg)] = estimator.source(st.job.spec, c.vm, c.gpus)
+        sources = [memo[(st.job.spec, st.cfg)] for st in states]
         t = cls()
         jobs = [st.job for st in states]
         specs = [j.spec for j in jobs]
@@ -129,14 +146,31 @@ class Jobs(Table):
         t.lateness = [max(0.0, st.end - j.deadline) for st, j in zip(states, jobs)]
         t.tardiness_cost = [j.weight * late for j, late in zip(jobs, t.lateness)]
         t.cost_share = [st.cost_share for st in states]
-        t.est_runtime = [float(st.est[st.cfg]) for st in states]
+        t.est_runtime = [float(st.base[st.cfg]) for st in states]
+        t.est_source = [s.kind for s in sources]
+        t.est_error = [s.error for s in sources]
         t.true_runtime = [float(st.true[st.cfg]) for st in states]
         t.final_round_iterations = [st.final for st in states]
         t.revocations = [st.revoked for st in states]
         t.lost_gpu_seconds = [st.lost for st in states]
         t.status = ["on_time" if late <= 0 else "late" for late in t.lateness]
-        t.gpu_request = [math.nan if s.gpus is None else s.gpus * (s.gpu_share or 1.0) for s in specs]
+        t.gpu_request = [cls.request(s) for s in specs]
+        t.without_placeholders(jobs)
         return t
+
+    @staticmethod
+    def request(spec: JobSpec) -> float:
+        """The ``gpu_request`` of a job of ``spec``."""
+        return math.nan if spec.gpus is None else spec.gpus * (spec.gpu_share or 1.0)
+
+    def without_placeholders(self, jobs: Sequence[Job]) -> None:
+        """Empty the deadline columns of the rows of ``jobs`` (in row order) whose workload gave no deadline: a
+        placeholder drawn to steer the policies is no deadline a job can meet or miss."""
+        for i, j in enumerate(jobs):
+            if not j.deadline_given:
+                self.deadline[i] = self.lateness[i] = self.tardiness_cost[i] = math.nan
+                if self.status[i] != "rejected":
+                    self.status[i] = "no_deadline"
 
 
 class Nodes(Table):

@@ -38,7 +38,7 @@ import numpy as np
 
 from sim.clock import Call, Clock
 from sim.cluster import Cluster
-from sim.contracts import Policy
+from sim.contracts import Policy, Predictor, Progress
 from sim.metrics import RunTables
 from sim.model import CapsimError, Job, JobSpec, JobView, Plan, Snapshot, VMType
 from sim.records import Decisions, Jobs, Nodes, Segments
@@ -47,7 +47,7 @@ from sim.state import Interval, JobState, NodeState, World
 from sim.streams import spot_streams
 from sim.timing import TimeModel
 
-__all__ = ["Run"]
+__all__ = ["Run", "observe"]
 
 _YOUNG_LIMIT = 50_000
 """Container objects allocated since the last young collection (cyclic garbage of policies) before a decision
@@ -58,13 +58,16 @@ class Run:
     """One run of ``policy`` on ``cluster`` over ``jobs`` (sorted by submission), driven by ``time``.
 
     ``est`` and ``true`` map each job spec to its read-only runtime row (the policy's view and the truth);
-    ``truth`` names the truth predictor in messages; ``seed`` draws the spot VMs' lifetimes.
+    ``truth`` names the truth predictor in messages; ``seed`` draws the spot VMs' lifetimes. The ``estimator`` says
+    the source of each job's estimate in the records and, if it observes running jobs, refines their estimates at
+    every decision (``sim.run.observe``).
     """
 
     def __init__(self, cluster: Cluster, jobs: Sequence[Job], est: dict[JobSpec, np.ndarray],
                  true: dict[JobSpec, np.ndarray], policy: Policy, time: TimeModel, *, label: str, truth: str,
-                 seed: int):
+                 seed: int, estimator: Predictor):
         self.cluster = cluster
+        self.estimator = estimator
         self.rules = cluster.rules
         self.policy = policy
         self.time = time
@@ -123,7 +126,7 @@ class Run:
         for node in world.nodes:
             if node.vm is not None:
                 self._stop_vm(node, last if node.index in self._fixed else end)
-        jobs = Jobs.of(self.states, self.cluster.configs)
+        jobs = Jobs.of(self.states, self.cluster.configs, self.estimator)
         return RunTables(jobs.frame(), self._nodes.frame(), self._decisions.frame(), self._segments.frame())
 
     def stuck(self, now: float, why: str) -> CapsimError:
@@ -225,6 +228,8 @@ class Run:
         """Ask the policy, check its plan against the rules, apply it, and record the decision."""
         if gc.get_count()[0] > _YOUNG_LIMIT:
             gc.collect(1)
+        if self.estimator.observes:
+            observe(self.world, now, self.estimator, self.rules.rounds)
         snap = self.world.snapshot(now, trigger)
         if self.markets is not None:
             snap = self._market_view(snap, now)
@@ -309,6 +314,7 @@ class Run:
                 since = ready
         overhead = self.rules.restart_overhead if st.ran else 0.0
         st.node, st.cfg, st.gpus, st.since, st.overhead, st.parts = n, k, g, since, overhead, parts
+        st.run_start = st.steps if self.rules.rounds else int(st.done * st.job.spec.iterations + 1e-9)
         st.runs += 1
         if st.runs == 1 or st.first_start != st.first_start:  # first run, or every earlier one lifted before it began
             st.first_start = since
@@ -418,3 +424,38 @@ def _parts(a: Any) -> tuple[tuple[int, int], ...]:
     if not a.gang:
         return ((index(a.node), index(a.gpus)),)
     return tuple((index(n), index(g)) for n, g in a.parts)
+
+
+def observe(world: World, now: float, estimator: Predictor, rounds: bool) -> None:
+    """Show ``estimator`` (one that ``observes``: the ``online`` estimator) the progress of every running job whose
+    current run has done an iteration, before the policy's snapshot is taken, and renew the job's view with the
+    estimates it refines: ``done`` = iterations done / iterations, ``since`` = now, so ``JobView.remaining_at`` reads
+    the time left from the refined estimate.
+
+    What is seen (``Progress``) is what an observer of a real job sees, an iteration counter and a clock: the
+    configuration it runs on, the iterations done in all, and of this run the iterations done and the seconds they
+    took (after its VM was ready and any restart overhead); nothing else. In capsim a job trains at a constant pace
+    on one configuration, so what is seen tells that pace; how far a real window of iterations strays from the rest
+    of the run is the estimator's to model (``predictors.uncertainty.online``). A job lifted off its VM keeps the
+    estimates last refined, and ``done`` is then the work done, as without observation. Round mode observes at the
+    round boundaries, where a round's iterations are credited.
+    """
+    jobs = world.jobs
+    for jid, jv in tuple(world.running.items()):
+        st = jobs[jid]
+        iterations = st.job.spec.iterations
+        true = float(st.true[st.cfg])
+        if rounds:
+            total = st.steps
+        else:
+            worked = now - st.since - st.overhead
+            if worked <= 0.0:
+                continue
+            total = min(iterations - 1, int((st.done + worked / true) * iterations + 1e-9))
+        run = total - st.run_start
+        if run < 1:
+            continue
+        seen = Progress(st.cfg, total, run, run * true / iterations, now)
+        st.est = estimator.refine(st.job, st.est, seen)
+        world.add_running(JobView(st.job, st.est, done=total / iterations, node=st.node, config=st.cfg, since=now,
+                                  parts=jv.parts))

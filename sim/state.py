@@ -36,14 +36,19 @@ class JobState:
     Round mode (``sim.timing.rounds``) counts work in whole iterations: ``steps`` done so far, ``pending`` those of the
     current round's micro-task (credited at the round's end) and ``final`` those of the job's last micro-task.
     ``revoked`` counts the runs ended by a spot revocation and ``lost`` the GPU-seconds of work they threw away.
+    ``base`` is the estimator's row before any observation (``est`` becomes the refined row of an estimator that
+    observes, ``sim.run.observe``) and ``run_start`` the iterations done when the current run began.
     """
 
     __slots__ = ("job", "est", "true", "done", "node", "cfg", "gpus", "since", "overhead", "event", "runs", "ran",
-                 "first_start", "end", "cost_share", "parts", "steps", "pending", "final", "revoked", "lost")
+                 "first_start", "end", "cost_share", "parts", "steps", "pending", "final", "revoked", "lost", "base",
+                 "run_start")
 
     def __init__(self, job: Job, est: np.ndarray, true: np.ndarray):
         self.job = job
         self.est = est
+        self.base = est
+        self.run_start = 0
         self.true = true
         self.done = 0.0
         self.node = -1

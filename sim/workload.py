@@ -134,8 +134,9 @@ def trace_jobs(
     submission order (ties keep the row order).
 
     Missing deadlines and weights (absent column or empty cell) are drawn as in ``poisson_jobs`` with
-    ``deadline_factor`` and ``weight_range``; a job a production trace measured has its deadline drawn from that
-    run time instead of its fastest runtime, so that deadlines do not depend on the runtime model. A production
+    ``deadline_factor`` and ``weight_range``; a drawn deadline is a placeholder that steers the policies but counts
+    in no metric (``Job.deadline_given``). A job a production trace measured has its deadline drawn from that run
+    time instead of its fastest runtime, so that deadlines do not depend on the runtime model. A production
     trace's jobs larger than the cluster are left out and counted in its report (``fit_to_cluster``); any other job
     spec no configuration can run under ``truth`` is a CapsimError naming ``source`` and the rows that hold it.
     """
@@ -158,7 +159,7 @@ def trace_jobs(
     return [
         Job(id=new, spec=specs[k], submit_time=submit[k], deadline=_given_or(t.deadlines[k], drawn_d[k]),
             weight=_given_or(t.weights[k], drawn_w[k]), priority=t.priorities[k] if t.priorities else 1.0,
-            duration=t.durations[k] if t.durations else None)
+            duration=t.durations[k] if t.durations else None, deadline_given=t.deadlines[k] is not None)
         for new, k in enumerate(order)
     ]
 

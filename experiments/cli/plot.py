@@ -30,6 +30,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import sys
+
     import matplotlib
 
     matplotlib.use("Agg")
@@ -57,7 +59,8 @@ def run(args: argparse.Namespace) -> int:
     metrics = choose_metrics(args.metrics, summary, args.dir, args.recompute) if args.metrics else []
     out = Path(args.out) if args.out else Path(args.dir) / "figures"
     written = plot_all(res.tables, res.fields, res.policies, out, args.run, only, metrics, width=args.width,
-                       method=args.interval, dpi=args.dpi)
+                       method=args.interval, dpi=args.dpi,
+                       note=lambda line: print(f"capsim: {line}", file=sys.stderr, flush=True))
     for p in written:
         print(p)
     return 0

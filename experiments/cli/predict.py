@@ -15,11 +15,12 @@ from sim.model import CapsimError
 if TYPE_CHECKING:
     import pandas as pd
 
-HELP = ("evaluate the runtime predictors (published protocols, MAPE per cell), show one job's predictions, or the "
-        "cross-GPU scaling's leave-one-GPU-out error")
+HELP = ("evaluate the runtime predictors (published protocols, MAPE per cell), show one job's predictions with "
+        "their expected error, the time/cost Pareto front of its configurations, or the cross-GPU scaling's "
+        "leave-one-GPU-out error")
 
-SHOW_DEFAULT = ("measured", "regression", "analytical", "wave", "hybrid")
-PUBLISHED = ("batch", "gpus", "compute", "depth", "interpolation")
+SHOW_DEFAULT = ("measured", "regression", "analytical", "wave", "hybrid", "cloud")
+DEFAULT_PROTOCOLS = ("batch", "gpus", "compute", "depth", "interpolation", "batch_below", "between")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -27,8 +28,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     ev = sub.add_parser("evaluate", help="fit and score predictors under the named protocols; write CSV and plots")
     ev.add_argument("--out", metavar="DIR", default="results/predict", help="output directory (default: %(default)s)")
     ev.add_argument("--protocols", metavar="NAMES",
-                    help=f"comma-separated (default: the published {','.join(PUBLISHED)}; "
-                         "harder variants: batch_hard,gpus_hard,compute_hard)")
+                    help=f"comma-separated (default: {','.join(DEFAULT_PROTOCOLS)}, the published five and "
+                         "capsim's batch_below and between; harder variants: batch_hard,gpus_hard,compute_hard)")
     ev.add_argument("--predictors", metavar="SPECS",
                     help="comma-separated kinds, each optionally with parameters, e.g. hybrid(anchor=true) "
                          "(default: every trainable predictor of the registry)")
@@ -36,6 +37,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     ev.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
                     help="processes fitting splits in parallel (default: %(default)s)")
     ev.add_argument("--quiet", action="store_true", help="no progress output")
+    ev.add_argument("--ship", action="store_true",
+                    help="also write the expected-error table into the package (predictors/data/expected_errors.csv, "
+                         "what predict show and pareto state); needs the default protocols and predictors")
     sh = sub.add_parser("show", help="one job's runtime from every predictor, and which model answers it")
     sh.add_argument("app", metavar="APP", help="application key like resnet50_pt, or a network with --framework")
     sh.add_argument("--framework", choices=("pytorch", "tensorflow"), help="framework when APP is a bare network")
@@ -45,6 +49,24 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     sh.add_argument("--iterations", type=int, required=True, help="training iterations")
     sh.add_argument("--depth", type=int, help="network depth (variable-depth ResNet runs)")
     sh.add_argument("--predictors", metavar="KINDS", help=f"comma-separated kinds (default: {','.join(SHOW_DEFAULT)})")
+    pa = sub.add_parser("pareto", help="one job on every configuration of a catalogue or cloud selection: predicted "
+                                       "time and cost with their intervals, deadline met, the time/cost Pareto front")
+    pa.add_argument("app", metavar="APP", help="application key like resnet50_pt, or a network with --framework")
+    pa.add_argument("--framework", choices=("pytorch", "tensorflow"), help="framework when APP is a bare network")
+    pa.add_argument("--batch", type=int, required=True, help="batch size")
+    pa.add_argument("--iterations", type=int, required=True, help="training iterations")
+    pa.add_argument("--depth", type=int, help="network depth (variable-depth ResNet runs)")
+    pa.add_argument("--deadline", type=float, metavar="HOURS", help="deadline in hours from submission (optional)")
+    pa.add_argument("--predictor", default="hybrid", metavar="KIND",
+                    help="the predictor that answers, a kind or kind(param=value, ...) (default: %(default)s)")
+    pa.add_argument("--catalogue", choices=("paper", "cloud"),
+                    help="VM types: the paper's catalogue, or the cloud catalogue (default: paper, or cloud when a "
+                         "--provider, --region or --gpu filter is given)")
+    pa.add_argument("--provider", help="cloud provider (aws, azure, gcp)")
+    pa.add_argument("--region", help="cloud region")
+    pa.add_argument("--gpu", metavar="MODELS", help="comma-separated GPU models to keep")
+    pa.add_argument("--out", metavar="DIR", default="results/pareto",
+                    help="where pareto.csv and pareto.png are written (default: %(default)s)")
     sub.add_parser("crossgpu", help="the cross-GPU scaling of the 'cloud' predictor: its fit, its leave-one-GPU-out "
                                     "error per model and the candidate features (docs/predictors.md)")
 
@@ -78,8 +100,21 @@ def parse_app(app: str, framework: str | None) -> tuple[str, str]:
     return app, framework
 
 
+def answer_text(t: float, src: Any) -> str:
+    """An answer's interval and source: ``443.0–690.6 s (compute, error 21.9 %)``, or the source alone where its
+    error was never measured."""
+    from predictors.uncertainty.provenance import KINDS
+
+    label = src.kind if src.kind in KINDS else f"{src.kind}?"
+    if not math.isfinite(src.error):
+        return f"{label}, error not measured"
+    lo, hi = src.interval(t)
+    return f"{lo:.1f}–{hi:.1f} s ({label}, error {100 * src.error:.1f} %)"
+
+
 def _show(args: argparse.Namespace) -> int:
     from predictors import build
+    from predictors.evaluation import parse_label
     from sim.catalogue import gpu
     from sim.model import JobSpec, VMType
 
@@ -92,23 +127,35 @@ def _show(args: argparse.Namespace) -> int:
     built = []
     for kind in kinds:
         try:
-            built.append(build(kind))
+            _, name, params = parse_label(kind)
+            built.append(build(name, **params))
         except CapsimError as e:
             raise CapsimError(f"--predictors: {e}") from None
-    print(f"{application}/{framework} batch {args.batch}, {args.iterations} iterations on {args.gpus} x {args.gpu}")
+    print(f"{application}/{framework} batch {args.batch}, {args.iterations} iterations on {args.gpus} x {args.gpu}; "
+          f"the interval holds the times within the answer's expected error (capsim predict evaluate)")
+    errors: list[CapsimError] = []
+    answered = False
     for kind, p in zip(kinds, built):
         try:
             reason = p.support(spec, vm, args.gpus)
             t = p.runtime(spec, vm, args.gpus)
-        except CapsimError:
-            raise
+            src = p.source(spec, vm, args.gpus) if math.isfinite(t) else None
+        except CapsimError as e:  # this predictor does not know the job (another one may: cloud knows BERT)
+            errors.append(e)
+            t, reason = math.nan, str(e)
         except Exception as e:  # noqa: BLE001 (one predictor failing on this job must not hide the others' answers)
             first = str(e).splitlines()[0] if str(e) else ""
             t, reason = math.nan, f"the predictor failed: {type(e).__name__}: {first}"
-        shown = f"{t:12.1f} s  ({t / 3600:.2f} h)" if math.isfinite(t) else f"{'unsupported':>12}: {reason}"
+        if math.isfinite(t):
+            shown = f"{t:12.1f} s  ({t / 3600:.2f} h)  {answer_text(t, src)}"
+        else:
+            shown = f"{'unsupported':>12}: {reason}"
         how = getattr(p, "explain", None)
         extra = f"  [{how(spec, vm, args.gpus)}]" if how is not None and math.isfinite(t) else ""
         print(f"  {kind:<12} {shown}{extra}")
+        answered |= math.isfinite(t)
+    if errors and not answered:
+        raise errors[0]
     return 0
 
 
@@ -207,11 +254,15 @@ def application_table(cells: pd.DataFrame) -> str:
 def _evaluate(args: argparse.Namespace) -> int:
     from experiments.results.files import write_csv
     from experiments.running.pool import run_parallel
-    from predictors.evaluation import evaluate, parse_predictor, protocol_summary
+    from predictors.evaluation import evaluate, expected_errors, parse_predictor, protocol_summary
     from predictors.protocols import PROTOCOLS
+    from predictors.uncertainty.provenance import format_table, shipped_path
     from sim.registry import did_you_mean
 
-    protocols = split_specs(args.protocols) or list(PUBLISHED)
+    if args.ship and (args.protocols or args.predictors or args.seed != 0):
+        raise CapsimError("--ship writes the expected errors every predictor states: it needs the default "
+                          "evaluation (no --protocols, --predictors or --seed)")
+    protocols = split_specs(args.protocols) or list(DEFAULT_PROTOCOLS)
     bad = [x for x in protocols if x not in PROTOCOLS]
     if bad:
         raise CapsimError(f"--protocols: unknown protocol {bad[0]!r}{did_you_mean(bad[0], PROTOCOLS)} (the "
@@ -234,6 +285,10 @@ def _evaluate(args: argparse.Namespace) -> int:
     write_csv(ev.coverage, out / "coverage.csv")
     write_csv(summary, out / "summary.csv")
     write_csv(ev.predictions, out / "predictions.csv")
+    errors = expected_errors(ev)
+    write_csv(errors, out / "expected_errors.csv")
+    if args.ship:
+        write_csv(errors, shipped_path())
     for protocol in protocols:
         if len(ev.predictions) and (ev.predictions["protocol"] == protocol).any():
             _plot(ev.predictions, protocol, out / f"pred_vs_measured_{protocol}.png")
@@ -243,8 +298,54 @@ def _evaluate(args: argparse.Namespace) -> int:
     print(summary_table(summary))
     print()
     print(application_table(ev.cells))
-    print(f"\nwrote {out}/cells.csv (MAPE per cell), summary.csv, coverage.csv, predictions.csv and plots "
-          f"in {time.perf_counter() - t0:.0f} s")
+    print("\nExpected error per kind of answer (what predict show and predict pareto state):\n")
+    print(format_table(errors))
+    shipped = f"; the expected errors also to {shipped_path()}" if args.ship else ""
+    print(f"\nwrote {out}/cells.csv (MAPE per cell), summary.csv, coverage.csv, predictions.csv, "
+          f"expected_errors.csv and plots in {time.perf_counter() - t0:.0f} s{shipped}")
+    return 0
+
+
+def _pareto(args: argparse.Namespace) -> int:
+    from experiments.cli.predict_pareto import Job, figure, format_table, pareto_table
+    from experiments.results.files import write_csv
+    from predictors import build
+    from predictors.evaluation import parse_label
+    from sim.catalogue import select_vm_types, vm_types
+    from sim.model import JobSpec
+
+    application, framework = parse_app(args.app, args.framework)
+    if args.batch < 1 or args.iterations < 1:
+        raise CapsimError("--batch and --iterations must be positive integers")
+    if args.deadline is not None and not (math.isfinite(args.deadline) and args.deadline > 0):
+        raise CapsimError(f"--deadline must be a positive number of hours, got {args.deadline}")
+    filters = {"provider": args.provider, "region": args.region,
+               "gpu": split_specs(args.gpu) or None}
+    cloud = args.catalogue == "cloud" or (args.catalogue is None and any(v is not None for v in filters.values()))
+    if cloud:
+        types = select_vm_types(**filters)
+    else:
+        if any(v is not None for v in filters.values()):
+            raise CapsimError("--provider, --region and --gpu select from the cloud catalogue; drop --catalogue "
+                              "paper or them")
+        types = tuple(vm_types().values())
+    _, kind, params = parse_label(args.predictor)
+    predictor = build(kind, **params)
+    job = Job(JobSpec(application, framework, args.iterations, args.batch, name=args.app, depth=args.depth),
+              math.inf if args.deadline is None else args.deadline * 3600)
+    table = pareto_table(job, types, predictor)
+    where = "the cloud catalogue" + "".join(f" {k}={v}" for k, v in filters.items() if v) if cloud else \
+        "the paper's catalogue"
+    deadline = f", deadline {args.deadline:g} h" if args.deadline is not None else ""
+    print(f"{application}/{framework} batch {args.batch}, {args.iterations} iterations{deadline}: {len(table)} "
+          f"configurations of {where} answered by {predictor.describe()}; * = Pareto front (no other is both faster "
+          f"and cheaper); intervals: the times within the answer's expected error (capsim predict evaluate)")
+    print(format_table(table, job))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_csv(table, out / "pareto.csv")
+    figure(table, job, f"{args.app} b{args.batch} x{args.iterations} ({predictor.describe()})", out / "pareto.png")
+    print(f"\nwrote {out}/pareto.csv and pareto.png")
     return 0
 
 
@@ -263,6 +364,8 @@ def _crossgpu() -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.predict_command == "pareto":
+        return _pareto(args)
     if args.predict_command == "crossgpu":
         return _crossgpu()
     return _show(args) if args.predict_command == "show" else _evaluate(args)

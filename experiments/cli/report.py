@@ -19,8 +19,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="t: Student-t 95%% interval clipped to each metric's domain (default); bootstrap: 95%% "
                         "percentile bootstrap, seeded (the output names the method)")
     p.add_argument("--metrics", metavar="NAMES",
-                   help="comma-separated metrics declared in sim/metrics.py (default: the headline ones, total, VM "
-                        "and tardiness cost, late jobs, mean JCT); `--metrics list` prints every declared metric")
+                   help="comma-separated metrics declared in sim/metrics.py (default: the headline ones of the runs' "
+                        "setting, e.g. total, VM and tardiness cost, late jobs, mean JCT; a Gavel or ElasticFlow "
+                        "replay's own); `--metrics list` prints every declared metric")
     p.add_argument("--recompute", action="store_true",
                    help="compute the metrics afresh from the stored per-run tables instead of reading the stored "
                         "summaries (for a metric declared after the runs were made)")
@@ -38,13 +39,14 @@ def metrics_table() -> str:
 
 
 def choose_metrics(text: str | None, summary: pd.DataFrame, directory: str, recomputed: bool) -> list[str]:
-    """The metrics named in ``--metrics`` (default: the headline ones), each declared or a numeric summary column."""
+    """The metrics named in ``--metrics`` (default: the headline ones of the runs' setting that apply to them), each
+    declared or a numeric summary column."""
+    from experiments.results.headline import headline
     from experiments.results.report import check_metric_names
-    from sim.metrics import HEADLINE
     from sim.model import CapsimError
 
     if not text:
-        return list(HEADLINE)
+        return headline(summary)
     metrics = [m.strip() for m in text.split(",") if m.strip()]
     check_metric_names(metrics, summary, "--metrics")
     missing = [m for m in metrics if m not in summary.columns]

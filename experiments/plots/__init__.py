@@ -51,16 +51,21 @@ FIGURES = ("cost_breakdown", "tardiness_late", "pareto", "cdf", "cost_vs", "deci
 ON_REQUEST = ("cost_deadlines",)
 """Figures drawn only when named (``capsim plot --only``): those meant for one kind of experiment."""
 
+def _drawn(*found: FigureSpec | None) -> list[FigureSpec]:
+    """The figures built (one whose metrics apply to no run is None, and noted in ``PlotData.notes``)."""
+    return [f for f in found if f is not None]
+
+
 _BUILD: dict[str, Callable[..., list[FigureSpec]]] = {
-    "cost_breakdown": lambda d, w, **_: [cost_breakdown(d, w)],
-    "tardiness_late": lambda d, w, **_: [tardiness_late(d, w)],
-    "pareto": lambda d, w, **_: [pareto(d, w)],
+    "cost_breakdown": lambda d, w, **_: _drawn(cost_breakdown(d, w)),
+    "tardiness_late": lambda d, w, **_: _drawn(tardiness_late(d, w)),
+    "pareto": lambda d, w, **_: _drawn(pareto(d, w)),
     "cdf": lambda d, w, **_: [cdf(d, w)] if not d.table("jobs").empty else [],
     "cost_vs": lambda d, w, **_: [cost_vs(d, f, w) for f in swept_numbers(d)],
     "decision_time": lambda d, w, **_: [decision_time(d, w)] if not d.table("decisions").empty else [],
     "timeline": lambda d, w, run_id=None, **_: [timeline(d, w, run_id)],
-    "cost_deadlines": lambda d, w, **_: [cost_deadlines(d, w)],
-    "metric": lambda d, w, metrics=(), **_: [metric_figure(d, m, w) for m in metrics],
+    "cost_deadlines": lambda d, w, **_: _drawn(cost_deadlines(d, w)),
+    "metric": lambda d, w, metrics=(), **_: _drawn(*(metric_figure(d, m, w) for m in metrics)),
 }
 
 
@@ -92,7 +97,8 @@ def draw(name: str, data: PlotData, ax: Any, where: Mapping[str, Any] | None = N
     ``metric``/``field``/``x``) when the figure has several; returns ``ax``."""
     found = specs(name, data, width, **options)
     if not found:
-        raise CapsimError(f"figure {name!r}: nothing to draw from these results")
+        why = "; ".join(dict.fromkeys(data.notes)) or "nothing to draw from these results"
+        raise CapsimError(f"figure {name!r}: {why}")
     merged = FigureSpec(name, [p for s in found for p in s.panels], legend=found[0].legend,
                         legend_title=found[0].legend_title)
     return draw_on(merged, ax, where, legend)
@@ -100,14 +106,19 @@ def draw(name: str, data: PlotData, ax: Any, where: Mapping[str, Any] | None = N
 
 def plot_all(tables: Mapping[str, pd.DataFrame], fields: Sequence[str], policies: Sequence[str], out: Path,
              run_id: str | None = None, only: Sequence[str] | None = None, metrics: Sequence[str] = (),
-             width: str = "column", method: str = "t", dpi: int = DPI) -> list[Path]:
+             width: str = "column", method: str = "t", dpi: int = DPI,
+             note: Callable[[str], None] | None = None) -> list[Path]:
     """Write the figures of a result folder (all of ``FIGURES``, or those in ``only``) into ``out`` as PNG and PDF,
-    plus one ``metric_<name>`` figure per metric in ``metrics``; returns the files written."""
+    plus one ``metric_<name>`` figure per metric in ``metrics``; returns the files written. ``note`` is told what
+    was left out (metrics empty for every run)."""
     data = PlotData(tables, fields, policies, method)
     written: list[Path] = []
     names = [n for n in FIGURES + ON_REQUEST if n in set(only or FIGURES)] + (["metric"] if metrics else [])
     for name in names:
         for spec in specs(name, data, width, run_id=run_id, metrics=metrics):
             written += save(render(spec, width), out, spec.name, width, dpi)
+    if note is not None:
+        for line in dict.fromkeys(data.notes):
+            note(line)
     return written
 

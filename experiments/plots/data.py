@@ -30,6 +30,10 @@ DERIVED: dict[str, tuple[str, float, float]] = {"late_share": ("late jobs (% of 
 """Quantities the figures derive from declared metrics: name -> (axis label, domain low, domain high)."""
 
 
+EMPTY_WHY = "e.g. a deadline metric when no job has a deadline from its workload; `capsim report --metrics list`"
+"""Why a metric can be empty for every run, in the figures' notes."""
+
+
 def label_of(metric: str) -> str:
     """Axis label of a declared metric (``sim.metrics``) or a derived one."""
     return DERIVED[metric][0] if metric in DERIVED else metric_label(metric)
@@ -53,12 +57,14 @@ def _kinds(summary: pd.DataFrame) -> dict[str, str]:
 @dataclass
 class PlotData:
     """A result folder's tables (``summary``, ``jobs``, ``nodes``, ``decisions``, ``segments``), its grid fields and
-    policy order, and the interval ``method`` of every error bar."""
+    policy order, and the interval ``method`` of every error bar. ``notes`` collects what the figures left out
+    (metrics empty for every run), for the caller to tell."""
 
     tables: Mapping[str, pd.DataFrame]
     fields: Sequence[str] = ()
     policies: Sequence[str] = ()
     method: str = "t"
+    notes: list[str] = field(default_factory=list)
     _agg: dict[tuple[str, ...], pd.DataFrame] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -83,6 +89,20 @@ class PlotData:
     def table(self, name: str) -> pd.DataFrame:
         t = self.tables.get(name)
         return t if t is not None else pd.DataFrame()
+
+    def applicable(self, figure: str, metrics: Sequence[str], every: bool = False) -> list[str]:
+        """Those of ``metrics`` some run has a value of (none unless all have, with ``every``: a figure that needs
+        them all); a note names ``figure`` and the others, which apply to no run here (a deadline metric of runs
+        without deadlines) and are left out rather than drawn as zeros."""
+        s = self.summary
+        shown = [m for m in metrics if m not in s.columns or s[m].notna().any()]
+        empty = [m for m in metrics if m not in shown]
+        if empty and every:
+            shown = []
+        if empty:
+            what = "not drawn" if not shown else "drawn without it" if len(empty) == 1 else "drawn without them"
+            self.notes.append(f"{figure}: {what}: {', '.join(empty)} empty for every run ({EMPTY_WHY})")
+        return shown
 
     def agg(self, metrics: Sequence[str]) -> pd.DataFrame:
         """Mean and interval per grid point and policy of ``metrics`` (cached)."""

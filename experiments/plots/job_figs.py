@@ -30,12 +30,12 @@ def _cdf_line(ax: Any, values: np.ndarray, st: Any) -> None:
 
 def cdf(data: PlotData, width: str) -> FigureSpec:
     """Distribution of job completion time (end − submit) and of lateness (end − deadline; > 0 is late) per policy,
-    every job of every run pooled."""
+    every job of every run pooled (lateness only of jobs with a deadline, and not drawn if none has one)."""
     jobs = data.table("jobs")
     late = (jobs["end_time"] - jobs["deadline"]).to_numpy(float)
     jct = jobs["jct"].to_numpy(float)
     u_jct, n_jct = time_unit(float(np.nanmax(jct)) if len(jct) else 1.0)
-    u_late, n_late = time_unit(float(np.nanmax(np.abs(late))) if len(late) else 1.0)
+    u_late, n_late = time_unit(float(np.nanmax(np.abs(late))) if np.isfinite(late).any() else 1.0)
 
     def draw_jct(ax: Any) -> None:
         for pol in data.policies:
@@ -50,8 +50,11 @@ def cdf(data: PlotData, width: str) -> FigureSpec:
         ax.set_ylim(0, 1.02)
 
     ylabel = "fraction of jobs"
-    panels = [Panel(draw_jct, f"job completion time ({n_jct})", ylabel, key={"metric": "jct"}),
-              Panel(draw_late, f"end − deadline ({n_late}); > 0 is late", ylabel, key={"metric": "lateness"})]
+    panels = [Panel(draw_jct, f"job completion time ({n_jct})", ylabel, key={"metric": "jct"})]
+    if np.isfinite(late).any():
+        panels.append(Panel(draw_late, f"end − deadline ({n_late}); > 0 is late", ylabel, key={"metric": "lateness"}))
+    else:
+        data.notes.append("cdf: drawn without lateness: no job has a deadline from its workload")
     for p in panels:
         p.draw = _with_grid(p.draw)
     return FigureSpec("cdf", panels, columns={"column": 1, "page": 2},

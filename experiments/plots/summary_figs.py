@@ -105,8 +105,12 @@ def _dot_panel(data: PlotData, metric: str, gx: GridAxis) -> Panel:
 
 
 def _summary_figure(name: str, data: PlotData, metrics: Sequence[str], width: str,
-                    page_columns: int | None = None) -> FigureSpec:
-    """One dot panel per metric: stacked at column width, side by side at page width."""
+                    page_columns: int | None = None) -> FigureSpec | None:
+    """One dot panel per metric some run has (None if none has): stacked at column width, side by side at page
+    width."""
+    metrics = data.applicable(name, metrics)
+    if not metrics:
+        return None
     cols = {"column": 1, "page": page_columns or len(metrics)}
     share = 1.0 / (cols[width] if width in cols else 1)
     gx = GridAxis(data, width, share)
@@ -117,20 +121,22 @@ def _summary_figure(name: str, data: PlotData, metrics: Sequence[str], width: st
                       sharex=True)
 
 
-def cost_breakdown(data: PlotData, width: str) -> FigureSpec:
+def cost_breakdown(data: PlotData, width: str) -> FigureSpec | None:
     """Total cost and its two parts, VM cost and tardiness cost, each on its own scale."""
     return _summary_figure("cost_breakdown", data, ["total_cost", "vm_cost", "tardiness_cost"], width)
 
 
-def tardiness_late(data: PlotData, width: str) -> FigureSpec:
+def tardiness_late(data: PlotData, width: str) -> FigureSpec | None:
     """Tardiness cost and the share of jobs that finish late."""
     metrics = ["tardiness_cost", "late_share" if "late_share" in data.summary.columns else "late_jobs"]
     return _summary_figure("tardiness_late", data, metrics, width)
 
 
-def metric_figure(data: PlotData, metric: str, width: str) -> FigureSpec:
-    """Any metric declared in ``sim.metrics``, per policy and grid point."""
+def metric_figure(data: PlotData, metric: str, width: str) -> FigureSpec | None:
+    """Any metric declared in ``sim.metrics``, per policy and grid point (None if no run has it)."""
     spec = _summary_figure(f"metric_{metric}", data, [metric], width)
+    if spec is None:
+        return None
     spec.row_height = {"column": 1.6, "page": 2.2}
     return spec
 
@@ -167,9 +173,11 @@ def _scatter_row(panels: Sequence[Panel]) -> float:
     return 2.2 if len(panels) == 1 else 1.5
 
 
-def pareto(data: PlotData, width: str) -> FigureSpec:
+def pareto(data: PlotData, width: str) -> FigureSpec | None:
     """VM cost against tardiness cost, one panel per grid point (each a different problem): every run small, the
-    mean per policy large, the Pareto front of the means dashed."""
+    mean per policy large, the Pareto front of the means dashed (None if no run has a tardiness cost)."""
+    if not data.applicable("pareto", ["vm_cost", "tardiness_cost"], every=True):
+        return None
     agg = data.agg(["vm_cost", "tardiness_cost"])
     summary = data.summary
     all_x = list(summary["vm_cost"]) + list(agg["vm_cost_mean"])
@@ -210,10 +218,13 @@ def pareto(data: PlotData, width: str) -> FigureSpec:
                       legend_title="large: mean over runs; small: one run")
 
 
-def cost_deadlines(data: PlotData, width: str, cost: str = "total_cost", met: str = "deadline_met") -> FigureSpec:
+def cost_deadlines(data: PlotData, width: str, cost: str = "total_cost",
+                   met: str = "deadline_met") -> FigureSpec | None:
     """Total cost against the share of deadlines met, one panel per grid point: every run small, the mean per policy
     large with its intervals both ways; the policies no other beats on both (cheaper and more deadlines met) joined by
-    a dashed line."""
+    a dashed line (None if no run has deadlines)."""
+    if not data.applicable("cost_deadlines", [cost, met], every=True):
+        return None
     agg = data.agg([cost, met])
     summary = data.summary
     all_y = list(summary[cost]) + list(agg[f"{cost}_mean"])

@@ -146,6 +146,16 @@ def _summary_draw(vm_rows: list, segs: pd.DataFrame, slots: list[int], band: dic
     return draw
 
 
+def _job_keys(deadlines: pd.Series, summary: bool) -> list[tuple[Any, str]]:
+    """The legend of the jobs' colours: on time and late, or plain jobs when none has a deadline (a job without one
+    is drawn as on time)."""
+    if len(deadlines) and deadlines.isna().all():
+        return [(Patch(facecolor=ON_TIME), "GPUs of jobs" if summary else "job (no deadline)")]
+    on_time = "GPUs of jobs on time" if summary else "job on time"
+    return [(Patch(facecolor=ON_TIME), on_time + (" or without deadline" if deadlines.isna().any() else "")),
+            (Patch(facecolor=LATE), "GPUs of late jobs" if summary else "job late")]
+
+
 def timeline(data: PlotData, width: str, run_id: str | None = None) -> FigureSpec:
     """One run: per node slot a band of GPU rows; VMs as coloured backgrounds (boot time hatched), each stretch of a
     job as a block over the GPUs it held, blue if the job finished on time, red if late; job ids where they fit."""
@@ -219,8 +229,7 @@ def timeline(data: PlotData, width: str, run_id: str | None = None) -> FigureSpe
     legend: list[tuple[Any, str]] = [(Patch(facecolor=c, edgecolor="0.45", linewidth=0.4), t)
                                      for t, c in colours.items()]
     legend += [(Patch(facecolor="white", edgecolor="0.45", hatch="////", linewidth=0.4), "booting"),
-               (Patch(facecolor=ON_TIME), "GPUs of jobs on time" if summary else "job on time"),
-               (Patch(facecolor=LATE), "GPUs of late jobs" if summary else "job late")]
+               *_job_keys(jobs["deadline"], summary)]
     if "done" in segs.columns and (segs["done"] == 0).any():
         legend.append((Patch(facecolor=ON_TIME, hatch="xxxx", edgecolor="white"), "stretch cut short"))
     point = {f: row[f] for f in data.fields}

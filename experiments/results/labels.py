@@ -45,6 +45,8 @@ FIELDS: dict[str, FieldLabel] = {
     "workload.trace": FieldLabel("trace"),
     "estimator.mape": FieldLabel("estimator MAPE"),
     "estimator.bias": FieldLabel("estimator bias"),
+    "estimator.base.mape": FieldLabel("estimator MAPE"),
+    "estimator.window": FieldLabel("online window (0: off)", "iterations"),
     "truth.mape": FieldLabel("runtime noise (MAPE)"),
     "truth.bias": FieldLabel("runtime bias"),
     "predictor.mape": FieldLabel("predictor MAPE"),

@@ -59,10 +59,10 @@ class Results:
     def totals(self) -> pd.DataFrame:
         """Per grid point and policy: the number of seeds and the mean over seeds of each headline metric (the
         numbers ``capsim run`` prints)."""
-        from sim.metrics import HEADLINE
+        from experiments.results.headline import headline
 
         keys = self.fields + ["policy"]
-        cols = [m for m in HEADLINE if m in self.summary.columns]
+        cols = headline(self.summary)
         g = self.summary.groupby(keys, sort=False)
         out = g[cols].mean()
         out.insert(0, "seeds", g.size())
@@ -71,12 +71,13 @@ class Results:
     def report(self, metrics: Sequence[str] | None = None, interval: str = "t") -> pd.DataFrame:
         """What ``capsim report`` tabulates: per grid point and policy, runs ``n`` and per metric the mean and its
         95% interval (``<metric>_mean``, ``_lo``, ``_hi``; ``interval``: ``t`` or ``bootstrap``)."""
+        from experiments.results.headline import headline
         from experiments.results.report import aggregate, check_metric_names
-        from sim.metrics import HEADLINE
 
         if metrics:
             check_metric_names(list(metrics), self.summary)
-        return aggregate(self.summary, self.fields, list(metrics or HEADLINE), self.policies, method=interval)
+        return aggregate(self.summary, self.fields, list(metrics or headline(self.summary)), self.policies,
+                         method=interval)
 
     def tidy(self) -> pd.DataFrame:
         """One row per run and metric: run id, grid fields, policy, seed, ``metric``, ``value`` and its ``label``

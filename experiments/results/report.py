@@ -108,9 +108,14 @@ def _headers(agg: pd.DataFrame, fields: Sequence[str], metrics: Sequence[str]) -
 
 
 def notes(agg: pd.DataFrame, metrics: Sequence[str] = ()) -> list[str]:
-    """What the cells show (the interval method) and, when too few runs stand behind some cell, a warning."""
+    """What the cells show (the interval method), the metrics that apply to none of the runs, and, when too few
+    runs stand behind some cell, a warning."""
     method = agg.attrs.get("interval", "t")
     out = [method_note(method)]
+    empty = [m for m in metrics if f"{m}_mean" in agg.columns and agg[f"{m}_mean"].isna().all() and len(agg)]
+    if empty:
+        out.append(f"empty (-): {', '.join(empty)}: no run here has what they measure (e.g. no job with a deadline "
+                   f"from its workload); `capsim report --metrics list` says when each metric is empty")
     ns = [int(agg[f"{m}_n"].min()) for m in metrics if f"{m}_n" in agg.columns] or [int(agg["n"].min())]
     warning = few_runs_warning(min(ns), method)
     if warning:

@@ -53,12 +53,13 @@ def metric_digits(name: str) -> int:
 
 
 def policy_means(summary: pd.DataFrame, order: Sequence[str] | None = None) -> str:
-    """The ``capsim run`` table: per policy, the number of seeds and the mean over seeds of each headline metric."""
-    from sim.metrics import HEADLINE
+    """The ``capsim run`` table: per policy, the number of seeds and the mean over seeds of each headline metric
+    (``experiments.results.headline``: the setting's own, those that apply)."""
+    from experiments.results.headline import headline
 
     if summary.empty:
         return "(no finished runs)"
-    columns = [m for m in HEADLINE if m in summary.columns]
+    columns = headline(summary)
     g = summary.groupby("policy", sort=False)
     means = g[columns].mean()
     counts = g.size()

@@ -71,11 +71,16 @@ class Task:
         return Scenario.model_validate(self.scenario).located(Path(self.base_dir))
 
     def config_json(self) -> str:
-        """The run's configuration (scenario, policy, seed) as JSON text, to record next to its results."""
+        """The run's configuration (scenario, policy as written and as built, seed) and the versions of the key
+        packages where it ran, as JSON text, to record next to its results."""
         import json
 
-        return json.dumps({"scenario": self.scenario, "policy": self.policy, "seed": self.seed}, sort_keys=True,
-                          default=str)
+        from experiments.running.versions import package_versions
+        from experiments.scenario.components import resolved_policy
+
+        resolved = resolved_policy(PolicySpec.model_validate(self.policy))
+        return json.dumps({"scenario": self.scenario, "policy": self.policy, "policy_resolved": resolved,
+                           "seed": self.seed, "versions": package_versions()}, sort_keys=True, default=str)
 
     @property
     def policy_label(self) -> str:
@@ -205,8 +210,10 @@ def _size(n: int) -> str:
 
 def _lower_bound(jobs: list[Any], cluster: Any, truth: Any) -> float:
     """The clairvoyant lower bound of ``optim.bound`` on this instance's cost, or NaN where it does not apply (fixed
-    servers rent nothing; more than ``BOUND_MAX_JOBS`` jobs) or fails: a bound never costs a finished run."""
+    servers rent nothing; more than ``BOUND_MAX_JOBS`` jobs) or fails: a bound never costs a finished run. A job
+    whose deadline is a placeholder weighs 0 in it, as its lateness does in the run's total cost."""
     import math
+    from dataclasses import replace
 
     import numpy as np
 
@@ -214,6 +221,7 @@ def _lower_bound(jobs: list[Any], cluster: Any, truth: Any) -> float:
 
     if not jobs or len(jobs) > BOUND_MAX_JOBS or any(getattr(s, "fixed", False) for s in cluster.slots):
         return math.nan
+    jobs = [j if j.deadline_given else replace(j, weight=0.0) for j in jobs]
     try:
         with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
             return float(instance_bound(jobs, cluster.configs, truth, [s.allowed for s in cluster.slots]))

@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 __all__ = ["PolicySpec", "PredictorSpec", "registered_policies", "param_names", "select_policies", "build_policy",
-           "build_predictor", "registered_extras", "register_extras"]
+           "build_predictor", "registered_extras", "register_extras", "resolved_policy", "resolved_predictor"]
 
 
 class PolicySpec(BaseModel):
@@ -153,3 +153,54 @@ def build_predictor(spec: PredictorSpec) -> Any:
             _PREDICTORS.pop(next(iter(_PREDICTORS)))
         _PREDICTORS[key] = predictors.build(spec.kind, **spec.params)
     return _PREDICTORS[key]
+
+
+def _plain(value: Any) -> Any:
+    """A built component's parameter as plain JSON data: a component as its kind and resolved parameters."""
+    from sim.contracts import Component
+
+    if isinstance(value, Component):
+        return {"kind": value.name, **{k: _plain(v) for k, v in value.get_params().items()}}
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted(_plain(v) for v in value)
+    if hasattr(value, "item") and callable(value.item):  # a numpy scalar
+        return value.item()
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return f"{type(value).__module__}.{type(value).__qualname__}"  # never an address: run ids stay stable
+
+
+_RESOLVED: dict[str, dict[str, Any]] = {}
+
+
+def _resolved(what: str, spec: PolicySpec | PredictorSpec, build: Any) -> dict[str, Any]:
+    """``_plain`` of what ``spec`` builds (cached per spec); a component outside the contract (its parameters not
+    stored under their own names) as written."""
+    key = what + json.dumps(spec.model_dump(mode="json"), sort_keys=True)
+    if key not in _RESOLVED:
+        if len(_RESOLVED) >= 256:
+            _RESOLVED.pop(next(iter(_RESOLVED)))
+        try:
+            out = _plain(build(spec))
+        except TypeError:
+            out = None
+        _RESOLVED[key] = out if isinstance(out, dict) else _plain(spec.params)
+    return _RESOLVED[key]
+
+
+def resolved_policy(spec: PolicySpec) -> dict[str, Any]:
+    """The policy ``spec`` builds, as plain data: its kind, display name and every parameter with its default filled
+    (``get_params()`` of the built policy), so a run id changes when a default does. A parallel sweep's
+    ``threads: 1`` (``build_policy(single_thread=True)``) is not part of it."""
+    out = _resolved("policy:", spec, build_policy)
+    return {"kind": spec.kind, "name": spec.name, **{k: v for k, v in out.items() if k != "kind"}}
+
+
+def resolved_predictor(spec: PredictorSpec) -> dict[str, Any]:
+    """The predictor ``spec`` builds, as plain data (kind and every parameter with its default, nested ones too)."""
+    out = _resolved("predictor:", spec, build_predictor)
+    return {"kind": spec.kind, **{k: v for k, v in out.items() if k != "kind"}}

@@ -17,7 +17,14 @@ from typing import Any
 from pydantic import PrivateAttr, field_validator
 
 from experiments.scenario.cluster import ClusterSpec
-from experiments.scenario.components import PolicySpec, PredictorSpec, build_predictor, registered_policies
+from experiments.scenario.components import (
+    PolicySpec,
+    PredictorSpec,
+    build_predictor,
+    registered_policies,
+    resolved_policy,
+    resolved_predictor,
+)
 from experiments.scenario.fields import StrictModel
 from experiments.scenario.files import availability_sha256, file_sha256, trace_hardware, trace_rows
 from experiments.scenario.names import name_problem
@@ -226,7 +233,8 @@ class Scenario(StrictModel):
 
     def resolved(self, policy: PolicySpec | None = None, seed: int | None = None) -> dict[str, Any]:
         """The fully resolved configuration as plain data: defaults filled, catalogue names replaced by their
-        definitions (VM types, job types), a trace by its content hash."""
+        definitions (VM types, job types), a trace by its content hash, the policy and predictors by what they build
+        (every parameter, defaults included: ``resolved_policy``, ``resolved_predictor``)."""
         d = self.model_dump(mode="json", exclude={"policies", "seeds"})
         d["cluster"]["vm_types"] = self.cluster.resolved_vm_types(self._base_dir, self.hardware())
         if d["cluster"]["nodes"] is None:  # servers alone resolve as they always did: their run ids stay the same
@@ -237,8 +245,9 @@ class Scenario(StrictModel):
                  "batch_size": s.batch_size, "depth": s.depth, "weight": w} for s, w in self.job_mix()
             ]
         d["workload"]["jobs"] = self._poisson_jobs()  # also with a trace: run ids of trace scenarios stay as they were
-        d["estimator"] = d["estimator"] or d["predictor"]
-        d["truth"] = d["truth"] or d["predictor"]
+        d["estimator"] = resolved_predictor(self.estimator or self.predictor)
+        d["truth"] = resolved_predictor(self.truth or self.predictor)
+        d["predictor"] = resolved_predictor(self.predictor)
         t, tp = self.trace_spec(), self.trace_path()
         if t is not None and tp is not None:
             d["workload"]["trace"] = {"sha256": file_sha256(tp)}
@@ -251,7 +260,7 @@ class Scenario(StrictModel):
             d["cluster"]["spot"]["trace"] = {**st.model_dump(mode="json", exclude={"path"}),
                                              "sha256": availability_sha256(sp, st.format)}
         if policy is not None:
-            d["policy"] = policy.model_dump(mode="json")
+            d["policy"] = resolved_policy(policy)
         if seed is not None:
             d["seed"] = seed
         return d

@@ -21,6 +21,7 @@ restart overheads after its last plan still counts on time); ``verdict: end`` ju
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from typing import ClassVar
 
 from optim.elasticflow.plan import free_at, plan
@@ -104,27 +105,41 @@ def _estimate(jobs: list[PlanJob], now: float, n: int) -> bool:
     return ok
 
 
-def _first_change(job: PlanJob, now: float, timeline: Timeline) -> float | None:
-    """The first time after ``now`` at which the free GPUs change once ``job``'s own GPUs are given back (the first
-    key after ``now`` of ``get_marginal``'s merged timeline), None if they never do."""
+def _own_free(job: PlanJob, timeline: Timeline) -> Timeline:
+    """The free GPUs with ``job``'s own GPUs (its allocations in time order) given back until its end, merged:
+    ``get_marginal``'s timeline in one pass (from the job's end on it is ``timeline`` itself)."""
     allocs = sorted(job.allocations.items())
-    keys = sorted(set(timeline) | {t for t, _ in allocs} | {job.end})
-    tk = sorted(timeline.items())
+    end = job.end
+    tk = list(timeline)
+    cut = bisect_right(tk, end)
+    keys = sorted(set(tk[:cut]) | {t for t, _ in allocs if t < end} | {end})
+    out: Timeline = {}
     i = a = 0
-    base = 0
-    mine = 0
-    last: float | None = None
+    base = mine = 0
+    last: int | None = None
+    n_allocs = len(allocs)
     for t in keys:
-        while i < len(tk) and tk[i][0] <= t:
-            base = tk[i][1]
+        while i < cut and tk[i] <= t:
+            base = timeline[tk[i]]
             i += 1
-        while a < len(allocs) and allocs[a][0] <= t:
+        while a < n_allocs and allocs[a][0] <= t:
             mine = allocs[a][1]
             a += 1
-        value = base + (mine if t < job.end else 0)
-        if t > now and last is not None and value != last:
+        value = base + mine if t < end else base
+        if value != last:
+            out[t] = value
+            last = value
+    for t in tk[cut:]:
+        out[t] = timeline[t]
+    return out
+
+
+def _first_change(own: Timeline, now: float) -> float | None:
+    """The first time after ``now`` at which the free GPUs change once the job's own GPUs are given back (the first
+    key after ``now`` of ``get_marginal``'s merged timeline), None if they never do."""
+    for t in own:
+        if t > now:
             return t
-        last = value
     return None
 
 
@@ -138,18 +153,19 @@ def _marginal(job: PlanJob, spare: int, now: float, timeline: Timeline, n: int) 
     q = job.next_gpus
     real_end = math.ceil(now + job.left / job.rate[q])
     end = align(now, real_end)
-    fet = _first_change(job, now, timeline)
+    own = _own_free(job, timeline)
+    fet = _first_change(own, now)
     if (align(now, job.ddl) if fet is None else fet) >= end and job.ddl >= real_end:
         job.marginal = math.inf if job.gpus == 0 else (q * (end - now) - gpu_seconds(job.allocations, job.end)) / (
             q - job.gpus)
         job.trial = False
         return
-    _lay(job, now, timeline, n)
+    _lay(job, now, timeline, n, own)
 
 
-def _lay(job: PlanJob, now: float, timeline: Timeline, n: int) -> None:
-    """The trial plan of ``job`` at its next level (``get_marginal``'s re-plan), its ``next_*`` fields set."""
-    job.trial = True
+def _lay_literal(job: PlanJob, timeline: Timeline, n: int) -> Timeline:
+    """``get_marginal``'s timeline built as coded: ``job``'s allocations given back one after another in their
+    dict order (the same as ``_own_free`` when they are in time order, as they are in every plan seen so far)."""
     tmp = dict(timeline)
     if job.end not in tmp:
         last = None
@@ -172,7 +188,18 @@ def _lay(job: PlanJob, now: float, timeline: Timeline, n: int) -> None:
                 break
             tmp[t] += g - given
         given = g
-    plan(job, now, merged(tmp), n, assign=job.next_gpus, trial=True)
+    return merged(tmp)
+
+
+def _lay(job: PlanJob, now: float, timeline: Timeline, n: int, own: Timeline | None = None) -> None:
+    """The trial plan of ``job`` at its next level (``get_marginal``'s re-plan), its ``next_*`` fields set."""
+    job.trial = True
+    keys = list(job.allocations)
+    if any(keys[k] >= keys[k + 1] for k in range(len(keys) - 1)):
+        own = _lay_literal(job, timeline, n)
+    elif own is None:
+        own = _own_free(job, timeline)
+    plan(job, now, own, n, assign=job.next_gpus, trial=True)
     if job.gpus == 0:
         job.marginal = math.inf
 
@@ -200,8 +227,8 @@ def _hand_out(runnable: list[PlanJob], now: float, timeline: Timeline, n: int) -
                 continue
             if not j.trial:
                 _lay(j, now, timeline, n)
-            timeline = merged(j.next_timeline)
-            j.allocations = j.next_allocations
+            timeline = merged(ordered(j.next_timeline))
+            j.allocations = merged(j.next_allocations)
             spare -= j.next_gpus - j.gpus
             j.gpus = j.next_gpus
             j.end = j.next_end

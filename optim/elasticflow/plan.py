@@ -34,11 +34,15 @@ def free_at(t: float, timeline: Timeline, n_gpus: int) -> int:
     return out
 
 
+_TOP = [0] + [1 << (v.bit_length() - 1) for v in range(1, 4097)]
+"""The largest power of two at most v, for the free-GPU counts of clusters up to 4,096 GPUs (0 for 0)."""
+
+
 def _fit(job: PlanJob, q: int, free: int) -> int:
     """``min(q, the largest level that fits in free GPUs)``; the levels are the powers of two up to the job's cap."""
     if free < 1:
         return 0
-    top = 1 << (free.bit_length() - 1)
+    top = _TOP[free] if free < 4097 else 1 << (free.bit_length() - 1)
     return min(q, top, job.levels[-1])
 
 
@@ -95,7 +99,7 @@ def plan(job: PlanJob, start: float, timeline: Timeline, n_gpus: int, assign: in
                 new[event_time] = available - quota
             if end not in timeline:
                 new[end] = last_event_gpu  # type: ignore[assignment]
-            return _finish(job, alloc, ordered(new), end, real_end, trial, timeline, n_gpus)
+            return _finish(job, alloc, new, end, real_end, trial, timeline, n_gpus)
         duration = (ddl if fet == a_ddl else fet) - event_time
         left -= duration * rate[quota]
         if event_time in new:
@@ -113,13 +117,22 @@ def plan(job: PlanJob, start: float, timeline: Timeline, n_gpus: int, assign: in
         for ps in reversed(starts):
             if ps not in alloc:
                 alloc[ps] = 0
+    top = levels[-1]
     while quota <= n_gpus and quota <= job.cap:
         period_end = a_ddl
         got = 0.0
         for ps in starts:
             if ps < event_time:
                 break
-            a = quota if new[ps] >= quota else _fit(job, quota, new[ps])
+            free = new[ps]
+            if free >= quota:
+                a = quota
+            elif free < 1:
+                a = 0
+            else:  # below quota: the largest power of two in free, at most the top level (``_fit``)
+                a = _TOP[free] if free < 4097 else 1 << (free.bit_length() - 1)
+                if a > top:
+                    a = top
             if a == 0:
                 period_end = ps
                 continue
@@ -132,7 +145,7 @@ def plan(job: PlanJob, start: float, timeline: Timeline, n_gpus: int, assign: in
                         last_event_gpu = v
                 if end not in timeline:
                     new[end] = last_event_gpu
-                return _finish(job, ordered(alloc), ordered(new), end, real_end, trial, timeline, n_gpus)
+                return _finish(job, ordered(alloc), new, end, real_end, trial, timeline, n_gpus)
             period_end = ps
         last_last_quota, last_quota = last_quota, quota
         quota = next_level(levels, quota)
@@ -232,7 +245,7 @@ def _miss(job: PlanJob, alloc: dict[float, int], new: Timeline, timeline: Timeli
                 new[lat] = last_event_gpu - q
             if end not in timeline:
                 new[end] = last_event_gpu
-            return _finish(job, alloc, ordered(new), end, real_end, trial, timeline, n_gpus)
+            return _finish(job, alloc, new, end, real_end, trial, timeline, n_gpus)
         left -= done
         for t1 in timeline:
             if t1 < lat:
@@ -247,23 +260,23 @@ def _miss(job: PlanJob, alloc: dict[float, int], new: Timeline, timeline: Timeli
     end = align(start, real_end)
     new[lat] = n_gpus - q
     new[end] = n_gpus
-    return _finish(job, ordered(alloc), ordered(new), end, real_end, trial, timeline, n_gpus, tail=True)
+    return _finish(job, ordered(alloc), new, end, real_end, trial, timeline, n_gpus, tail=True)
 
 
 def _finish(job: PlanJob, alloc: dict[float, int], new: Timeline, end: float, real_end: float, trial: bool,
             timeline: Timeline, n_gpus: int, tail: bool = False) -> tuple[bool, Timeline]:
-    if trial:
-        job.next_allocations = merged(alloc)
+    if trial:  # the timeline and allocations are put in order and merged only if the trial is adopted
+        job.next_allocations = alloc
         added = job.next_gpus - job.gpus
         if tail and added == 0:
             job.marginal = -math.inf
         else:
             job.marginal = (gpu_seconds(alloc, end) - gpu_seconds(job.allocations, job.end)) / added
-        job.next_timeline = merged(new)
+        job.next_timeline = new
         job.next_end = end
         job.next_real_end = real_end
         return real_end <= job.ddl, timeline
     job.end = end
     job.real_end = real_end
     job.allocations = merged(alloc)
-    return real_end <= job.ddl, merged(new)
+    return real_end <= job.ddl, merged(ordered(new))

@@ -74,12 +74,13 @@ def run_replay(cluster: Cluster, jobs: Sequence[Job], policy: ReplayPolicy, esti
         true.append(cache[(j.spec, True)])
     runs, log = replay(told, rc, policy, true if truth is not estimator else None)
     rate = cluster.rules.owned_price_per_hour.get(vm.name, vm.price_per_hour)
-    return RunTables(_jobs(runs, jobs, vm).frame(), _nodes(runs, rc, vm, rate).frame(), _decisions(log, label).frame(),
-                     _segments(runs, vm).frame())
+    return RunTables(_jobs(runs, jobs, vm, estimator).frame(), _nodes(runs, rc, vm, rate).frame(),
+                     _decisions(log, label).frame(), _segments(runs, vm).frame())
 
 
-def _jobs(runs: list[Run], jobs: Sequence[Job], vm: VMType) -> Jobs:
+def _jobs(runs: list[Run], jobs: Sequence[Job], vm: VMType, estimator: Predictor) -> Jobs:
     t = Jobs()
+    sources: dict[tuple[object, int], tuple[str, float]] = {}
     for r, j in zip(runs, jobs):
         s = j.spec
         done = r.status == "done"
@@ -108,12 +109,18 @@ def _jobs(runs: list[Run], jobs: Sequence[Job], vm: VMType) -> Jobs:
         g = r.final_gpus or j.spec.gpus or 1
         rate = r.true_rate(g) if g in LEVELS else 0.0
         t.est_runtime.append(s.iterations / rate if rate > 0 else math.inf)
+        if (s, g) not in sources:
+            src = estimator.source(s, vm, g)
+            sources[(s, g)] = (src.kind, src.error)
+        t.est_source.append(sources[(s, g)][0])
+        t.est_error.append(sources[(s, g)][1])
         t.true_runtime.append(s.iterations / rate if rate > 0 else math.inf)
         t.final_round_iterations.append(None)
         t.revocations.append(0)
         t.lost_gpu_seconds.append(0.0)
         t.status.append("rejected" if not done else "on_time" if r.on_time else "late")
-        t.gpu_request.append(math.nan if s.gpus is None else s.gpus * (s.gpu_share or 1.0))
+        t.gpu_request.append(Jobs.request(s))
+    t.without_placeholders(jobs)
     return t
 
 

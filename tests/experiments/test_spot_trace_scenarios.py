@@ -65,3 +65,18 @@ def test_mistakes_are_named_with_the_field(tmp_path, spot, where, message):
     with pytest.raises(CapsimError) as e:
         _load(tmp_path, **spot)
     assert where in str(e.value) and message in str(e.value)
+
+
+def test_the_shipped_market_sweeps_plan_the_documented_runs_with_distinct_ids():
+    from experiments.runs import plan
+    from experiments.scenario.sweep import load_sweep
+
+    root = Path(__file__).resolve().parents[2] / "experiments"
+    lists = plan(load_sweep(root / "cloud_spot_markets.yaml")).tasks
+    milp = plan(load_sweep(root / "cloud_spot_markets_milp.yaml")).tasks
+    assert len(lists) == 2 * 3 * 6 and len(milp) == 2 * 3 * 2
+    ids = [t.run_id for t in lists + milp]
+    assert len(set(ids)) == len(ids)
+    sweep = load_sweep(root / "cloud_spot_markets_milp.yaml")
+    traced = [p for p in sweep.points if p.scenario.cluster.spot and "trace" in json.dumps(dict(p.values))]
+    assert len(traced) == 2

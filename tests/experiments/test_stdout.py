@@ -57,9 +57,10 @@ REPORT = {
 }
 METRICS_LIST = [r"metric +label +digits +better.*", r"[- ]+", r"\w+ {2,}.*"]
 PLOT = [r".*/figures/cost_breakdown\.(png|pdf)"]
-SHOW = [r"resnet50/pytorch batch 64, 100 iterations on 1 x V100", r"  \w+ +.*"]
+SHOW = [r"resnet50/pytorch batch 64, 100 iterations on 1 x V100; the interval .*", r"  \w+ +.*"]
+PARETO = [r"resnet50/pytorch batch 64, 100 iterations: .*", r"[* ] .*", r"wrote .*"]
 CROSSGPU = [r"speed ∝ .*", r"\|.*\|", r"[A-Z].*"]
-EVALUATE = [r"Mean MAPE % .*", r"predictor .*", r"protocol.*", r" *\w+ .*", r"wrote .*|.*results.*"]
+EVALUATE = [r"Mean MAPE % .*", r"predictor .*", r"protocol.*", r" *\w+ .*", r"\|.*\|", r"wrote .*|.*results.*"]
 VERSION = [r"capsim \S+"]
 SPOT = [r" *strategy +.*", r" *\w+(\(variant='\w+'\))? +[\w.+\-]+( +[\w.+\-]+)+", r"agreement with .* \(\d+ runs\):",
         r"results in .*"]
@@ -134,6 +135,8 @@ def test_every_other_command_prints_only_its_results(swept: tuple[Path, subproce
         "plot s --only cost_breakdown": (["plot", "s", "--only", "cost_breakdown"], PLOT),
         "predict show": (["predict", "show", "resnet50_pt", "--gpu", "V100", "--batch", "64", "--iterations", "100"],
                          SHOW),
+        "predict pareto": (["predict", "pareto", "resnet50_pt", "--batch", "64", "--iterations", "100", "--out", "pp"],
+                           PARETO),
         "predict crossgpu": (["predict", "crossgpu"], CROSSGPU),
         "predict evaluate": (["predict", "evaluate", "--out", "pe", "--protocols", "gpus", "--predictors",
                               "analytical", "--workers", "1"], EVALUATE),

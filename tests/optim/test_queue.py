@@ -3,10 +3,13 @@ snapshot's waiting jobs gives; so do the sort columns gathered per job."""
 
 from __future__ import annotations
 
+from unittest.mock import patch
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from optim import queue
 from optim.queue import JobColumns, WaitingQueue, order
 from sim.catalogue import job_types
 from sim.model import Job, JobView
@@ -55,13 +58,15 @@ def histories(draw):
 @settings(max_examples=200, deadline=None)
 @given(histories())
 def test_the_kept_queue_is_the_sorted_queue(steps) -> None:
-    q = WaitingQueue(edf)
-    for waiting, head, anywhere in steps:
-        assert q.jobs(waiting) == sorted(waiting, key=edf)
-        q.started(0 if anywhere else min(head, len(waiting)))
-    q2 = WaitingQueue(fifo)
-    for waiting, _, _ in steps:
-        assert q2.jobs(waiting) == sorted(waiting, key=fifo)
+    for small in (0, 3, queue._SMALL):  # every queue followed; short ones sorted afresh, long ones followed
+        with patch.object(queue, "_SMALL", small):
+            q = WaitingQueue(edf)
+            for waiting, head, anywhere in steps:
+                assert q.jobs(waiting) == sorted(waiting, key=edf)
+                q.started(0 if anywhere else min(head, len(waiting)))
+            q2 = WaitingQueue(fifo)
+            for waiting, _, _ in steps:
+                assert q2.jobs(waiting) == sorted(waiting, key=fifo)
 
 
 @settings(max_examples=100, deadline=None)

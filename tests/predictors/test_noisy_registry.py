@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from predictors import build, registry
-from predictors.noisy import NoisyPredictor, expected_mape, lognormal_params
 from predictors.table import TablePredictor
+from predictors.uncertainty.noisy import NoisyPredictor, expected_mape, lognormal_params
 from sim.catalogue import vm_types
 from sim.model import CapsimError, Config, JobSpec, VMType
 

@@ -117,3 +117,18 @@ def test_the_default_serial_share_is_the_tables_median_fit() -> None:
 def test_bad_parameters(params, message) -> None:
     with pytest.raises(CapsimError, match=f"predictor 'trace': {message}"):
         predictors.build("trace", **params)
+
+
+def test_sources_say_which_assumption_answered() -> None:
+    from predictors.uncertainty.provenance import expected_error
+
+    p = predictors.build("trace")
+    named = trace_job(3600.0, 2, "V100")
+    assert p.source(named, V100, 2).kind == "measured" and math.isnan(p.source(named, V100, 2).error)
+    assert p.source(named, V100, 4).kind == "gpus"
+    scaled = p.source(named, H100, 2)
+    assert scaled.kind == "scaled" and scaled.error == expected_error("cloud", "scaled") > 0
+    assert p.source(named, G2, 2).kind == "unsupported"  # G2's specifications were never published
+    own = trace_job(3600.0, 2)  # the trace's own hardware: every GPU alike
+    assert p.source(own, H100, 2).kind == "measured" and p.source(own, G2, 8).kind == "gpus"
+    assert p.source(JobSpec("resnet50", "pytorch", 100, 64), V100, 1).kind == "unsupported"  # no run, no base

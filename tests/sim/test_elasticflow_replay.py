@@ -232,3 +232,17 @@ def test_chronus_packs_before_deadlines_or_refuses():
     assert ok == {0: [0]}
     late = ReplayJob(1, "k", "resnet50", 128, 0.0, 200.0, 4, 100.0, 10.0, j.rates)  # no whole lease before it
     assert pack([JobStatus(late, 0.0, 0.0, 0, False)], 0.0, 240.0, 4) is None
+
+
+@pytest.mark.parametrize("allocations,end", [({0.0: 2, 120.0: 4, 300.0: 0}, 300.0), ({0.0: 8}, 240.0),
+                                             ({0.0: 0, 60.0: 16}, 900.0), ({0.0: 4, 180.0: 2}, 200.0)])
+def test_the_timeline_without_a_jobs_own_gpus_is_built_as_coded(allocations, end):
+    # the one-pass timeline the hand-out plans a trial on equals the step-by-step one ElasticFlow's code builds
+    from optim.elasticflow.elasticflow import _lay_literal, _own_free
+
+    j = _job()
+    pj = PlanJob(JobStatus(j, j.iterations, 0.0, 0, False), 64)
+    pj.allocations, pj.end = dict(allocations), end
+    for timeline in ({0.0: 10, 60.0: 30, 240.0: 56, 600.0: 64}, {0.0: 0, 300.0: 64}, {0.0: 48}):
+        assert _own_free(pj, timeline) == _lay_literal(pj, timeline, 64)
+        assert list(_own_free(pj, timeline)) == sorted(_own_free(pj, timeline))

@@ -4,8 +4,11 @@ The factor for a (job spec, configuration) is ``exp(mu + sigma · z)`` with ``z`
 of (seed, spec, VM type name, GPU count): a predictor is a function of its inputs, so two jobs with the same spec get
 the same estimate on the same configuration, and asking twice gives the same answer. ``sigma`` and ``mu`` are solved
 so that the factor's mean absolute percentage error ``E|f − 1|`` equals ``mape`` and its mean ``E[f] − 1`` equals
-``bias``. Keys come from ``numpy.random.SeedSequence``; a SplitMix64 finaliser mixes spec and configuration keys so
-the vectorised path stays fast.
+``bias``. With ``mape: expected`` each answer's error is drawn from the expected error of the kind of answer the base
+predictor gives there (``Predictor.source``, measured by ``capsim predict evaluate``): an extrapolation to a GPU never
+measured errs more than a measured configuration. Where the base states no expected error (a measured throughput
+table, an explicit table) the answer is left exact. Keys come from ``numpy.random.SeedSequence``; a SplitMix64
+finaliser mixes spec and configuration keys so the vectorised path stays fast.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from predictors.base import Predictor, register
+from predictors.base import Predictor, Source, register
 from sim.model import CapsimError, Config, JobSpec, VMType
 
 __all__ = ["NoisyPredictor", "lognormal_params", "expected_mape"]
@@ -68,20 +71,25 @@ def _words(text: str) -> list[int]:
 
 @register("noisy")
 class NoisyPredictor(Predictor):
-    """``base``'s answer × a log-normal error with the requested ``mape`` and ``bias``, deterministic per (``seed``,
-    spec, configuration)."""
+    """``base``'s answer × a log-normal error with the requested ``mape`` (a number, or ``expected``: each answer's
+    own expected error) and ``bias``, deterministic per (``seed``, spec, configuration)."""
 
     test_params: ClassVar[Mapping[str, Any]] = {"base": {"kind": "measured"}, "mape": 0.2}
 
-    def __init__(self, base: Predictor, mape: float = 0.2, bias: float = 0.0, seed: int = 0):
+    def __init__(self, base: Predictor, mape: float | str = 0.2, bias: float = 0.0, seed: int = 0):
         if not isinstance(base, Predictor):
             raise CapsimError(f"predictor 'noisy': base must be a predictor or a mapping with 'kind', got {base!r}")
         self.base, self.mape, self.bias, self.seed = base, mape, bias, seed
-        self.check_param("mape", float, low=0.0)
+        if mape != "expected":
+            try:
+                self.check_param("mape", float, low=0.0)
+            except CapsimError as err:
+                raise CapsimError(f"{err} (or 'expected': each answer's own expected error)") from None
         self.check_param("bias", float, above=-1.0)
         self.check_param("seed", int, low=0)
-        self.mu, self.sigma = lognormal_params(self.mape, self.bias)
+        self.mu, self.sigma = lognormal_params(mape, bias) if mape != "expected" else (0.0, 0.0)
         self._keys: dict[object, int] = {}
+        self._errors: dict[tuple, tuple[float, float]] = {}
 
     def _key(self, label: str) -> int:
         k = self._keys.get(label)
@@ -94,13 +102,49 @@ class NoisyPredictor(Predictor):
     def _spec_label(s: JobSpec) -> str:
         return f"spec|{s.application}|{s.framework}|{s.iterations}|{s.batch_size}|{s.depth}"
 
-    def factors(self, specs: Sequence[JobSpec], configs: Sequence[Config]) -> np.ndarray:
-        """The error factors, shape ``(len(specs), len(configs))``."""
+    def factors(self, specs: Sequence[JobSpec], configs: Sequence[Config], answered: np.ndarray | None = None
+                ) -> np.ndarray:
+        """The error factors, shape ``(len(specs), len(configs))`` (``answered``: where the base answers, to spare
+        asking it again under ``mape: expected``)."""
         sk = np.array([self._key(self._spec_label(s)) for s in specs], dtype=np.uint64)
         ck = np.array([self._key(f"cfg|{c.vm.name}|{c.gpus}") for c in configs], dtype=np.uint64)
         h = _mix(_mix(sk)[:, None] ^ ck[None, :])
         u = ((h >> np.uint64(11)).astype(np.float64) + 0.5) / float(1 << 53)
-        return np.exp(self.mu + self.sigma * ndtri(u))
+        z = ndtri(u)
+        if self.mape != "expected":
+            return np.exp(self.mu + self.sigma * z)
+        if answered is None:
+            answered = np.isfinite(self.base.runtimes(specs, configs))
+        mu, sigma = self.errors(specs, configs, answered)
+        return np.exp(mu + sigma * z)
+
+    def errors(self, specs: Sequence[JobSpec], configs: Sequence[Config], answered: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """(mu, sigma) of each answer's log-normal factor under ``mape: expected``: from the expected error of the
+        kind of answer the base gives where it ``answered`` (0 elsewhere, and where it states no error). The kind
+        depends on a job's shape (application, framework, depth, batch), not its iterations: asked once per shape
+        and configuration."""
+        mu = np.zeros((len(specs), len(configs)))
+        sigma = np.zeros_like(mu)
+        memo = self._errors
+        for i, s in enumerate(specs):
+            for k, c in enumerate(configs):
+                if not answered[i, k]:
+                    continue
+                key = (s.application, s.framework, s.depth, s.batch_size, c.vm.name, c.gpus)
+                hit = memo.get(key)
+                if hit is None:
+                    e = self.base.source(s, c.vm, c.gpus).error
+                    ok = math.isfinite(e) and e > 0
+                    hit = memo[key] = lognormal_params(max(float(e), abs(self.bias)), self.bias) if ok else (0.0, 0.0)
+                mu[i, k], sigma[i, k] = hit
+        return mu, sigma
+
+    def source(self, spec: JobSpec, vm: VMType, gpus: int) -> Source:
+        """The base's kind of answer; its expected error is this predictor's ``mape`` (or the base's, ``expected``)
+        — the error of this estimate against the base's answer."""
+        base = self.base.source(spec, vm, gpus)
+        return base if self.mape == "expected" else Source(base.kind, float(self.mape))
 
     def runtime(self, spec: JobSpec, vm: VMType, gpus: int) -> float:
         return float(self.runtimes([spec], [Config(vm, gpus)])[0, 0])
@@ -109,4 +153,5 @@ class NoisyPredictor(Predictor):
         return self.base.support(spec, vm, gpus)
 
     def runtimes(self, specs: Sequence[JobSpec], configs: Sequence[Config]) -> np.ndarray:
-        return self.base.runtimes(specs, configs) * self.factors(specs, configs)
+        base = self.base.runtimes(specs, configs)
+        return base * self.factors(specs, configs, np.isfinite(base))
