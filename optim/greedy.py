@@ -13,6 +13,10 @@ outweighs that; a job then goes only onto VMs of its setup's market (spot or on 
 larger than one VM (a gang, on a cluster that allows gangs) takes whole empty nodes of its VM type, then the free
 GPUs of open VMs of that type, most free first; its VMs are neither shrunk nor given to others' speed-ups.
 
+Where GPUs may be shared (``Snapshot.colocation``), a job may instead join a running job alone on its GPUs, at the
+estimator's slowdowns, when that costs less than running it alone (``optim.colocate``): before its D* placement, each
+job in pressure order looks for the cheapest such pair; a running job takes one partner per decision.
+
 ``construct`` is that procedure; given a random generator it becomes the randomised greedy of the published
 heuristics (docs/heuristics.md §H4): adjacent queue swaps, a setup drawn among the first entries of the D* ranking, a
 node drawn among the best-fitting ones (``optim.heuristics`` builds on it).
@@ -26,6 +30,7 @@ from typing import ClassVar
 import numpy as np
 
 from optim.base import Policy, register
+from optim.colocate import best_host, earliest_free, hosts
 from optim.common import ConfigTable, config_table, d_star, d_star_ranking
 from optim.queue import JobColumns, order
 from optim.room import NodeIndex, Room
@@ -38,12 +43,14 @@ __all__ = ["Greedy", "construct", "pick_prefix", "pressure_order"]
 
 @register("greedy")
 class Greedy(Policy):
-    """Pressure-ordered best-fit list scheduling with GPU sharing (no preemption). ``spot_rule: uniform_progress``
-    narrows each waiting job to the market Uniform Progress allows it (``optim.spot.fleet``)."""
+    """Pressure-ordered best-fit list scheduling with GPU sharing (no preemption), and co-location where the cluster
+    allows it. ``spot_rule: uniform_progress`` narrows each waiting job to the market Uniform Progress allows it
+    (``optim.spot.fleet``)."""
 
     may_preempt: ClassVar[bool] = False
     may_share: ClassVar[bool] = True
     may_gang: ClassVar[bool] = True
+    may_colocate: ClassVar[bool] = True
 
     def __init__(self, spot_rule: str | None = None):
         self.spot_rule = spot_rule
@@ -105,10 +112,21 @@ def construct(
     if rng is not None:
         _swap_adjacent(queue, rng, swap)
     placed: dict[int, tuple[int, int]] = {}
+    paired: list[Assignment] = []
+    free_hosts = hosts(snapshot)
+    later = earliest_free(snapshot) if free_hosts else now
     for jv in queue:
-        if room.empty():
+        if room.empty() and not free_hosts:
             break  # nothing left to place a job on
-        mask = _reachable(table, room)
+        mask = _reachable(table, room) if not room.empty() else np.zeros(len(configs), dtype=bool)
+        pair = best_host(snapshot, jv, free_hosts, table, mask, later) if free_hosts else None
+        if pair is not None:
+            host = pair[0]
+            free_hosts.remove(host)
+            paired.append(Assignment(jv.id, host.node, host.gpus, partner=host.view.id))
+            continue
+        if room.empty():
+            continue
         view = expected_view(jv, snapshot) if spot else jv
         if rng is None:
             k = d_star(view, now, table, mask)
@@ -145,6 +163,7 @@ def construct(
 
     start = tuple(Assignment(j, n, g) for j, (n, g) in placed.items())
     start += tuple(Assignment(j, parts[0][0], parts[0][1], gang=parts[1:]) for j, parts in gangs.items())
+    start += tuple(paired)
     vms = {n: vm_of[n].name for n in sorted(vm_of) if snapshot.nodes[n].vm != vm_of[n]}
     return Plan(vms=vms, start=start)
 

@@ -4,6 +4,7 @@ from predictors import (  # noqa: F401
     analytical,
     cloud,
     hybrid,
+    interference,
     measured,
     regression,
     table,

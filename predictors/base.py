@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["Predictor", "Source", "TrainablePredictor", "AffinePredictor", "NotFittedError", "register", "alias",
-           "registry", "build", "RUN_COLUMNS"]
+           "registry", "build", "RUN_COLUMNS", "shared_fits", "adopt_fits"]
 
 register = PREDICTORS.register
 """Class decorator adding a predictor to the registry under ``name`` (the YAML ``predictor.kind``)."""
@@ -42,6 +42,19 @@ RUN_COLUMNS = ("application", "framework", "gpu", "gpus", "batch_size", "iterati
 
 _SHARED: dict[tuple, Any] = {}
 """Fits shared by every instance with the same fitting parameters and training data, in this process."""
+
+
+def shared_fits() -> dict[tuple, Any]:
+    """The fits made in this process (see ``TrainablePredictor.shared``), to hand to a worker process through
+    ``adopt_fits``: it then answers from them instead of fitting the same models again."""
+    return dict(_SHARED)
+
+
+def adopt_fits(fits: dict[tuple, Any]) -> None:
+    """Take fits made by another process (``shared_fits``); a fit made here already stays. Keys name the kind, the
+    fitting parameters and a content hash of the training data, so a fit is only ever used for what it was made of."""
+    for key, value in fits.items():
+        _SHARED.setdefault(key, value)
 
 
 def fingerprint(runs: pd.DataFrame) -> str:

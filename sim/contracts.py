@@ -29,7 +29,8 @@ from sim.registry import Registry, did_you_mean
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["Component", "Policy", "Predictor", "Source", "Progress", "POLICIES", "PREDICTORS", "NotFittedError"]
+__all__ = ["Component", "Policy", "Predictor", "Interference", "Source", "Progress", "POLICIES", "PREDICTORS",
+           "INTERFERENCE", "NotFittedError"]
 
 
 class NotFittedError(CapsimError):
@@ -185,6 +186,8 @@ class Policy(Component):
     - ``may_gang``: a job spread over several nodes of one VM type (``Assignment.gang``), on a cluster that allows
       gangs (``ClusterRules.gang``). A policy without it never sees the configurations only a gang can run: their
       estimates are ``inf``.
+    - ``may_colocate``: a job started on the GPUs of another (``Assignment.partner``), on a cluster whose
+      ``ClusterRules.jobs_per_gpu`` is 2; both then run at their co-located speed (``Snapshot.colocation``).
 
     A plan that breaks a rule is rejected with a ``CapsimError`` naming the policy and the rule; the run stops.
     """
@@ -194,6 +197,7 @@ class Policy(Component):
     may_preempt: ClassVar[bool] = False
     may_share: ClassVar[bool] = False
     may_gang: ClassVar[bool] = False
+    may_colocate: ClassVar[bool] = False
     plans_capacity: ClassVar[bool] = True
     """Whether the policy decides which VMs to run. Gavel's policies schedule the servers they are given (on an
     empty slot they start one VM and keep it): a scenario that lists no policies runs them only on fixed clusters."""
@@ -320,7 +324,40 @@ class Predictor(Component):
         return any(k.endswith("_") and not k.endswith("__") for k in vars(self))
 
 
+class Interference(Component):
+    """Predicts how two jobs sharing the same GPUs slow each other down: an interference model for co-location
+    (``ClusterRules.jobs_per_gpu``; ``docs/sharing.md``).
+
+    A subclass provides:
+
+    - ``slowdowns(a, b, vm, gpus) -> (float, float)`` (required): job ``a``'s runtime when it shares ``gpus`` GPUs of
+      ``vm`` with job ``b`` over its runtime alone there, and ``b``'s next to ``a``; ``(inf, inf)`` where the two
+      cannot share those GPUs. Symmetric: ``slowdowns(b, a)`` is the same pair reversed. Deterministic, as
+      ``Predictor.runtime``.
+    - ``utilisation(spec, vm, gpus) -> float`` (optional): the fraction of its GPUs' capacity the job keeps busy when
+      it runs alone (0 to 1), NaN when the model cannot say (the default).
+    - ``memory_gb(spec, vm, gpus) -> float`` (optional): the job's memory per GPU in GiB, NaN when unknown (the
+      default); the engine lets a pair share only when both fit in the GPU's memory together.
+    - ``fit(pairs) -> self`` (optional): learn from a table of measured pairs.
+    """
+
+    name: ClassVar[str] = "interference"
+
+    def slowdowns(self, a: JobSpec, b: JobSpec, vm: VMType, gpus: int) -> tuple[float, float]:
+        raise NotImplementedError(self)
+
+    def utilisation(self, spec: JobSpec, vm: VMType, gpus: int) -> float:
+        """The fraction of its GPUs the job keeps busy alone, NaN when unknown."""
+        return math.nan
+
+    def memory_gb(self, spec: JobSpec, vm: VMType, gpus: int) -> float:
+        """The job's memory per GPU in GiB, NaN when unknown."""
+        return math.nan
+
+
 POLICIES: Registry[Policy] = Registry("policy")
 """Every registered policy kind; importing ``optim`` registers the built-in ones."""
 PREDICTORS: Registry[Predictor] = Registry("predictor")
 """Every registered predictor kind; importing ``predictors`` registers the built-in ones."""
+INTERFERENCE: Registry[Interference] = Registry("interference model")
+"""Every registered interference model kind; importing ``predictors`` registers the built-in ones."""

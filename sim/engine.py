@@ -20,12 +20,13 @@ import numpy as np
 import pandas as pd
 
 from sim.cluster import Cluster, NodeSlot
-from sim.contracts import Policy, Predictor
+from sim.contracts import Interference, Policy, Predictor
 from sim.elasticflow.vocabulary import ReplayPolicy
 from sim.metrics import summarise
 from sim.model import CapsimError, Job
 from sim.records import DECISION_COLUMNS, JOB_COLUMNS, NODE_COLUMNS, SEGMENT_COLUMNS, Segments
 from sim.run import Run
+from sim.sharing import PairView, TruePairs
 from sim.timing import TimeModel, default_time_model
 
 __all__ = ["Simulation", "RunResult", "Cluster", "NodeSlot", "JOB_COLUMNS", "NODE_COLUMNS", "DECISION_COLUMNS",
@@ -52,10 +53,15 @@ class Simulation:
     ``seed`` is the run's seed: the revocations of spot VMs are drawn from it (nothing else in the engine is random).
     ``time`` is the time model (``sim.timing``); None takes the one the cluster's rules ask for. A deadline-replay
     policy (``sim.elasticflow.vocabulary.ReplayPolicy``) runs on ElasticFlow's time model instead (``sim.elasticflow``).
+
+    Where the cluster's rules let two jobs share a GPU (``ClusterRules.jobs_per_gpu`` 2), ``interference`` is the
+    interference model the policy is told (``Snapshot.colocation``) and ``true_interference`` the one co-located jobs
+    run by (None: the same); both are required there and refused elsewhere.
     """
 
     def __init__(self, cluster: Cluster, jobs: Sequence[Job], policy: Policy | ReplayPolicy, estimator: Predictor,
-                 truth: Predictor | None = None, seed: int = 0, time: TimeModel | None = None):
+                 truth: Predictor | None = None, seed: int = 0, time: TimeModel | None = None,
+                 interference: Interference | None = None, true_interference: Interference | None = None):
         self.cluster = cluster
         self.seed = seed
         self.policy = cast(Policy, policy)
@@ -64,6 +70,13 @@ class Simulation:
         self.truth = truth if truth is not None else estimator
         self.time = time if time is not None else default_time_model(cluster.rules)
         self.jobs = sorted(jobs, key=lambda j: (j.submit_time, j.id))
+        self.interference = interference
+        self.true_interference = true_interference if true_interference is not None else interference
+        if cluster.rules.colocation != (interference is not None) or (true_interference is not None
+                                                                     and interference is None):
+            raise CapsimError("simulation: co-location needs both a cluster whose jobs_per_gpu is 2 and an "
+                              f"interference model (jobs_per_gpu {cluster.rules.jobs_per_gpu}, interference model "
+                              f"{'none' if interference is None else interference.describe()}); give both or neither")
         self._label = policy.describe()
         self._last: Run | None = None
         ids = set()
@@ -152,9 +165,13 @@ class Simulation:
         gc_was_on = gc.isenabled()
         gc.disable()  # full collections would walk every record kept so far; a run collects young ones
         try:
+            pairs = view = None
+            if self.interference is not None and self.true_interference is not None:
+                pairs = TruePairs(self.true_interference, self.cluster.configs)
+                view = PairView(self.interference, pairs)
             self._last = run = Run(self.cluster, self.jobs, self._est, self._true, self.policy, self.time,
                                    label=self._label, truth=type(self.truth).__name__, seed=self.seed,
-                                   estimator=self.estimator)
+                                   estimator=self.estimator, pairs=pairs, view=view)
             tables = run.execute()
             segments = tables.segments if tables.segments is not None else Segments().frame()
             return RunResult(tables.jobs, tables.nodes, tables.decisions, summarise(tables), segments)

@@ -72,10 +72,33 @@ def _ordered_sum(values: Iterable[float] | np.ndarray) -> float:
 
 
 def _busy_gpu_seconds(t: RunTables) -> float:
+    """GPU-seconds some job held (a GPU two co-located jobs shared counts once)."""
     if t.segments is not None:
         s = t.segments
-        return _ordered_sum(s["gpus"].to_numpy(dtype=float) * (s["end_time"].to_numpy() - s["start_time"].to_numpy()))
+        held = s["gpus"].to_numpy(dtype=float) * (s["end_time"].to_numpy() - s["start_time"].to_numpy())
+        shared = _shared(s)
+        return _ordered_sum(held if shared is None else np.where(shared, 0.5 * held, held))
     return _ordered_sum(t.nodes["busy_gpu_seconds"].to_numpy())
+
+
+def _shared(segments: pd.DataFrame) -> np.ndarray | None:
+    """Which segments ran co-located (a partner on the same GPUs); None when none did or the records predate it."""
+    if "partner" not in segments.columns:
+        return None
+    shared = segments["partner"].notna().to_numpy()
+    return shared if shared.any() else None
+
+
+def _colocated_share(t: RunTables) -> float:
+    s = t.segments
+    if s is None or len(s) == 0:
+        return 0.0
+    shared = _shared(s)
+    if shared is None:
+        return 0.0
+    held = s["gpus"].to_numpy(dtype=float) * (s["end_time"].to_numpy() - s["start_time"].to_numpy())
+    total = float(held.sum())
+    return float(held[shared].sum()) / total if total > 0 else 0.0
 
 
 def _vm_cost(t: RunTables) -> float:
@@ -259,7 +282,9 @@ _LIST = [
     Metric("mean_wait", "mean wait", "s", 1, _mean_wait, description="mean time from submission to first start"),
     Metric("makespan", "makespan", "s", 1, _makespan, description="last end − first submission"),
     Metric("gpu_utilisation", "GPU utilisation", "", 3, _utilisation, upper=1.0, better="higher",
-           description="busy GPU-seconds / billed GPU-seconds"),
+           description="busy GPU-seconds / billed GPU-seconds (a GPU two co-located jobs share is busy once)"),
+    Metric("colocated_share", "co-located share", "", 3, _colocated_share, upper=1.0, better=None,
+           description="share of the jobs' GPU-seconds run on GPUs shared with another job (co-location)"),
     Metric("decisions", "decisions", "", 0, lambda t: float(len(t.decisions)), better=None,
            description="decision points"),
     Metric("decision_wall_sum", "decision time", "s", 3, _wall_sum,

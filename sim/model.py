@@ -1,7 +1,8 @@
 """The shared vocabulary of capsim: GPUs, VM types, jobs, configurations, snapshots and plans.
 
-Every room (sim, optim, predictors, experiments) speaks in these frozen types. This module imports nothing else
-of the project, so any room may import it without creating a cycle. Units inside: seconds and dollars.
+Every room (sim, optim, predictors, experiments) speaks in these frozen types. This module imports nothing else of
+the project but ``sim.vocabulary.resources`` (GPU models, VM types, billing, the cluster's rules and ``CapsimError``,
+which it re-exports), so any room may import it without creating a cycle. Units inside: seconds and dollars.
 """
 
 from __future__ import annotations
@@ -9,16 +10,16 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import KW_ONLY, dataclass, field, replace
-from functools import lru_cache
-from numbers import Real
 from types import MappingProxyType
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 import numpy as np
 
+from sim.vocabulary.resources import MAX_BILLING_QUANTUM, Billing, CapsimError, ClusterRules, GPUModel, VMType
+
 __all__ = ["CapsimError", "GPUModel", "Billing", "VMType", "ClusterRules", "MAX_BILLING_QUANTUM", "Measured", "JobSpec",
-           "Job", "Config", "per_configs", "JobView", "NodeView", "Snapshot", "Assignment", "DecisionInfo", "Plan",
-           "INFEASIBLE"]
+           "Job", "Config", "per_configs", "JobView", "NodeView", "Colocation", "Snapshot", "Assignment",
+           "DecisionInfo", "Plan", "INFEASIBLE"]
 
 T = TypeVar("T")
 
@@ -27,182 +28,6 @@ INFEASIBLE = math.inf
 
 
 _ALMOST_DONE = 1.0 - 1e-9
-
-
-class CapsimError(Exception):
-    """An error the user can cause and fix: the message names the file or object, the field and the fix."""
-
-
-@dataclass(frozen=True, slots=True)
-class GPUModel:
-    """One GPU model with its dense per-board specifications (docs/reference.md §6).
-
-    ``measured_gflops`` is the ``GFlops(7)`` value that identifies this GPU in the shipped measurements, if any.
-    """
-
-    name: str
-    _: KW_ONLY
-    sms: int
-    boost_mhz: float
-    fp32_tflops: float
-    memory_gb: float
-    bandwidth_gbs: float
-    fp16_tensor_tflops: float | None = None
-    dies_per_board: int = 1
-    measured_gflops: float | None = None
-
-    def __hash__(self) -> int:
-        return hash(self.name)
-
-
-@dataclass(frozen=True, slots=True)
-class Billing:
-    """How a provider turns the seconds a VM was on into billed seconds: rounded up to whole ``increment`` seconds
-    (0: billed exactly), and at least ``minimum`` seconds for every VM started. The default bills exactly."""
-
-    increment: float = 0.0
-    minimum: float = 0.0
-
-    def __post_init__(self) -> None:
-        for field_name in ("increment", "minimum"):
-            v = getattr(self, field_name)
-            if not (isinstance(v, Real) and not isinstance(v, bool) and math.isfinite(v) and float(v) >= 0):
-                raise CapsimError(f"billing: {field_name} must be a finite number of seconds >= 0, got {v!r}")
-            object.__setattr__(self, field_name, float(v))
-
-    def billed_seconds(self, on: float) -> float:
-        """Seconds billed for a VM that was on for ``on`` seconds."""
-        if on < 0:
-            return 0.0
-        q = self.increment
-        billed = math.ceil(on / q - 1e-9) * q if q > 0 else on
-        return max(billed, self.minimum)
-
-
-_EXACT = Billing()
-
-
-@dataclass(frozen=True, slots=True)
-class VMType:
-    """A rentable VM: ``gpus`` GPUs of one model for ``price_per_hour`` dollars, ready ``boot_time`` s after start.
-
-    ``billing`` is its provider's rule (exact per-second by default); ``spot_price_per_hour`` the provider's spot
-    list price, if it has one; ``region`` where the prices hold (empty for the paper's catalogue).
-
-    ``spot`` marks a VM rented on the spot market (``sim.catalogue.spot_variant``: its ``price_per_hour`` is then the
-    spot price): the provider revokes it at random, ``revocation_rate`` times per hour on average (a Poisson process
-    from its start), and the jobs on it lose the work since their last checkpoint
-    (``ClusterRules.checkpoint_interval``).
-    """
-
-    name: str
-    gpu: GPUModel
-    gpus: int
-    price_per_hour: float
-    _: KW_ONLY
-    boot_time: float = 0.0
-    provider: str = "cloud"
-    billing: Billing = Billing()
-    spot_price_per_hour: float | None = None
-    region: str = ""
-    spot: bool = False
-    revocation_rate: float = 0.0
-
-    def __hash__(self) -> int:
-        return hash(self.name)
-
-    @property
-    def price_per_second(self) -> float:
-        return self.price_per_hour / 3600.0
-
-
-MAX_BILLING_QUANTUM = 86_400.0
-"""The longest billing quantum (s): one day. Clouds bill per second, minute or hour; with a quantum longer than a run
-every VM costs one quantum whatever it does, so VM cost no longer tells policies apart, and ``billed_seconds``
-rounds ``on / q`` with a tolerance of 1e-9, so a quantum above 1e9 times a VM's time on bills it nothing at all."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ClusterRules:
-    """The rules of money and time a cluster plays by, built once from the scenario and shown to every policy as
-    ``Snapshot.rules``. A new cluster-wide knob is a field here, read by the engine and the policies that need it.
-
-    - ``billing_quantum`` q: 0 bills each VM interval by its VM type's own rule (``VMType.billing``; the paper's
-      catalogue bills exactly per second); q > 0 overrides every rule and bills ``ceil(on / q) * q`` seconds.
-    - ``restart_overhead``: seconds a preempted, moved or revoked job pays when it runs again.
-    - ``checkpoint_interval`` C: a running job writes a checkpoint after every C seconds of work of its run (inf:
-      never); when its spot VM is revoked it keeps the work up to its last checkpoint. A spot market itself is a
-      property of its VM type (``VMType.spot``, ``VMType.revocation_rate``).
-    - ``decision_interval`` H: a periodic decision every H seconds (inf: only on arrivals, completions, boots).
-    - ``round_length`` R (finite): round mode (``sim.timing.rounds``): decisions only at round boundaries, arrivals
-      admitted at the first boundary at or after them, no backfilling inside a round; it excludes
-      ``decision_interval``.
-    - ``gang``: a job may run on several nodes of one VM type at once (for policies with ``may_gang``);
-      ``max_gang_gpus`` caps the GPUs of a gang configuration (None: all the GPUs of the slots that accept its type).
-      ``unplaceable_gangs`` also gives every VM type the gang configurations up to the largest any VM type can hold:
-      they cannot be placed, and the engine shows their estimates only to policies that price them
-      (those declaring ``prices_unplaceable = True``, as Gavel's mechanism does: its LPs price a gang on a type too
-      small for it).
-    - ``owned_price_per_hour``: owned servers' VM types with their amortised $/server-hour. Each is a fixed slot whose
-      type is priced 0 for the policies (using it costs nothing more); ``bill`` bills its whole time on at this rate.
-    """
-
-    billing_quantum: float = 0.0
-    restart_overhead: float = 0.0
-    checkpoint_interval: float = math.inf
-    decision_interval: float = math.inf
-    round_length: float = math.inf
-    gang: bool = False
-    max_gang_gpus: int | None = None
-    unplaceable_gangs: bool = False
-    owned_price_per_hour: Mapping[str, float] = field(default_factory=dict, hash=False)
-
-    def __post_init__(self) -> None:
-        for name, rate in self.owned_price_per_hour.items():
-            if not (isinstance(rate, Real) and not isinstance(rate, bool) and math.isfinite(rate) and rate >= 0):
-                raise CapsimError(f"cluster: owned_price_per_hour[{name!r}] must be finite $/h >= 0, got {rate!r}")
-        object.__setattr__(self, "owned_price_per_hour", {k: float(v) for k, v in self.owned_price_per_hour.items()})
-        if not (0 <= self.billing_quantum <= MAX_BILLING_QUANTUM):
-            raise CapsimError(f"cluster: billing_quantum must be a number of seconds in [0, {MAX_BILLING_QUANTUM:g}] "
-                              f"(at most a day), got {self.billing_quantum}")
-        if not (self.restart_overhead >= 0 and math.isfinite(self.restart_overhead)):
-            raise CapsimError(f"cluster: restart_overhead must be a finite number >= 0, got {self.restart_overhead}")
-        if not self.decision_interval > 0:
-            raise CapsimError(f"cluster: decision_interval must be > 0 (inf for none), got {self.decision_interval}")
-        if not self.round_length > 0:
-            raise CapsimError(f"cluster: round_length must be > 0 (inf for no rounds), got {self.round_length}")
-        if math.isfinite(self.round_length) and math.isfinite(self.decision_interval):
-            raise CapsimError("cluster: round_length and decision_interval exclude each other: in round mode the "
-                              "decisions are the round boundaries; give one of them")
-        if not self.checkpoint_interval > 0:
-            raise CapsimError(f"cluster: checkpoint_interval must be a number of seconds > 0 (inf for no "
-                              f"checkpoints), got {self.checkpoint_interval}")
-        if self.max_gang_gpus is not None and not (isinstance(self.max_gang_gpus, int) and self.max_gang_gpus >= 1):
-            raise CapsimError(f"cluster: max_gang_gpus must be a whole number >= 1 (or None), got "
-                              f"{self.max_gang_gpus!r}")
-
-    @property
-    def rounds(self) -> bool:
-        """Whether decisions happen in rounds (``round_length`` finite)."""
-        return math.isfinite(self.round_length)
-
-    def billed_seconds(self, on: float, vm: VMType | None = None) -> float:
-        """Seconds billed for a VM of type ``vm`` that was on for ``on`` seconds: by the quantum if one is set, else
-        by the VM type's own rule (exactly, when no type is given)."""
-        if self.billing_quantum > 0:
-            return _quantum(self.billing_quantum).billed_seconds(on)
-        return (vm.billing if vm is not None else _EXACT).billed_seconds(on)
-
-    def bill(self, on: float, vm: VMType) -> tuple[float, float, float]:
-        """(seconds billed, $/h, cost) of ``vm`` on ``on`` s: an owned server's time on at its rate, else as rented."""
-        rate = self.owned_price_per_hour.get(vm.name)
-        billed, rate = (on, rate) if rate is not None else (self.billed_seconds(on, vm), vm.price_per_hour)
-        return billed, rate, billed * rate / 3600.0
-
-
-@lru_cache(maxsize=8)
-def _quantum(q: float) -> Billing:
-    return Billing(increment=q)
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,6 +139,9 @@ class JobView:
     In round mode (``ClusterRules.round_length`` finite) a running job's view is renewed at every round boundary:
     ``since`` is the boundary and ``done`` the work completed by then. ``parts`` lists, for a job spread over several
     nodes (a gang), its ``(node, GPUs)`` on each, ``node`` being the first; it is empty for a job on one node.
+    ``partner`` is the job sharing its GPUs (co-location, ``ClusterRules.jobs_per_gpu``), if any, and ``pace`` the
+    estimated slowdown that sharing costs it (``Snapshot.colocation``; 1 alone): its run takes ``pace`` times its
+    estimate. A running job's view is renewed when a partner arrives or leaves (``since`` and ``done`` then).
     """
 
     job: Job
@@ -324,6 +152,8 @@ class JobView:
     config: int | None = None
     since: float | None = None
     parts: tuple[tuple[int, int], ...] = ()
+    partner: int | None = None
+    pace: float = 1.0
 
     @property
     def id(self) -> int:
@@ -338,15 +168,15 @@ class JobView:
         return (1.0 - self.done) * float(self.estimates[config])
 
     def remaining_at(self, now: float) -> float:
-        """Estimated seconds a running job still needs at time ``now`` on its current configuration.
+        """Estimated seconds a running job still needs at time ``now`` on its current configuration, at its pace.
 
         The engine does not refresh ``done`` while a job runs (views change only when the job starts, stops or
-        moves), so this subtracts the time run since ``since`` from the estimate left when the run began. A
-        restart overhead paid at the start of the run is not included. For a waiting job, ``inf``.
+        moves, or its partner changes), so this subtracts the time run since ``since`` from the estimate left when
+        the run began. A restart overhead paid at the start of the run is not included. For a waiting job, ``inf``.
         """
         if self.config is None or self.since is None:
             return math.inf
-        return self.at(now).remaining(self.config)
+        return self.at(now).remaining(self.config) * self.pace
 
     def at(self, now: float) -> JobView:
         """This view as of ``now``: a running job's ``done`` advanced by the time run since ``since`` (at the
@@ -354,7 +184,7 @@ class JobView:
         finished, so its estimated progress stays just below 1 even when it outlives its estimate."""
         if self.config is None or self.since is None or now <= self.since:
             return self
-        est = float(self.estimates[self.config])
+        est = float(self.estimates[self.config]) * self.pace
         done = min(_ALMOST_DONE, self.done + (now - self.since) / est) if est > 0 else _ALMOST_DONE
         return replace(self, done=done, since=now)
 
@@ -383,6 +213,25 @@ class NodeView:
         return self.allowed is None or vm_name in self.allowed
 
 
+class Colocation(Protocol):
+    """What a policy may know about two jobs sharing GPUs (``Snapshot.colocation``, on a cluster whose
+    ``ClusterRules.jobs_per_gpu`` is 2): the estimator's interference model, read per configuration index.
+
+    - ``slowdowns(a, b, k)``: (a's, b's) estimated slowdown when they share the GPUs of configuration ``k`` (each runs
+      that many times slower than alone, its ``JobView.pace``); ``(inf, inf)`` where the pair may not share them
+      (their memory does not fit, or the pair cannot run together).
+    - ``utilisation(spec, k)``: the estimated fraction of its GPUs a job keeps busy alone on ``k`` (0 to 1; NaN when
+      the model cannot say).
+    - ``memory_gb(spec, k)``: its estimated memory per GPU on ``k`` in GiB (NaN when unknown).
+    """
+
+    def slowdowns(self, a: JobSpec, b: JobSpec, k: int) -> tuple[float, float]: ...
+
+    def utilisation(self, spec: JobSpec, k: int) -> float: ...
+
+    def memory_gb(self, spec: JobSpec, k: int) -> float: ...
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Snapshot:
     """Everything a policy may know at a decision point; it never contains true runtimes or future arrivals.
@@ -398,7 +247,8 @@ class Snapshot:
     (``sim.risk.expected_snapshot``, which every policy weighing cost decides on); the engine's snapshot has the
     estimator's own. ``unavailable`` names the spot VM types whose recorded market cannot supply a VM now
     (``sim.spot_market``): a plan may not start one, and the jobs' estimates are ``inf`` on their configurations
-    for this decision (no VM of such a type is running: a running one's zone has VMs).
+    for this decision (no VM of such a type is running: a running one's zone has VMs). ``colocation`` is the
+    estimator's interference model where two jobs may share a GPU (``ClusterRules.jobs_per_gpu``), else None.
     """
 
     time: float
@@ -413,6 +263,7 @@ class Snapshot:
     rules: ClusterRules = ClusterRules()
     spot_expected: bool = False
     unavailable: frozenset[str] = frozenset()
+    colocation: Colocation | None = None
 
     def vm_type(self, name: str) -> VMType:
         for v in self.vm_types:
@@ -428,6 +279,10 @@ class Assignment:
     ``gang`` spreads the job over further nodes, ``((node, GPUs), ...)``, all hosting the same VM type (policies with
     ``may_gang``): its GPUs on every node start and stop together, and it runs in the configuration of that VM type
     with ``total_gpus`` GPUs.
+
+    ``partner`` co-locates the job (policies with ``may_colocate``, on a cluster whose ``ClusterRules.jobs_per_gpu`` is
+    2): it runs on the very GPUs of job ``partner``, which runs alone on ``node`` with the same GPU count after the plan
+    (staying there, or started or moved there by the same plan), and both run at their co-located speed.
     """
 
     job_id: int
@@ -435,6 +290,7 @@ class Assignment:
     gpus: int
     _: KW_ONLY
     gang: tuple[tuple[int, int], ...] = ()
+    partner: int | None = None
 
     @property
     def parts(self) -> tuple[tuple[int, int], ...]:

@@ -214,8 +214,8 @@ class Nodes(Table):
 
 
 class Segments(Table):
-    """One row per run segment of a job on a node (a job preempted or moved has several; a gang has one per node,
-    all with the same times)."""
+    """One row per run segment of a job on a node (a job preempted or moved has several, and a co-located one one per
+    partner; a gang has one per node, all with the same times)."""
 
     job_id: list[int]
     node: list[int]
@@ -225,9 +225,14 @@ class Segments(Table):
     end_time: list[float]
     done: list[float]
     """Fraction of the job's work completed at the end of the segment."""
+    partner: list[int | None]
+    """The job that shared its GPUs throughout the segment (co-location, ``ClusterRules.jobs_per_gpu``), if any: a
+    co-located job's run is split into segments where its partner changes."""
 
     def add(self, st: JobState, vm: VMType, now: float, node: int, gpus: int) -> None:
         """The job's current run on ``node`` (a ``vm``, ``gpus`` of its GPUs), ending at ``now``."""
+        mate = st.partner
+        self.partner.append(None if mate is None else mate.job.id)
         self.job_id.append(st.job.id)
         self.node.append(node)
         self.vm_type.append(vm.name)

@@ -17,7 +17,14 @@
    A gang (``Assignment.gang``) is only for a policy that declares ``may_gang`` on a cluster with ``gang``; its
    parts name distinct nodes hosting the same VM type, and its configuration is that type with all its GPUs.
 8. No node then uses more GPUs than its VM has, counting the jobs that stay there.
-9. A node hosts more than one job (a gang's part counts as one) only for a policy that declares ``may_share``.
+9. A node hosts more than one job (a gang's part counts as one, a co-located pair as one) only for a policy that
+   declares ``may_share``.
+10. A job started or moved onto the GPUs of another (``Assignment.partner``, co-location) needs a policy that declares
+    ``may_colocate`` and a cluster whose ``jobs_per_gpu`` is 2; it is not a gang; its partner is another job that
+    runs after the plan on the same node with the same GPU count and no other partner (staying, or started or moved
+    there by the plan without a partner of its own), named by one assignment only; and the pair may share those GPUs
+    (``Snapshot.colocation`` gives them finite slowdowns: their memory fits, they can run together). A co-located job
+    takes no GPU of its own.
 
 Node indices and GPU counts may be any integer type (``int``, numpy integers); a ``bool`` or ``float`` is not one.
 """
@@ -126,7 +133,12 @@ def check_plan(plan: Plan, world: World, policy: Policy) -> None:
     load: dict[int, list] = {}
     vm: VMType | None
     g: int | None
-    for a in (plan.move + plan.start if plan.move else plan.start):
+    placed = plan.move + plan.start if plan.move else plan.start
+    shared = world.colocation is not None
+    for a in placed:
+        if a.partner is not None:
+            _partner(a, placed, world, policy, changes, seen)
+            continue
         if a.gang:
             vm, g, parts = _gang(a, world, changes, policy)
         else:
@@ -152,6 +164,8 @@ def check_plan(plan: Plan, world: World, policy: Policy) -> None:
                 node = nodes[n]
                 if n in changes:
                     slot = load[n] = [0, 0, vm]
+                elif shared:
+                    slot = load[n] = [*_staying(node, n, seen), vm]
                 elif n in leaving:
                     gone = [s.gpus_on(n) for j, s in node.jobs.items() if j in seen]
                     slot = load[n] = [node.used - sum(gone), len(node.jobs) - len(gone), vm]
@@ -166,6 +180,69 @@ def check_plan(plan: Plan, world: World, policy: Policy) -> None:
             raise PlanRejected(f"node {n} would use {used} GPUs, more than its {vm.name} has ({vm.gpus})")
         if count > 1 and not policy.may_share:
             raise PlanRejected(f"node {n} would host {count} jobs, but the policy does not declare may_share")
+
+
+def _staying(node: Any, n: int, seen: set[int]) -> tuple[int, int]:
+    """(GPUs, jobs) the jobs staying on ``node`` hold after the plan where GPUs may be shared: a job whose partner
+    stays holds no GPU of its own, and a pair counts as one job."""
+    used = count = 0
+    for j, s in node.jobs.items():
+        if j in seen:
+            continue
+        mate = s.partner
+        if mate is None or mate.job.id in seen or j < mate.job.id:
+            used += s.gpus_on(n)
+            count += 1
+    return used, count
+
+
+def _partner(a: Any, placed: tuple[Any, ...], world: World, policy: Policy, changes: dict[int, VMType | None],
+             seen: set[int]) -> None:
+    """Rule 10 for assignment ``a``, which names a partner (module docstring)."""
+    jid = a.job_id
+    if world.colocation is None:
+        raise PlanRejected(f"job {jid} is started on the GPUs of job {a.partner!r}, but the cluster lets no two jobs "
+                           f"share a GPU (jobs_per_gpu 1)")
+    if not policy.may_colocate:
+        raise PlanRejected(f"job {jid} is started on the GPUs of job {a.partner!r}, but the policy does not declare "
+                           f"may_colocate")
+    if a.gang:
+        raise PlanRejected(f"job {jid} is spread over several nodes and names a partner: co-located jobs share one "
+                           f"node")
+    p = a.partner if a.partner.__class__ is int else _as_index(a.partner)
+    n = a.node if a.node.__class__ is int else _as_index(a.node)
+    g = a.gpus if a.gpus.__class__ is int else _as_index(a.gpus)
+    if p is None or p == jid or p not in world.jobs:
+        raise PlanRejected(f"job {jid} names partner {a.partner!r}, which is not another job")
+    if sum(1 for b in placed if b.partner is not None and b.partner == p) > 1:
+        raise PlanRejected(f"job {p} is named as the partner of two jobs: a GPU holds at most two")
+    mine = next((b for b in placed if b.job_id == p), None)
+    if mine is not None:
+        if mine.partner is not None or mine.gang:
+            raise PlanRejected(f"job {jid}'s partner {p} is itself co-located or a gang in the plan")
+        where, count = mine.node, mine.gpus
+    else:
+        mate = world.jobs[p]
+        if p not in world.running or p in seen:
+            raise PlanRejected(f"job {jid}'s partner {p} does not run after the plan")
+        if mate.partner is not None and mate.partner.job.id not in seen:
+            raise PlanRejected(f"job {jid}'s partner {p} already shares its GPUs with job {mate.partner.job.id}")
+        if len(mate.parts) > 1:
+            raise PlanRejected(f"job {jid}'s partner {p} is a gang: co-located jobs run on one node")
+        where, count = mate.node, mate.gpus
+    if where != n or count != g:
+        raise PlanRejected(f"job {jid} is put on node {a.node!r} with {a.gpus!r} GPUs, but its partner {p} runs on "
+                           f"node {where} with {count}: co-located jobs share the same GPUs")
+    assert n is not None and g is not None
+    vm = changes[n] if n in changes else world.nodes[n].vm
+    if vm is None:
+        raise PlanRejected(f"job {jid} is started on node {n}, which has no VM after the plan")
+    k = world.config_index.get((vm.name, g))
+    if k is None or not math.isfinite(world.jobs[jid].est[k]):
+        raise PlanRejected(f"job {jid} is put on {vm.name}x{g}, a configuration the estimator marks infeasible")
+    if not math.isfinite(world.colocation.slowdowns(world.jobs[jid].job.spec, world.jobs[p].job.spec, k)[0]):
+        raise PlanRejected(f"jobs {jid} and {p} may not share the GPUs of {vm.name}x{g} (Snapshot.colocation: "
+                           f"their memory does not fit or they cannot run together)")
 
 
 def _gang(a: Any, world: World, changes: dict[int, VMType | None], policy: Policy) -> tuple[VMType, int, tuple]:

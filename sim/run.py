@@ -22,6 +22,13 @@ arrival) instead go to the first zone of their type available at their start and
 turns unavailable. While no zone of a type is available, the policy sees the type in ``Snapshot.unavailable`` (its
 waiting jobs' estimates there are inf) and a plan may not start it; when one becomes available again while jobs wait,
 the time model hears of it (``TimeModel.available``).
+
+Co-location (``ClusterRules.jobs_per_gpu`` 2, ``docs/sharing.md``): a job started with ``Assignment.partner`` runs on
+its partner's GPUs (the run keeps each GPU's jobs: ``NodeState.devices``). Both then run at the truth's co-located pace
+(``sim.sharing.TruePairs``) from that moment, and the partner alone again once one of them leaves; at each change the
+partner's run segment is closed (its ``partner`` recorded) and the time model reschedules its work
+(``TimeModel.paced``). A shared GPU's time is split evenly between the two jobs, in their cost shares and in the node's
+busy GPU-seconds.
 """
 
 from __future__ import annotations
@@ -43,6 +50,7 @@ from sim.metrics import RunTables
 from sim.model import CapsimError, Job, JobSpec, JobView, Plan, Snapshot, VMType
 from sim.records import Decisions, Jobs, Nodes, Segments
 from sim.rules import PlanRejected, check_plan
+from sim.sharing import PairView, SharedGPUs, TruePairs
 from sim.state import Interval, JobState, NodeState, World
 from sim.streams import spot_streams
 from sim.timing import TimeModel
@@ -60,12 +68,13 @@ class Run:
     ``est`` and ``true`` map each job spec to its read-only runtime row (the policy's view and the truth);
     ``truth`` names the truth predictor in messages; ``seed`` draws the spot VMs' lifetimes. The ``estimator`` says
     the source of each job's estimate in the records and, if it observes running jobs, refines their estimates at
-    every decision (``sim.run.observe``).
+    every decision (``sim.run.observe``). Where GPUs may be shared, ``pairs`` are the truth's co-located slowdowns and
+    ``view`` what the policy is told of them.
     """
 
     def __init__(self, cluster: Cluster, jobs: Sequence[Job], est: dict[JobSpec, np.ndarray],
                  true: dict[JobSpec, np.ndarray], policy: Policy, time: TimeModel, *, label: str, truth: str,
-                 seed: int, estimator: Predictor):
+                 seed: int, estimator: Predictor, pairs: TruePairs | None = None, view: PairView | None = None):
         self.cluster = cluster
         self.estimator = estimator
         self.rules = cluster.rules
@@ -76,13 +85,16 @@ class Run:
         self.clock = Clock(jobs[0].submit_time if jobs else 0.0)
         self.states = [JobState(j, est[j.spec], true[j.spec]) for j in jobs]
         self.world = World(cluster, self.states)
+        self.world.colocation = view
+        self._nodes = Nodes()
+        self._segments = Segments()
+        self.sharing = SharedGPUs(self.world, time, self._segments, pairs) if pairs is not None else None
+        """Who shares which GPUs, where GPUs may be shared (``sim.sharing.SharedGPUs``)."""
         self._fixed = frozenset(i for i, s in enumerate(cluster.slots) if s.fixed)
         self._next_arrival = 0
         self._completed = 0
         self.booting = 0
         """VMs still booting."""
-        self._nodes = Nodes()
-        self._segments = Segments()
         self._decisions = Decisions()
         self._spot = (spot_streams(seed, len(cluster.slots))
                       if any(v.spot and v.revocation_rate > 0 for v in cluster.vm_types) else [])
@@ -271,11 +283,14 @@ class Run:
                 self._stop_vm(node, now)
             if name is not None and node.vm is None:
                 self._start_vm(node, world.vm_types[name], now)
-        for a in plan.move:
-            self._place(jobs[a.job_id], ((index(a.node), index(a.gpus)),) if not a.gang else _parts(a), now)
-        for a in plan.start:
-            world.drop_waiting(a.job_id)
-            self._place(jobs[a.job_id], ((index(a.node), index(a.gpus)),) if not a.gang else _parts(a), now)
+        if self.sharing is not None:
+            self.sharing.place(plan, now, self._place)
+        else:
+            for a in plan.move:
+                self._place(jobs[a.job_id], ((index(a.node), index(a.gpus)),) if not a.gang else _parts(a), now)
+            for a in plan.start:
+                world.drop_waiting(a.job_id)
+                self._place(jobs[a.job_id], ((index(a.node), index(a.gpus)),) if not a.gang else _parts(a), now)
         if world.idle:
             self._stop_idle(plan.keep_idle, now)
 
@@ -289,8 +304,9 @@ class Run:
 
     # ------------------------------------------------------------------ mutations
 
-    def _place(self, st: JobState, parts: tuple[tuple[int, int], ...], now: float) -> None:
-        """Run job ``st`` on ``parts`` ((node, GPUs) each, one VM type) from ``now`` (or once every VM is ready)."""
+    def _place(self, st: JobState, parts: tuple[tuple[int, int], ...], now: float, partner: int | None = None) -> None:
+        """Run job ``st`` on ``parts`` ((node, GPUs) each, one VM type) from ``now`` (or once every VM is ready); with
+        ``partner``, on that job's GPUs."""
         world = self.world
         nodes = world.nodes
         n, g = parts[0]
@@ -318,13 +334,19 @@ class Run:
         st.runs += 1
         if st.runs == 1 or st.first_start != st.first_start:  # first run, or every earlier one lifted before it began
             st.first_start = since
-        self.time.placed(st, true)
         jid = st.job.id
+        if partner is not None:
+            assert self.sharing is not None
+            self.sharing.join(st, world.jobs[partner], k, now)
+            return
+        self.time.placed(st, true)
         for m, gm in parts:
             node = nodes[m]
             node.jobs[jid] = st
             node.used += gm
             world.job_placed(m)
+        if self.sharing is not None:
+            st.devices = tuple(self.sharing.take(nodes[m], gm) for m, gm in parts)
         world.add_running(JobView(st.job, st.est, done=st.done, node=n, config=k, since=since) if single else
                           JobView(st.job, st.est, done=st.done, node=n, config=k, since=since, parts=parts))
 
@@ -341,6 +363,9 @@ class Run:
         world = self.world
         nodes = world.nodes
         jid = st.job.id
+        if self.sharing is not None:
+            self.sharing.leave(st, now, elapsed)
+            return
         for n, g in st.parts:
             node = nodes[n]
             iv = node.interval
@@ -366,7 +391,7 @@ class Run:
                     kept = math.floor(worked / c) * c if math.isfinite(c) else 0.0
                     st.lost += (worked - kept) * st.gpus
                     worked = kept
-                st.done = min(1.0, st.done + worked / float(st.true[st.cfg]))
+                st.done = min(1.0, st.done + worked / (float(st.true[st.cfg]) * st.slow))
             self.clock.cancel(st.event)
             st.event = None
         if revoked:
@@ -377,6 +402,8 @@ class Run:
     def _start_vm(self, node: NodeState, vm: VMType, now: float) -> None:
         node.vm = vm
         node.interval = iv = Interval(vm, now)
+        if self.sharing is not None:
+            node.devices = [0] * vm.gpus
         node.ready_at = iv.ready
         self.world.vm_started(node.index)
         if iv.booting:
@@ -415,6 +442,7 @@ class Run:
         self._nodes.add(node.index, iv, now, billed, rate, cost, busy, revoked)
         node.vm = None
         node.interval = None
+        node.devices = None
         node.ready_at = 0.0
         self.world.vm_stopped(node.index)
 
@@ -444,7 +472,7 @@ def observe(world: World, now: float, estimator: Predictor, rounds: bool) -> Non
     for jid, jv in tuple(world.running.items()):
         st = jobs[jid]
         iterations = st.job.spec.iterations
-        true = float(st.true[st.cfg])
+        true = float(st.true[st.cfg]) * st.slow  # a co-located job's run goes at its pair's pace
         if rounds:
             total = st.steps
         else:
@@ -458,4 +486,4 @@ def observe(world: World, now: float, estimator: Predictor, rounds: bool) -> Non
         seen = Progress(st.cfg, total, run, run * true / iterations, now)
         st.est = estimator.refine(st.job, st.est, seen)
         world.add_running(JobView(st.job, st.est, done=total / iterations, node=st.node, config=st.cfg, since=now,
-                                  parts=jv.parts))
+                                  parts=jv.parts, partner=jv.partner, pace=jv.pace))

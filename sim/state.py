@@ -20,6 +20,7 @@ from sim.model import Job, JobView, NodeView, Snapshot, VMType
 if TYPE_CHECKING:
     from sim.clock import Call
     from sim.cluster import Cluster, NodeSlot
+    from sim.sharing.view import PairView
 
 __all__ = ["JobState", "Interval", "NodeState", "World"]
 
@@ -38,11 +39,15 @@ class JobState:
     ``revoked`` counts the runs ended by a spot revocation and ``lost`` the GPU-seconds of work they threw away.
     ``base`` is the estimator's row before any observation (``est`` becomes the refined row of an estimator that
     observes, ``sim.run.observe``) and ``run_start`` the iterations done when the current run began.
+
+    Co-location (``ClusterRules.jobs_per_gpu`` 2): ``partner`` is the job sharing its GPUs, ``slow`` its true
+    slowdown now (its run goes ``slow`` times slower than ``true`` says; 1 alone), ``devices`` the indices of its GPUs
+    on each of its nodes (one tuple per part; kept only where GPUs may be shared).
     """
 
     __slots__ = ("job", "est", "true", "done", "node", "cfg", "gpus", "since", "overhead", "event", "runs", "ran",
                  "first_start", "end", "cost_share", "parts", "steps", "pending", "final", "revoked", "lost", "base",
-                 "run_start")
+                 "run_start", "partner", "slow", "devices")
 
     def __init__(self, job: Job, est: np.ndarray, true: np.ndarray):
         self.job = job
@@ -68,6 +73,9 @@ class JobState:
         self.final: int | None = None
         self.revoked = 0
         self.lost = 0.0
+        self.partner: JobState | None = None
+        self.slow = 1.0
+        self.devices: tuple[tuple[int, ...], ...] = ()
 
     def gpus_on(self, node: int) -> int:
         """GPUs the current run uses on ``node``."""
@@ -95,9 +103,12 @@ class Interval:
 
 
 class NodeState:
-    """One node slot: the VM it hosts (if any) and since when, GPUs in use, and the jobs running there."""
+    """One node slot: the VM it hosts (if any) and since when, GPUs in use, and the jobs running there.
 
-    __slots__ = ("index", "slot", "vm", "ready_at", "used", "jobs", "interval")
+    Where GPUs may be shared, ``devices`` holds the number of jobs on each GPU of the VM (GPU ``i`` of the VM is
+    device ``i``) and ``used`` counts the GPUs holding at least one job; otherwise ``devices`` is None."""
+
+    __slots__ = ("index", "slot", "vm", "ready_at", "used", "jobs", "interval", "devices")
 
     def __init__(self, index: int, slot: NodeSlot):
         self.index = index
@@ -107,6 +118,7 @@ class NodeState:
         self.used = 0
         self.jobs: dict[int, JobState] = {}
         self.interval: Interval | None = None
+        self.devices: list[int] | None = None
 
 
 class World:
@@ -136,6 +148,8 @@ class World:
         self._rules = cluster.rules
         self.unavailable: frozenset[str] = frozenset()
         """Spot VM types that cannot be started now (set by the run before each decision)."""
+        self.colocation: PairView | None = None
+        """What the policy knows of co-location (``Snapshot.colocation``), where GPUs may be shared."""
 
     # The engine reports every change through these, so the snapshot knows what to rebuild.
 
@@ -204,4 +218,5 @@ class World:
             self._idle_t = tuple(sorted(self.idle))
         return Snapshot(time=now, trigger=trigger, configs=self.configs, vm_types=self._vm_types_t,
                         nodes=self._nodes_t, waiting=self._waiting_t, running=self._running_t,
-                        empty_nodes=self._empty_t, idle_nodes=self._idle_t, rules=self._rules)
+                        empty_nodes=self._empty_t, idle_nodes=self._idle_t, rules=self._rules,
+                        colocation=self.colocation)

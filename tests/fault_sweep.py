@@ -37,6 +37,6 @@ def register() -> None:
 register()
 
 if __name__ == "__main__":
-    from experiments.cli import main
+    from experiments.cli import console
 
-    sys.exit(main(sys.argv[1:]))
+    console(sys.argv[1:])

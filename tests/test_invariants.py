@@ -25,12 +25,13 @@ from tests.optim.worlds import World, at_scale, check, check_plan_names, recorde
 
 class RandomPolicy(Policy):
     """Valid but random plans: starts, shares, gangs, preempts and moves on arrivals (and at round boundaries),
-    keeps some VMs idle."""
+    co-locates jobs where GPUs may be shared, keeps some VMs idle."""
 
     name = "random-test"
     may_preempt: ClassVar[bool] = True
     may_share: ClassVar[bool] = True
     may_gang: ClassVar[bool] = True
+    may_colocate: ClassVar[bool] = True
 
     def __init__(self, seed: int = 0):
         self.seed = seed
@@ -47,11 +48,20 @@ class RandomPolicy(Policy):
                 r = rng.random()
                 if r < 0.3:
                     (preempt if r < 0.15 else movers).append(jv)
-                    for n, g in jv.parts or ((jv.node, s.configs[jv.config].gpus),):
-                        free[n] += g
+        leaving = {jv.id for jv in preempt + movers}
+        for jv in preempt + movers:
+            if jv.partner is None or jv.partner in leaving and jv.id < jv.partner:  # a pair frees its GPUs once
+                for n, g in jv.parts or ((jv.node, s.configs[jv.config].gpus),):
+                    free[n] += g
+        hosts = [(jv.id, jv.node, s.configs[jv.config].gpus, jv.config, jv.job.spec) for jv in s.running
+                 if jv.id not in leaving and not jv.parts and (jv.partner is None or jv.partner in leaving)]
         waiting = list(s.waiting)
         rng.shuffle(waiting)
         for jv in movers + waiting:
+            pair = self._pair(s, jv, hosts) if jv not in movers else None
+            if pair is not None:
+                start.append(pair)
+                continue
             a = self._gang(s, jv, free, holders) if s.rules.gang and rng.random() < 0.5 else None
             if a is None:
                 spot = self._spot(s, jv, free, holders, vms)
@@ -63,9 +73,23 @@ class RandomPolicy(Policy):
             (move if jv in movers else start).append(a)
             for n, g in a.parts:
                 free[n] -= g
+            if not a.gang:
+                hosts.append((a.job_id, a.node, a.gpus, _cfg(s, holders[a.node].name, a.gpus), jv.job.spec))
         keep = frozenset(n for n in range(len(s.nodes)) if rng.random() < 0.2)
         return Plan(vms=vms, start=tuple(start), move=tuple(move), preempt=tuple(jv.id for jv in preempt),
                     keep_idle=keep)
+
+    def _pair(self, s, jv, hosts):
+        """Sometimes, the job on the GPUs of a host (a job running alone, or started alone by this plan) it may
+        share them with."""
+        if s.colocation is None or not hosts or self.rng.random() < 0.5:
+            return None
+        i = self.rng.randrange(len(hosts))
+        host, node, gpus, k, spec = hosts[i]
+        if not math.isfinite(jv.estimates[k]) or not math.isfinite(s.colocation.slowdowns(jv.job.spec, spec, k)[0]):
+            return None
+        del hosts[i]
+        return Assignment(jv.id, node, gpus, partner=host)
 
     def _gang(self, s, jv, free, holders):
         """A random gang over two or more hosting nodes of one VM type with free GPUs, if the job can run so."""

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from experiments.running import interrupts
 
@@ -99,12 +100,31 @@ def _crash_report(e: BaseException, argv: Sequence[str]) -> str:
     return f"capsim: internal error (a defect in capsim, not in your input): {what}{where}; {saved}; please report it"
 
 
+def console(argv: list[str] | None = None) -> NoReturn:
+    """The ``capsim`` program: ``main``, then exit. A command stopped by Ctrl-C or SIGTERM exits at once, without the
+    interpreter's teardown (every result is on disk and the journal synced by then; the teardown of a process that
+    loaded pandas, Arrow and the solvers took over a second under load, past the 2 s a stop may take; what Dask
+    leaves, multiprocessing's resource tracker removes: ``running.pool.quiet_resource_tracker``)."""
+    code = main(argv)
+    if code in (EXIT_INTERRUPTED, EXIT_TERMINATED):
+        if "multiprocessing.forkserver" in sys.modules:
+            from experiments.running.pool import end_helpers
+
+            end_helpers(tracker="distributed" not in sys.modules)
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(code)
+    sys.exit(code)
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        with interrupts.install():
-            return _run(args, argv)
+        with interrupts.install():  # before the parser: a signal while a loaded machine starts capsim is one line too
+            args = _parser().parse_args(argv)
+            return _run(args, list(sys.argv[1:] if argv is None else argv))
     except KeyboardInterrupt:  # a signal Python handled only as the command's handlers were being put back
         print("capsim: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -1,7 +1,5 @@
 """``python -m experiments.cli``: the ``capsim`` command without its installed script."""
 
-import sys
+from experiments.cli import console
 
-from experiments.cli import main
-
-sys.exit(main())
+console()

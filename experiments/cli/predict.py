@@ -29,7 +29,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     ev.add_argument("--out", metavar="DIR", default="results/predict", help="output directory (default: %(default)s)")
     ev.add_argument("--protocols", metavar="NAMES",
                     help=f"comma-separated (default: {','.join(DEFAULT_PROTOCOLS)}, the published five and "
-                         "capsim's batch_below and between; harder variants: batch_hard,gpus_hard,compute_hard)")
+                         "capsim's batch_below and between; harder variants: batch_hard,gpus_hard,compute_hard; "
+                         "'interference': the learned interference model left out by job type, docs/sharing.md)")
     ev.add_argument("--predictors", metavar="SPECS",
                     help="comma-separated kinds, each optionally with parameters, e.g. hybrid(anchor=true) "
                          "(default: every trainable predictor of the registry)")
@@ -263,10 +264,13 @@ def _evaluate(args: argparse.Namespace) -> int:
         raise CapsimError("--ship writes the expected errors every predictor states: it needs the default "
                           "evaluation (no --protocols, --predictors or --seed)")
     protocols = split_specs(args.protocols) or list(DEFAULT_PROTOCOLS)
+    interference = "interference" in protocols
+    protocols = [x for x in protocols if x != "interference"]
     bad = [x for x in protocols if x not in PROTOCOLS]
     if bad:
-        raise CapsimError(f"--protocols: unknown protocol {bad[0]!r}{did_you_mean(bad[0], PROTOCOLS)} (the "
-                          f"protocols: {', '.join(PROTOCOLS)})")
+        known = [*PROTOCOLS, "interference"]
+        raise CapsimError(f"--protocols: unknown protocol {bad[0]!r}{did_you_mean(bad[0], known)} (the "
+                          f"protocols: {', '.join(known)})")
     names = split_specs(args.predictors) or None
     for n in names or []:
         try:
@@ -277,6 +281,10 @@ def _evaluate(args: argparse.Namespace) -> int:
         raise CapsimError(f"--workers must be at least 1, got {args.workers}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if interference:
+        _evaluate_interference(out)
+        if not protocols:
+            return 0
     t0 = time.perf_counter()
     ev = evaluate(protocols, names, seed=args.seed, workers=args.workers, progress=Progress(args.quiet),
                   parallel=run_parallel)
@@ -347,6 +355,21 @@ def _pareto(args: argparse.Namespace) -> int:
     figure(table, job, f"{args.app} b{args.batch} x{args.iterations} ({predictor.describe()})", out / "pareto.png")
     print(f"\nwrote {out}/pareto.csv and pareto.png")
     return 0
+
+
+def _evaluate_interference(out: Path) -> None:
+    from experiments.results.files import write_csv
+    from predictors.interference.learned import SEED_RMSLE, leave_family_out
+
+    t0 = time.perf_counter()
+    table = leave_family_out()
+    write_csv(table, out / "interference.csv")
+    print("Learned interference model (random forest on layer-graph features), each job family left out of the "
+          "training and predicted: slowdowns of its measured pairs (RMSLE, MAPE; 'constant': the training pairs' "
+          "median) and utilisation alone (RMSLE in %; 'constant': the training types' median)")
+    print(table.round(3).to_string(index=False))
+    print(f"the seed (Yeung et al., HotCloud'20) reports RMSLE {SEED_RMSLE} for utilisation on its own workloads; "
+          f"wrote {out}/interference.csv in {time.perf_counter() - t0:.0f} s\n")
 
 
 def _crossgpu() -> int:

@@ -52,30 +52,44 @@ def _write(root: Path, tables: Mapping[str, list[pa.Table]], runs: dict[str, str
     return b
 
 
-def _compatible(parts: Sequence[pa.Table]) -> bool:
-    try:
-        pa.concat_tables(parts, promote_options="permissive")
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
-        return False
-    return True
+_FOLD = 64
+"""Runs decoded before their small tables are folded into one per table (thousands of one-row Arrow tables took
+eight times their bytes in memory)."""
+
+
+def _gather(blobs: Sequence[bytes]) -> tuple[dict[str, list[pa.Table]], dict[str, str], dict[str, str]] | None:
+    """The tables of ``blobs`` per table name, folded as they are read, with the finished and failed runs; None
+    when some table's runs cannot share one schema."""
+    tables: dict[str, list[pa.Table]] = {}
+    runs: dict[str, str] = {}
+    failed: dict[str, str] = {}
+    for i, blob in enumerate(blobs, 1):
+        meta = decode_meta(blob)
+        (runs if meta["ok"] else failed)[str(meta["run"])] = str(meta.get("scenario") or "")
+        for name, t in decode_tables(blob).items():
+            tables.setdefault(name, []).append(t)
+        if i % _FOLD == 0 or i == len(blobs):
+            try:
+                for name, parts in tables.items():
+                    if len(parts) > 1:
+                        tables[name] = [pa.concat_tables(parts, promote_options="permissive").combine_chunks()]
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+                return None
+    return tables, runs, failed
 
 
 def make(root: Path, blobs: Sequence[bytes]) -> list[Batch]:
     """Write the runs of ``blobs`` (records) as batches, in order: one, unless some tables cannot share a schema
     (then the runs are split until each part can)."""
-    metas = [decode_meta(b) for b in blobs]
-    decoded = [decode_tables(b) for b in blobs]
-    tables: dict[str, list[pa.Table]] = {}
-    runs: dict[str, str] = {}
-    failed: dict[str, str] = {}
-    for meta, parts in zip(metas, decoded):
-        (runs if meta["ok"] else failed)[str(meta["run"])] = str(meta.get("scenario") or "")
-        for name, t in parts.items():
-            tables.setdefault(name, []).append(t)
-    if len(blobs) > 1 and not all(_compatible(ts) for ts in tables.values()):
+    if not blobs:
+        return []
+    gathered = _gather(blobs)
+    if gathered is None:
+        if len(blobs) == 1:
+            raise ValueError("a run's tables cannot be read as one table each")  # a record always can
         half = len(blobs) // 2
         return make(root, blobs[:half]) + make(root, blobs[half:])
-    return [_write(root, tables, runs, failed)] if blobs else []
+    return [_write(root, *gathered)]
 
 
 def check(root: Path, b: Batch) -> str | None:
@@ -133,15 +147,14 @@ def read_tables(root: Path, b: Batch, tables: Collection[str], runs: Collection[
                 continue
             keep = (b.failed if failed is None else failed) if name == FAILURES else \
                 (b.runs if runs is None else runs)
-            t = pq.read_table(pa.BufferReader(data))
+            f = pq.ParquetFile(pa.BufferReader(data))
+            t = f.read(columns=[c for c in f.schema_arrow.names if c not in drop] if drop else None)
         except _Damaged as e:
             return {}, str(e)
         except (pa.ArrowException, OSError) as e:
             return {}, f"{name}/{b.name}.parquet is not a readable Parquet file ({str(e).splitlines()[0]})"
         if not keep:
             continue
-        if drop:
-            t = t.drop_columns([c for c in drop if c in t.column_names])
         if not b.legacy and set(keep) != set(b.failed if name == FAILURES else b.runs):
             t = t.filter(pc.is_in(t.column("run_id"), value_set=pa.array(sorted(keep), t.schema.field("run_id").type)))
         out[name] = t

@@ -9,8 +9,9 @@ from itertools import islice
 from typing import Any
 
 from experiments.running import interrupts
-from experiments.running.pool import init_worker, run_parallel
+from experiments.running.pool import init_worker, quiet_resource_tracker, run_parallel
 from experiments.running.tasks import Outcome, Task, run_task
+from predictors.base import adopt_fits, shared_fits
 
 __all__ = ["run_tasks"]
 
@@ -19,8 +20,14 @@ IN_FLIGHT = 4
 does not grow with the sweep."""
 
 
-def _run_single_thread(task: Task) -> Outcome:
-    return run_task(task, single_thread=True)
+def _run_single_thread(task: Task) -> tuple[str | None, float, bytes | None]:
+    """A run in a worker: what goes back is its error, wall time and record (the command has the task already)."""
+    o = run_task(task, single_thread=True)
+    return o.error, o.wall, o.record
+
+
+def _outcome(task: Task, done: tuple[str | None, float, bytes | None]) -> Outcome:
+    return Outcome(task, error=done[0], wall=done[1], record=done[2])
 
 
 def _lost(i: int, task: Task, code: int | None) -> Outcome:
@@ -51,7 +58,8 @@ def run_tasks(
             on_outcome(run_task(t))
         interrupts.check()
     else:
-        run_parallel(_run_single_thread, tasks, lambda i, o: on_outcome(o), workers, on_lost=_lost)
+        run_parallel(_run_single_thread, tasks, lambda i, d: on_outcome(d if isinstance(d, Outcome) else
+                                                                      _outcome(tasks[i], d)), workers, on_lost=_lost)
 
 
 def _run_dask(tasks: list[Task], on_outcome: Callable[[Outcome], None], address: str, tmp: str | None) -> None:
@@ -76,6 +84,7 @@ def _run_dask(tasks: list[Task], on_outcome: Callable[[Outcome], None], address:
             n = int(address.split(":", 1)[1])
         except ValueError:
             raise CapsimError(f"--dask {address!r}: expected local:N with N a number of workers") from None
+        quiet_resource_tracker()
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})  # inherited by the workers
         try:
             cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
@@ -90,15 +99,23 @@ def _run_dask(tasks: list[Task], on_outcome: Callable[[Outcome], None], address:
             raise CapsimError(f"--dask {address!r}: cannot reach the Dask scheduler: {e}") from None
     try:
         client.run(init_worker)  # a local cluster's workers are this process's children: they die with it
+        client.run(adopt_fits, shared_fits())
         width = IN_FLIGHT * max(1, len(client.scheduler_info().get("workers", {})))
         queue = iter(tasks)
-        running = as_completed([client.submit(_run_single_thread, t, pure=False) for t in islice(queue, width)])
+        owner: dict[Any, Task] = {}
+
+        def submit(t: Task) -> Any:
+            fut = client.submit(_run_single_thread, t, pure=False)
+            owner[fut.key] = t
+            return fut
+
+        running = as_completed([submit(t) for t in islice(queue, width)])
         for fut in running:
             interrupts.check()
-            on_outcome(fut.result())
+            on_outcome(_outcome(owner.pop(fut.key), fut.result()))
             fut.release()
             for t in islice(queue, 1):
-                running.add(client.submit(_run_single_thread, t, pure=False))
+                running.add(submit(t))
     finally:
         _close(client, cluster)
 

@@ -25,8 +25,10 @@ from typing import Any
 
 from experiments.running import interrupts
 from experiments.scenario.components import register_extras, registered_extras
+from predictors.base import adopt_fits, shared_fits
 
-__all__ = ["run_parallel", "die_with_parent", "init_worker", "start_method", "PRELOAD"]
+__all__ = ["run_parallel", "die_with_parent", "init_worker", "start_method", "quiet_resource_tracker",
+           "end_helpers", "PRELOAD"]
 
 PRELOAD = ["experiments.running.server", "experiments.running.tasks", "sim.engine", "optim", "predictors"]
 """Modules the fork server imports once, so every worker starts with them loaded (``server`` first: see there)."""
@@ -98,11 +100,14 @@ def die_with_parent(parent: int | None = None) -> None:
     threading.Thread(target=watch, name="capsim-parent-watch", daemon=True).start()
 
 
-def _worker(fn: Callable[[Any], Any], conn: Connection, command: int, extras: list[Any]) -> None:
+def _worker(fn: Callable[[Any], Any], conn: Connection, command: int, extras: list[Any], fits: dict[tuple, Any]
+            ) -> None:
     """A worker's loop: receive (index, item), send back (index, fn(item)); stop on None or when the command's end
-    of the pipe closes. ``extras``: components the command registered from outside the packages."""
+    of the pipe closes. ``extras``: components the command registered from outside the packages; ``fits``: the
+    predictors' fits the command made (``predictors.base.shared_fits``), so no worker fits them again."""
     init_worker(command)
     register_extras(extras)
+    adopt_fits(fits)
     while True:
         try:
             msg = conn.recv()
@@ -120,11 +125,11 @@ def _worker(fn: Callable[[Any], Any], conn: Connection, command: int, extras: li
 
 
 class _Worker:
-    def __init__(self, ctx: Any, fn: Callable[[Any], Any]):
+    def __init__(self, ctx: Any, fn: Callable[[Any], Any], fits: dict[tuple, Any]):
         ours, theirs = ctx.Pipe(duplex=True)
         self.conn: Connection = ours
-        self.process = ctx.Process(target=_worker, args=(fn, theirs, os.getpid(), registered_extras()), daemon=True,
-                                   name="capsim-worker")
+        self.process = ctx.Process(target=_worker, args=(fn, theirs, os.getpid(), registered_extras(), fits),
+                                   daemon=True, name="capsim-worker")
         self.process.start()
         theirs.close()
         self.job: int | None = None
@@ -151,9 +156,7 @@ def _context() -> Any:
         # command should act on it (a server interrupted while importing printed a traceback).
         handler = signal.signal(signal.SIGINT, signal.SIG_IGN) if _main_thread() else None
         try:
-            from multiprocessing import resource_tracker
-
-            resource_tracker.ensure_running()
+            quiet_resource_tracker()
             if method == "forkserver":
                 from multiprocessing import forkserver
 
@@ -164,6 +167,40 @@ def _context() -> Any:
                 signal.signal(signal.SIGINT, handler)
         _CONTEXT = ctx
     return _CONTEXT
+
+
+def quiet_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker (once per command) with its stderr on /dev/null. A command stopped
+    by a signal exits without the interpreter's teardown (``experiments.cli.console``): the tracker then removes the
+    semaphores Dask's workers left, as it should, but also warned about each of them on the user's terminal."""
+    from multiprocessing import resource_tracker
+
+    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        resource_tracker.ensure_running()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
+def end_helpers(tracker: bool = True) -> None:
+    """Kill the fork server this command started (its workers die with it), and the resource tracker unless
+    ``tracker`` is False (it has semaphores to remove after Dask): for a command that exits at once after a
+    signal, while a helper may still be starting up (importing for seconds under load) and would outlive it."""
+    import multiprocessing.forkserver as fs
+    from multiprocessing import resource_tracker
+
+    pids = [getattr(fs._forkserver, "_forkserver_pid", None)]
+    if tracker:
+        pids.append(getattr(resource_tracker._resource_tracker, "_pid", None))
+    for pid in pids:
+        if isinstance(pid, int) and pid > 0:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
 
 
 class _Feed:
@@ -207,15 +244,18 @@ def run_parallel(fn: Callable[[Any], Any], items: Iterable[Any], on_result: Call
     """
     feed = _Feed(items)
     ctx = _context()
+    fits = shared_fits()
     pool: list[_Worker] = []
     held: dict[int, Any] = {}
     try:
+        while feed.more() and len(pool) < max(1, workers):  # a start waits on the fork server: a signal raises here
+            pool.append(_Worker(ctx, fn, fits))
         with interrupts.deferred():
             while feed.more() or any(w.job is not None for w in pool):
                 interrupts.check()
                 pool = [w for w in pool if w.job is not None or w.process.is_alive()]
                 while feed.more() and len(pool) < max(1, workers):
-                    pool.append(_Worker(ctx, fn))
+                    pool.append(_Worker(ctx, fn, fits))
                 for w in pool:
                     if w.job is None and feed.more():
                         _give(w, feed, held)
@@ -227,10 +267,8 @@ def run_parallel(fn: Callable[[Any], Any], items: Iterable[Any], on_result: Call
                         interrupts.check()
         _stop(pool)
     except BaseException:
-        for w in pool:
+        for w in pool:  # SIGKILL, not waited for: the kernel ends them, and their parent (the server) reaps them
             w.kill()
-        for w in pool:
-            w.process.join(timeout=1.0)
         raise
 
 

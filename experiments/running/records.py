@@ -122,9 +122,10 @@ def decode_tables(blob: bytes | memoryview, only: Sequence[str] | None = None) -
     (n,) = _LEN.unpack_from(blob, 0)
     meta = json.loads(bytes(blob[_LEN.size:_LEN.size + n]))
     pos = _LEN.size + n
+    view = memoryview(blob)
     out: dict[str, pa.Table] = {}
     for name, size in meta["tables"]:
         if only is None or name in only:
-            out[name] = pa.ipc.open_stream(pa.py_buffer(blob[pos:pos + size])).read_all()
+            out[name] = pa.ipc.open_stream(pa.py_buffer(view[pos:pos + size])).read_all()
         pos += size
     return out

@@ -139,7 +139,9 @@ def execute(task: Task, single_thread: bool = False) -> Outcome:
         policy = build_policy(spec, single_thread=single_thread)
         if "seed" in policy.param_names() and "seed" not in spec.params:  # seeded policies draw from the run's seed
             policy.set_params(seed=task.seed)
-        result = Simulation(cluster, jobs, policy, estimator, truth, seed=task.seed).run()
+        told, true_pairs = sc.interference()
+        result = Simulation(cluster, jobs, policy, estimator, truth, seed=task.seed, interference=told,
+                            true_interference=true_pairs).run()
         bound = _lower_bound(jobs, cluster, truth)
     except BaseException as e:  # noqa: BLE001 (recorded and reported by the caller; the sweep goes on)
         if not isinstance(e, Exception):  # Ctrl-C, SIGTERM, exit: stop, do not record a failed run

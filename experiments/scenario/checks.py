@@ -86,6 +86,25 @@ def _check_predictor(spec: dict[str, Any] | PredictorSpec, path: tuple, known: d
     _check_params(known[kind], d, f"predictor {kind!r}", path, lambda: predictors.build(kind, **d), problems)
 
 
+def _check_colocation(sc: Scenario, problems: list[Problem]) -> None:
+    """``colocation``'s interference models are registered kinds, given parameters they take."""
+    from predictors import interference
+
+    known = interference.registry()
+    assert sc.colocation is not None
+    for field in ("interference", "estimator"):
+        spec = getattr(sc.colocation, field)
+        if spec is None:
+            continue
+        at = ("colocation", field)
+        if spec.kind not in known:
+            problems.append(Problem(at + ("kind",), f"unknown interference model {spec.kind!r}"
+                                    f"{did_you_mean(spec.kind, known)} (known: {', '.join(sorted(known))})"))
+            continue
+        _check_params(known[spec.kind], spec.params, f"interference model {spec.kind!r}", at,
+                      lambda spec=spec: interference.build(spec.kind, **spec.params), problems)
+
+
 def _check_trace(sc: Scenario, trace: TraceSpec, problems: list[Problem]) -> None:
     """The trace's format is registered, its options are the reader's parameters, and its file exists."""
     from sim.traces import TRACE_FORMATS
@@ -324,6 +343,9 @@ def semantic_problems(sc: Scenario, runnable: bool = True) -> list[Problem]:
         spec = getattr(sc, field)
         if spec is not None:
             _check_predictor(spec, (field,), known_pred, problems)
+
+    if sc.colocation is not None:
+        _check_colocation(sc, problems)
 
     known_pol = optim.kinds()
     if sc.policies is not None:

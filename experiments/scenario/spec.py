@@ -14,9 +14,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pydantic import PrivateAttr, field_validator
+from pydantic import PrivateAttr, field_validator, model_serializer
 
 from experiments.scenario.cluster import ClusterSpec
+from experiments.scenario.colocation import ColocationSpec
 from experiments.scenario.components import (
     PolicySpec,
     PredictorSpec,
@@ -75,7 +76,8 @@ def _checked_seeds(seeds: list[int], given: Any) -> list[int]:
 
 
 class Scenario(StrictModel):
-    """One experiment: cluster, workload, predictor (estimator and truth default to it), policies and seeds."""
+    """One experiment: cluster, workload, predictor (estimator and truth default to it), policies and seeds; and,
+    when it names it, co-location (two jobs per GPU, ``ColocationSpec``)."""
 
     name: str = "scenario"
     cluster: ClusterSpec = ClusterSpec()
@@ -85,9 +87,17 @@ class Scenario(StrictModel):
     truth: PredictorSpec | None = None
     policies: list[PolicySpec] | None = None
     seeds: list[int] = [0]
+    colocation: ColocationSpec | None = None
 
     _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
     _file: str = PrivateAttr(default="<scenario>")
+
+    @model_serializer(mode="wrap")
+    def _omit_unset(self, handler: Any) -> Any:
+        d = handler(self)
+        if isinstance(d, dict) and d.get("colocation") is None:
+            d.pop("colocation", None)  # scenarios without co-location keep their run ids
+        return d
 
     @field_validator("seeds", mode="before")
     @classmethod
@@ -191,12 +201,22 @@ class Scenario(StrictModel):
         return self.cluster.slots(self.hardware(), self._base_dir)
 
     def build_cluster(self) -> Any:
+        """The simulator's cluster; with co-location its rules let two jobs share a GPU."""
         hardware = self.hardware()
         largest = None
         if hardware is not None:
             rows = self.trace_rows()
             largest = max((s.gpus or (s.measured.gpus if s.measured else 1) for s in rows.specs), default=1)
-        return self.cluster.build(self._base_dir, hardware, largest)
+        cluster = self.cluster.build(self._base_dir, hardware, largest)
+        if self.colocation is None:
+            return cluster
+        from dataclasses import replace
+
+        return replace(cluster, rules=replace(cluster.rules, jobs_per_gpu=2))
+
+    def interference(self) -> tuple[Any, Any]:
+        """(the interference model the policies are told, the truth's), or (None, None) without co-location."""
+        return self.colocation.models() if self.colocation is not None else (None, None)
 
     def job_mix(self) -> tuple[tuple[JobSpec, float], ...]:
         return self.workload.job_mix()

@@ -12,6 +12,9 @@ several jobs onto big in-house VMs. This heuristic weighs the same costs, one jo
    slot or configuration or back to waiting; a waiting job takes a placed job's place; a placed job gives up GPUs so
    that a waiting job can join its VM; a newly opened VM changes type.
 
+Where GPUs may be shared (``Snapshot.colocation``), the jobs the plan leaves waiting may then join running jobs alone
+on their GPUs, when the pair costs less than waiting to run alone (``optim.colocate.pair_waiting``).
+
 No solver is used.
 """
 
@@ -20,10 +23,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from functools import partial
 from itertools import chain
+from typing import ClassVar
 
 import numpy as np
 
 from optim.base import register
+from optim.colocate import pair_waiting
 from optim.heuristics.base import Heuristic, polish
 from optim.heuristics.decision import Decision, Schedule
 from optim.spot.fleet import check_spot_rule, uniform_progress_snapshot
@@ -267,7 +272,10 @@ class Insertion(Heuristic):
     """Cheapest insertion, then descent, on the MILP's objective (module docstring); deterministic, no solver.
     ``limit`` waiting jobs (those with the highest waiting penalty) are tried in the descent's moves that start a
     job, and the descent makes at most ``rounds`` moves. ``spot_rule: uniform_progress`` narrows each waiting job to
-    the market Uniform Progress allows it (``optim.spot.fleet``)."""
+    the market Uniform Progress allows it (``optim.spot.fleet``). Where the cluster lets jobs share a GPU, jobs left
+    waiting may join running ones (module docstring)."""
+
+    may_colocate: ClassVar[bool] = True
 
     def __init__(self, limit: int = 10, rounds: int = 50, spot_rule: str | None = None):
         self.limit = limit
@@ -279,7 +287,8 @@ class Insertion(Heuristic):
     def decide(self, snapshot: Snapshot) -> Plan:
         if self.spot_rule is not None:
             snapshot = uniform_progress_snapshot(snapshot)
-        return super().decide(snapshot)
+        plan = super().decide(snapshot)
+        return pair_waiting(snapshot, plan) if snapshot.colocation is not None else plan
 
     def search(self, dec: Decision, rng: np.random.Generator) -> Schedule:
         return polish(descend(insert_cheapest(Schedule(dec)), self.limit, self.rounds))

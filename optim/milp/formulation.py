@@ -1,4 +1,5 @@
-"""Writing one decision's MILP: variables x, y, h, z, the objective and constraints (1)–(5) of docs/milp.md.
+"""Writing one decision's MILP: variables x, y, h, z (and w, co-located pairs), the objective and constraints (1)–(5)
+of docs/milp.md.
 
 ``write_lp`` writes it as arrays (``LinearProgram``), which HiGHS takes directly; ``write_problem`` turns those
 arrays into a PuLP problem for CBC, Gurobi, ``extra_constraints`` and ``.lp`` files. Columns come in the order PuLP
@@ -9,11 +10,12 @@ gives them (sorted by name) and rows in the order they are written, so both rout
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pulp
 
+from optim.colocate import promising_pairs
 from optim.common import hosted, where
 from optim.milp.model import Model
 from optim.milp.reductions import reduce_snapshot
@@ -44,6 +46,7 @@ class LinearProgram:
     y: dict[tuple[int, str], int]
     h: dict[tuple[int, str], int]
     z: dict[int, int]
+    w: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
 
     @property
     def size(self) -> tuple[int, int]:
@@ -68,6 +71,8 @@ def build_model(
     """
     snapshot = replace(snapshot, running=tuple(r.at(snapshot.time) for r in snapshot.running))
     model = reduce_snapshot(snapshot, preempt, urgency, dominance, wait_estimate)
+    if snapshot.colocation is not None and not preempt:
+        model.pairs = promising_pairs(snapshot, model.penalties, set(model.pinned))
     write_lp(model)
     if extra_constraints is not None:
         write_problem(model)
@@ -112,6 +117,10 @@ def write_lp(model: Model) -> LinearProgram:
     for j in model.jobs:
         z_pos[j] = len(cols)
         cols.append((f"z_{j}", penalties[j], 0.0, 1.0, False))
+    w_pos = []
+    for i, (_, _, pair_cost) in enumerate(model.pairs):
+        w_pos.append(len(cols))
+        cols.append((f"w_{i}", pair_cost, 0.0, 1.0, True))
 
     constant = 0.0
     for n in pinned:
@@ -120,6 +129,7 @@ def write_lp(model: Model) -> LinearProgram:
             constant += r.job.weight * max(0.0, end - r.job.deadline)
     obj_order = (
         list(h_pos.values()) + [x_pos[i] for i, pl in enumerate(placements) if pl.cost != 0.0] + list(z_pos.values())
+        + w_pos
     )
 
     rows: list[tuple[str, float, float, list[int], list[float]]] = []
@@ -130,9 +140,18 @@ def write_lp(model: Model) -> LinearProgram:
         by_job.setdefault(pl.job, []).append(i)
         by_node_vm.setdefault((pl.node, pl.vm), []).append(i)
         by_job_node_vm.setdefault((pl.job, pl.node, pl.vm), []).append(i)
+    pairs_of: dict[int, list[int]] = {}
+    partners_of: dict[int, list[int]] = {}
+    for i, (j, host, _) in enumerate(model.pairs):
+        pairs_of.setdefault(j, []).append(w_pos[i])
+        partners_of.setdefault(host, []).append(w_pos[i])
     for j, zc in z_pos.items():
         idx = by_job.get(j, [])
-        rows.append((f"one_{j}", 1.0, 1.0, [x_pos[i] for i in idx] + [zc], [1.0] * (len(idx) + 1)))
+        ws = pairs_of.get(j, [])
+        rows.append((f"one_{j}", 1.0, 1.0, [x_pos[i] for i in idx] + [zc] + ws, [1.0] * (len(idx) + 1 + len(ws))))
+    for host, ws in partners_of.items():
+        if len(ws) > 1:
+            rows.append((f"partner_{host}", -np.inf, 1.0, ws, [1.0] * len(ws)))
     for n in model.kept_nodes:
         ys = [y_pos[n, vm] for vm in sorted(used_vms.get(n, ())) if (n, vm) in y_pos]
         if len(ys) > 1:
@@ -178,6 +197,7 @@ def write_lp(model: Model) -> LinearProgram:
         y={k: int(new[c]) for k, c in y_pos.items()},
         h={k: int(new[c]) for k, c in h_pos.items()},
         z={k: int(new[c]) for k, c in z_pos.items()},
+        w=new[np.array(w_pos, dtype=int)] if w_pos else np.zeros(0, dtype=int),
     )
     model.lp, model.constant = lp, constant
     return lp

@@ -40,7 +40,8 @@ class Model:
 
     ``pinned``: node → (VM name, horizon) of slots whose running jobs stay; ``pinned_area`` their GPU-seconds per
     GPU; ``classes``: kept members of each class of interchangeable free slots; ``node_class``: every free slot's
-    class; ``penalties``: each deciding job's waiting penalty p_j.
+    class; ``penalties``: each deciding job's waiting penalty p_j; ``pairs``: the promising co-located pairs (waiting
+    job, running host, cost) the pair variables w choose among (``optim.colocate.promising_pairs``).
     """
 
     snapshot: Snapshot
@@ -54,6 +55,7 @@ class Model:
     classes: dict[tuple, list[int]]
     node_class: dict[int, tuple]
     jobs: dict[int, JobView]
+    pairs: list[tuple[int, int, float]] = field(default_factory=list)
     constant: float = 0.0
     lp: Any = None
     start: np.ndarray | None = None

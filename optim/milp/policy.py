@@ -11,6 +11,7 @@ from dataclasses import replace
 from typing import Any, ClassVar
 
 from optim.base import Policy, build, register, registry
+from optim.colocate import hosts
 from optim.milp.formulation import build_model
 from optim.milp.model import Model
 from optim.milp.solution import set_warm_start, to_plan
@@ -44,12 +45,14 @@ class MILP(Policy):
     (a callable adding constraints to the Model: research and tests only), ``msg`` (solver log on stdout),
     ``spot_rule`` (``uniform_progress``: each waiting job only on the market Uniform Progress allows it, see
     ``optim.spot.fleet``; spot at its expected runtime from the revocation rate either way).
-    ``fallback_policy`` is the fallback built from its name: derived, not a parameter.
+    ``fallback_policy`` is the fallback built from its name: derived, not a parameter. Where GPUs may be shared,
+    pair variables let a waiting job join a running one (docs/milp.md, "Co-located pairs"; not with ``preempt``).
     """
 
     may_preempt: ClassVar[bool] = True
     """Moves, resizes and preemptions: only with ``preempt`` (without it running jobs stay where they are)."""
     may_share: ClassVar[bool] = True
+    may_colocate: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -135,7 +138,9 @@ class MILP(Policy):
         snapshot = expected_snapshot(snapshot)  # spot at its expected runtime (the work revocations lose)
         if not snapshot.waiting and not (self.preempt and snapshot.running):
             return Plan(info=DecisionInfo(status="nothing_to_decide"))
-        if not self.preempt and not any(nv.vm is None or nv.used_gpus < nv.vm.gpus for nv in snapshot.nodes):
+        pairable = snapshot.colocation is not None and not self.preempt and bool(hosts(snapshot))
+        if not self.preempt and not pairable and not any(nv.vm is None or nv.used_gpus < nv.vm.gpus
+                                                         for nv in snapshot.nodes):
             # every slot runs jobs on all its GPUs: no placement exists, so skip writing the model
             return Plan(info=DecisionInfo(status="no_candidates", solver=self.solver, variables=0, constraints=0))
         try:
@@ -146,7 +151,7 @@ class MILP(Policy):
         except Exception as e:  # noqa: BLE001  (a modelling failure must not lose jobs)
             return self._fall_back(snapshot, "error", f"building the model failed: {type(e).__name__}: {e}", None)
         size = model.size
-        if not model.placements:
+        if not model.placements and not model.pairs:
             return Plan(info=DecisionInfo(status="no_candidates", solver=self.solver, variables=0, constraints=0))
         warm = False
         if self.warm_start:

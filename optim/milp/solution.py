@@ -10,7 +10,7 @@ from optim.milp.formulation import apply_start
 from optim.milp.model import Model, Placement
 from sim.model import Assignment, DecisionInfo, Plan
 
-__all__ = ["chosen", "to_plan", "set_warm_start"]
+__all__ = ["chosen", "chosen_pairs", "to_plan", "set_warm_start"]
 
 
 def chosen(model: Model) -> list[Placement]:
@@ -19,6 +19,16 @@ def chosen(model: Model) -> list[Placement]:
         x = model.values[model.lp.x] if len(model.placements) else np.zeros(0)
         return [pl for pl, v in zip(model.placements, x.tolist()) if v > 0.5]
     return [pl for pl, v in zip(model.placements, model.x) if (v.varValue or 0.0) > 0.5]
+
+
+def chosen_pairs(model: Model) -> list[tuple[int, int, float]]:
+    """The co-located pairs the current solution selects (w = 1)."""
+    if not model.pairs:
+        return []
+    if model.values is not None:
+        return [p for p, v in zip(model.pairs, model.values[model.lp.w].tolist()) if v > 0.5]
+    names = {v.name: v for v in model.problem.variables()} if model.problem is not None else {}
+    return [p for i, p in enumerate(model.pairs) if (getattr(names.get(f"w_{i}"), "varValue", 0.0) or 0.0) > 0.5]
 
 
 def to_plan(model: Model, info: DecisionInfo) -> Plan:
@@ -43,6 +53,10 @@ def to_plan(model: Model, info: DecisionInfo) -> Plan:
             start.append(Assignment(pl.job, pl.node, pl.gpus))
         elif (pl.node, pl.config) != (jv.node, jv.config):
             move.append(Assignment(pl.job, pl.node, pl.gpus))
+    running = {r.id: r for r in snap.running}
+    for job, host, _ in chosen_pairs(model):
+        node, k = where(running[host])
+        start.append(Assignment(job, node, snap.configs[k].gpus, partner=host))
     preempt = tuple(r.id for r in snap.running if model.preempt and r.id not in placed)
     return Plan(vms=vms, start=tuple(start), move=tuple(move), preempt=preempt, info=info)
 
@@ -63,7 +77,14 @@ def set_warm_start(model: Model, plan: Plan) -> int:
     wanted: list[tuple[int, int, int]] = []
     if model.preempt:
         wanted += [(r.id, *where(r)) for r in snap.running]
+    pair_index = {(j, h): i for i, (j, h, _) in enumerate(model.pairs)}
     for a in plan.start:
+        if a.partner is not None:
+            i = pair_index.get((a.job_id, a.partner))
+            if i is not None:
+                start[lp.w[i]], start[lp.z[a.job_id]] = 1.0, 0.0
+                placed += 1
+            continue
         host = snap.nodes[a.node].vm
         vm = plan.vms.get(a.node) or (host.name if host else None)
         wanted.append((a.job_id, a.node, -1 if vm is None else config_index.get((vm, a.gpus), -1)))

@@ -135,6 +135,7 @@ def _segments(runs: list[Run], vm: VMType) -> Segments:
             t.start_time.append(start)
             t.end_time.append(end)
             t.done.append(1.0 if end == r.finish else math.nan)
+            t.partner.append(None)
     return t
 
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from sim.catalogue import job_types, vm_types
 from sim.cluster import Cluster, NodeSlot
-from sim.contracts import Policy, Predictor
+from sim.contracts import Interference, Policy, Predictor
 from sim.engine import RunResult, Simulation
 from sim.model import INFEASIBLE, ClusterRules, Job, JobSpec, Plan, Snapshot, VMType
 
@@ -35,13 +35,15 @@ class RuntimeTable(Predictor):
 
 @dataclasses.dataclass(frozen=True)
 class World:
-    """A cluster, its jobs, the estimator the policy is told, the truth (None: the estimator) and the run's seed."""
+    """A cluster, its jobs, the estimator the policy is told, the truth (None: the estimator), the run's seed and,
+    where two jobs may share a GPU (``ClusterRules.jobs_per_gpu``), the interference model (told and true alike)."""
 
     cluster: Cluster
     jobs: list[Job]
     estimator: Predictor
     truth: Predictor | None = None
     seed: int = 0
+    interference: Interference | None = None
 
 
 def _world(k: int, types: tuple[VMType, ...], slots: tuple[NodeSlot, ...], rules: ClusterRules, n_jobs: int,
@@ -86,7 +88,8 @@ def small_worlds(single_gpu: bool = False) -> list[World]:
 
 def run(world: World, policy: Policy) -> RunResult:
     """``policy`` run through the engine on ``world``."""
-    return Simulation(world.cluster, world.jobs, policy, world.estimator, world.truth, seed=world.seed).run()
+    return Simulation(world.cluster, world.jobs, policy, world.estimator, world.truth, seed=world.seed,
+                      interference=world.interference).run()
 
 
 class _Recorder(Policy):
@@ -111,7 +114,8 @@ def recorded_run(world: World, policy: Policy) -> tuple[RunResult, list[tuple[Sn
     cls = type(policy)
     seen: list[tuple[Snapshot, Plan]] = []
     rec = type("Recorded", (_Recorder,), {"may_preempt": cls.may_preempt, "may_share": cls.may_share,
-                                          "may_gang": cls.may_gang, "policy": policy, "seen": seen})
+                                          "may_gang": cls.may_gang, "may_colocate": cls.may_colocate,
+                                          "policy": policy, "seen": seen})
     return run(world, rec()), seen
 
 
@@ -136,7 +140,8 @@ def check_run(world: World, r: RunResult) -> None:
     time, of a type its slot accepts; jobs run only while their VM is ready; no GPU is over-subscribed at any instant;
     a gang's parts start and stop together on one VM type and the runs of one job never overlap otherwise; a job that
     asks for a GPU count runs with it; fixed servers run from the first arrival to the end; no two regular decisions
-    share an instant; and the money adds up."""
+    share an instant; the money adds up; and a GPU holds two jobs at most, only where the rules let it
+    (``_check_sharing``)."""
     cluster, jobs = world.cluster, world.jobs
     jt = r.jobs
     assert sorted(jt.job_id) == [j.id for j in jobs]
@@ -175,21 +180,43 @@ def check_run(world: World, r: RunResult) -> None:
         for row in sg.itertuples():
             host = iv[(iv.ready_time <= row.start_time) & (row.end_time <= iv.stop_time) & (iv.vm_type == row.vm_type)]
             assert len(host) >= 1, f"segment {row} outside any ready VM interval on node {node}"
-        events = sorted([(float(t), 1, int(g)) for t, g in zip(sg.end_time, sg.gpus)]
-                        + [(float(t), 2, int(g)) for t, g in zip(sg.start_time, sg.gpus)])
-        used = 0
+        held = sg.gpus * sg.partner.isna().map({True: 1.0, False: 0.5})  # a pair holds its GPUs once
+        events = sorted([(float(t), 1, float(g)) for t, g in zip(sg.end_time, held)]
+                        + [(float(t), 2, float(g)) for t, g in zip(sg.start_time, held)])
+        used = 0.0
         for t, kind, g in events:
             used += g if kind == 2 else -g
             cap = iv[(iv.start_time <= t) & (t <= iv.stop_time)].vm_type.map(gpus).max()
             assert used <= cap, f"node {node} uses {used} GPUs at t={t}"
     markets = cluster.markets
-    if markets is not None:  # a recorded series starts with the run, at its first arrival (``sim.run.Run``)
+    if markets is not None:  # its series start with the run, at the first arrival
         spot, t0 = r.nodes[r.nodes.spot], min(j.submit_time for j in jobs)
         for vm, start in zip(spot.vm_type, spot.start_time):
             assert markets.available(str(vm), float(start) - t0), f"a {vm} VM started with no zone free"
+    _check_sharing(world, r)
     regular = r.decisions[r.decisions.trigger != "stall"]
     assert not regular.time.duplicated().any(), "two decisions at one instant: simultaneous triggers not folded"
     _check_money(cluster, r)
+
+
+def _check_sharing(world: World, r: RunResult) -> None:
+    """Co-location: only where the rules allow it; two jobs at most per GPU, each pair's segments naming each other
+    over the same times, node and GPU count; and both jobs' memory within one GPU's."""
+    seg = r.segments
+    shared = seg[seg.partner.notna()]
+    if shared.empty:
+        return
+    assert world.cluster.rules.jobs_per_gpu == 2 and world.interference is not None
+    key = {(row.job_id, row.partner, row.node, row.gpus, row.start_time, row.end_time) for row in shared.itertuples()}
+    for job_id, partner, node, gpus, start, end in key:
+        assert (partner, job_id, node, gpus, start, end) in key, f"job {job_id} shares with {partner} alone"
+    specs = {j.id: j.spec for j in world.jobs}
+    types = {v.name: v for v in world.cluster.vm_types}
+    model = world.interference
+    for job_id, partner, vm_type, gpus in zip(shared.job_id, shared.partner, shared.vm_type, shared.gpus):
+        vm = types[str(vm_type)]
+        total = sum(model.memory_gb(specs[int(j)], vm, int(gpus)) for j in (job_id, partner))
+        assert not total > vm.gpu.memory_gb, f"jobs {job_id} and {partner} need {total} GiB on one GPU"
 
 
 def _check_money(cluster: Cluster, r: RunResult) -> None:

@@ -58,6 +58,11 @@ class TimeModel:
     - ``ready(node, now)``: the VM of ``node`` (a ``NodeState``) finished booting.
     - ``revoked(now)``: a spot VM was revoked; its jobs wait again.
     - ``available(now)``: a recorded spot market can supply VMs again while jobs wait (``sim.spot_market``).
+    - ``paced(st, now, slow)``: running job ``st`` runs ``slow`` times slower than alone from ``now`` on (a partner
+      started on its GPUs or left them: co-location, ``ClusterRules.jobs_per_gpu``); ``st.slow`` is still the old
+      pace. Account the work done at the old pace as the model counts it, set ``st.slow = slow`` and reschedule the
+      rest; leave ``st.since`` to the run (it starts a new run segment at ``now``). Only runs where GPUs may be shared
+      call it.
     """
 
     def start(self, run: Engine) -> None:
@@ -79,4 +84,7 @@ class TimeModel:
         raise NotImplementedError(self)
 
     def available(self, now: float) -> None:
+        raise NotImplementedError(self)
+
+    def paced(self, st: JobState, now: float, slow: float) -> None:
         raise NotImplementedError(self)

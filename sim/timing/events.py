@@ -4,7 +4,8 @@ every ``ClusterRules.decision_interval`` seconds.
 
 Triggers falling at one instant are folded into one decision taken after every other event of that instant (its
 trigger names them all, e.g. ``arrival+completion``). A placed job runs until its work is done: its completion is
-due ``(1 - done) x runtime + restart overhead`` after it starts (once its VMs are ready).
+due ``(1 - done) x runtime + restart overhead`` after it starts (once its VMs are ready). When a co-located job's
+partner arrives or leaves, its work so far is accounted at the old pace and its completion moved (``paced``).
 
 A policy that leaves jobs waiting while nothing runs, nothing boots and no job is yet to arrive is asked once more
 (trigger ``stall``; with periodic decisions, after two idle ticks); if that plan starts nothing either, the run stops
@@ -64,6 +65,23 @@ class EventDriven(TimeModel):
 
     def available(self, now: float) -> None:
         self._trigger(_MARKET, now)
+
+    def paced(self, st: JobState, now: float, slow: float) -> None:
+        true = float(st.true[st.cfg])
+        begin = st.since
+        if now > begin:
+            elapsed = now - begin
+            if elapsed > st.overhead:
+                st.done = min(1.0, st.done + (elapsed - st.overhead) / (true * st.slow))
+                st.overhead = 0.0
+            else:
+                st.overhead -= elapsed
+            begin = now
+        st.slow = slow
+        run = self.run
+        if st.event is not None:
+            run.clock.cancel(st.event)
+        st.event = run.clock.at(begin + ((1.0 - st.done) * true * slow + st.overhead), run.complete, st)
 
     def _trigger(self, bit: int, now: float) -> None:
         """Fold ``bit`` into the decision at ``now``, scheduling it after every other event of this instant."""

@@ -13,6 +13,11 @@ round-based scheduling, as Gavel's simulator runs it; see ``docs/gavel.md``).
   or moved pays the cluster's ``restart_overhead`` when it runs again (0 in Gavel).
 - When no job runs, the next boundary is the next arrival; if none is left while jobs wait, a ``stall`` decision.
 
+- Co-located jobs (``ClusterRules.jobs_per_gpu`` 2) run as one micro-task, as Gavel packs a pair: each member does
+  the whole iterations that fit at its co-located pace, and the pair's micro-task ends when the later member ends;
+  a member whose last iterations these are completes then, not at its own end. A partner's arrival or departure
+  changes the pace from the next micro-task on (a survivor's share stays idle until the round ends).
+
 Spot VMs are not modelled in round mode (``Cluster`` refuses them), so no revocation reaches this model.
 """
 
@@ -61,6 +66,9 @@ class Rounds(TimeModel):
     def available(self, now: float) -> None:
         raise AssertionError("round mode has no spot VMs")
 
+    def paced(self, st: JobState, now: float, slow: float) -> None:
+        st.slow = slow  # the micro-task under way keeps its pace; the next one takes the new
+
     def _on_boundary(self, call: Call) -> None:
         now = call.time
         self._boundary = False
@@ -74,7 +82,7 @@ class Rounds(TimeModel):
                 st.pending = 0
                 st.done = st.steps / st.job.spec.iterations
             world.add_running(JobView(st.job, st.est, done=st.done, node=st.node, config=st.cfg, since=now,
-                                      parts=jv.parts))
+                                      parts=jv.parts, partner=jv.partner, pace=jv.pace))
         for st in self._arrived:
             world.add_waiting(JobView(st.job, st.est, done=st.done))
         self._arrived.clear()
@@ -99,22 +107,39 @@ class Rounds(TimeModel):
             st = jobs[jid]
             if st.event is not None or st.pending:
                 continue  # already given its micro-task for this round
-            start = st.since if st.since > now else now
-            iterations = st.job.spec.iterations
-            true = float(st.true[st.cfg])
-            left = iterations - st.steps
-            room = length - (start - now) - st.overhead
-            steps = int(room * iterations / true) if room > 0 else 0
-            steps = 1 if steps < 1 else left if steps > left else steps
-            end = start + st.overhead + steps * true / iterations
-            st.overhead = 0.0
-            if steps == left:
-                st.final = steps
-                st.event = clock.at(end, run.complete, st)
-            else:
-                st.pending = steps
+            mate = st.partner
+            steps, end = _microtask(st, now, length)
+            if mate is not None:  # one micro-task for the pair, ending with its later member
+                mate_steps, mate_end = _microtask(mate, now, length)
+                end = max(end, mate_end)
+                _finish(mate, mate_steps, end, run)
+            _finish(st, steps, end, run)
             if end > end_max:
                 end_max = end
         if end_max >= 0.0 and not self._boundary:
             self._boundary = True
             clock.at(end_max, self._on_boundary, priority=LAST)
+
+
+def _microtask(st: JobState, now: float, length: float) -> tuple[int, float]:
+    """The whole iterations job ``st`` does in the round that starts at ``now`` (at its pace, after any boot and
+    restart overhead; at least one, at most what is left) and when they end."""
+    start = st.since if st.since > now else now
+    iterations = st.job.spec.iterations
+    true = float(st.true[st.cfg]) * st.slow
+    left = iterations - st.steps
+    room = length - (start - now) - st.overhead
+    steps = int(room * iterations / true) if room > 0 else 0
+    steps = 1 if steps < 1 else left if steps > left else steps
+    end = start + st.overhead + steps * true / iterations
+    st.overhead = 0.0
+    return steps, end
+
+
+def _finish(st: JobState, steps: int, end: float, run: Engine) -> None:
+    """Give job ``st`` its micro-task of ``steps`` iterations ending at ``end``: its completion if they are its last."""
+    if steps == st.job.spec.iterations - st.steps:
+        st.final = steps
+        st.event = run.clock.at(end, run.complete, st)
+    else:
+        st.pending = steps

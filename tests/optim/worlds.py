@@ -7,7 +7,8 @@ variants of its types, revoked at random or by a recorded market of two zones, w
 sometimes 1–2 owned servers next to them) or fixed servers (1–3 VM types with 1–3 always-present servers each,
 sometimes owned, gangs across servers allowed or not), each sometimes in round mode; 3–15 jobs of the
 J1–J6 mix with tight or loose deadlines, on fixed servers some asking for a GPU count; an estimator table and,
-sometimes, a truth that differs from it.
+sometimes, a truth that differs from it; sometimes GPUs that two jobs may share (co-location), with random pair
+slowdowns and memory.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Callable
 import numpy as np
 from hypothesis import strategies as st
 
+from predictors.interference.explicit import GivenPairs
 from predictors.table import TablePredictor
 from sim.availability import AvailabilitySeries
 from sim.catalogue import job_types, vm_types, with_spot
@@ -81,7 +83,8 @@ def worlds(draw, single_gpu: bool = False, spot: bool = True) -> World:
                       decision_interval=math.inf if math.isfinite(rounds) else
                       draw(st.sampled_from([math.inf, math.inf, 45.0])),
                       checkpoint_interval=draw(st.sampled_from([math.inf, 30.0])) if market else math.inf,
-                      gang=gang, round_length=rounds, owned_price_per_hour=owned), markets=markets)
+                      gang=gang, round_length=rounds, owned_price_per_hour=owned,
+                      jobs_per_gpu=2 if draw(st.integers(0, 3)) == 0 else 1), markets=markets)
     table = {}
     for spec in SPECS:
         for c in cluster.configs:
@@ -103,7 +106,13 @@ def worlds(draw, single_gpu: bool = False, spot: bool = True) -> World:
     truth = None
     if draw(st.booleans()):
         truth = TablePredictor({k: v * draw(st.sampled_from([0.5, 0.9, 1.3, 2.0])) for k, v in table.items()})
-    return World(cluster, jobs, TablePredictor(table), truth, draw(st.integers(0, 1000)))
+    pairs = None
+    if cluster.rules.colocation:
+        names = [spec.name for spec in SPECS]
+        pairs = GivenPairs({f"{a}+{b}": [draw(st.sampled_from([1.0, 1.3, 1.7, 2.5])) for _ in range(2)]
+                            for i, a in enumerate(names) for b in names[i:] if draw(st.integers(0, 4)) > 0},
+                           memory={n: float(draw(st.integers(1, 9))) for n in names})
+    return World(cluster, jobs, TablePredictor(table), truth, draw(st.integers(0, 1000)), pairs)
 
 
 def _zone(name: str, seed: int) -> AvailabilitySeries:
@@ -142,6 +151,8 @@ def features(world: World) -> set[str]:
         found.add("owned servers")
     if any(v.spot for v in c.vm_types):
         found.add("spot, replayed market" if c.markets is not None else "spot, Poisson")
+    if c.rules.colocation:
+        found.add("co-location")
     return found
 
 

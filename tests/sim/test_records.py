@@ -15,7 +15,7 @@ SUMMARY_KEYS = {"vm_cost", "idle_cost", "tardiness_cost", "total_cost", "late_jo
                 "p95_lateness", "jobs", "mean_jct", "p95_jct", "mean_wait", "makespan", "gpu_utilisation", "decisions",
                 "decision_wall_sum", "decision_wall_p95", "fallbacks", "deterministic", "gavel_mean_jct",
                 "gavel_makespan", "gavel_utilisation", "gavel_dropped", "revocations", "lost_gpu_hours",
-                "spot_cost_share", "rejected", "rounded_up_jobs"}
+                "spot_cost_share", "rejected", "rounded_up_jobs", "colocated_share"}
 JOBS = [job(0, A, 0.0, deadline=90.0), job(1, B, 3.5, deadline=40.0), job(2, A, 3.5), job(3, B, 200.0)]
 
 

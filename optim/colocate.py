@@ -1,0 +1,156 @@
+"""Co-location in capacity planning: whether a waiting job should share the GPUs of a running job rather than run
+alone (``docs/sharing.md``, *Co-locating policies*).
+
+A pair's cost is what sharing adds, in the estimator's terms: the new job runs at its slowdown ``s_a`` next to the
+host, the host at ``s_h`` until one of them finishes, then the other alone at full speed. With ``T`` the new job's
+remaining time alone on the host's configuration and ``R`` the host's:
+
+- the new job finishes first when ``s_a T <= s_h R``: at ``s_a T``; the host then has ``R - s_a T / s_h`` left;
+- otherwise the host finishes at ``s_h R`` and the new job ``T - s_h R / s_a`` later.
+
+The host's VM is held until the later of the two ends instead of ``R``: that extra time at the VM's price (the whole
+VM, as D* prices a job alone), plus the new job's tardiness and the host's added tardiness, is the pair's cost. The job
+is paired when that is below its cost alone (``standalone_cost``: the cheapest whole-VM rental plus tardiness, from
+now where the cluster has room for it, else from the earliest moment a running job is expected to free its GPUs).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from optim.common import ConfigTable, config_table, standalone_cost
+from sim.model import Assignment, JobView, Plan, Snapshot
+
+__all__ = ["Host", "pair_times", "pair_cost", "hosts", "best_host", "earliest_free", "pair_waiting", "promising_pairs"]
+
+
+def pair_times(t_new: float, r_host: float, s_new: float, s_host: float) -> tuple[float, float]:
+    """(the new job's, the host's) time to finish from now when they share (module docstring)."""
+    if s_new * t_new <= s_host * r_host:
+        first = s_new * t_new
+        return first, first + (r_host - first / s_host)
+    first = s_host * r_host
+    return first + (t_new - first / s_new), first
+
+
+def _late(weight: float, deadline: float, finish: float) -> float:
+    return weight * max(0.0, finish - deadline)
+
+
+@dataclass(frozen=True, slots=True)
+class Host:
+    """A running job a waiting job may join, with what every pair with it needs, computed once per decision: its
+    node, configuration and GPUs, its time left alone (``remaining``) and its VM's price per second."""
+
+    view: JobView
+    node: int
+    config: int
+    gpus: int
+    remaining: float
+    price: float
+
+
+def pair_cost(snapshot: Snapshot, jv: JobView, host: Host) -> float:
+    """The cost of starting ``jv`` on ``host``'s GPUs now (module docstring); inf where they may not share."""
+    k = host.config
+    if snapshot.colocation is None:
+        return math.inf
+    t_new = (1.0 - jv.done) * float(jv.estimates[k])
+    if not math.isfinite(t_new):
+        return math.inf
+    s_new, s_host = snapshot.colocation.slowdowns(jv.job.spec, host.view.job.spec, k)
+    if not math.isfinite(s_new):
+        return math.inf
+    if jv.done > 0:
+        t_new += snapshot.rules.restart_overhead
+    now, r_host, hj = snapshot.time, host.remaining, host.view.job
+    fin_new, fin_host = pair_times(t_new, r_host, s_new, s_host)
+    held = max(fin_new, fin_host) - r_host
+    return (host.price * held + _late(jv.job.weight, jv.job.deadline, now + fin_new)
+            + _late(hj.weight, hj.deadline, now + fin_host) - _late(hj.weight, hj.deadline, now + r_host))
+
+
+def hosts(snapshot: Snapshot) -> list[Host]:
+    """The running jobs a waiting job may join: alone on their GPUs, on one node."""
+    if snapshot.colocation is None:
+        return []
+    out = []
+    for jv in snapshot.running:
+        if jv.partner is None and not jv.parts and jv.config is not None and jv.node is not None:
+            c = snapshot.configs[jv.config]
+            out.append(Host(jv, jv.node, jv.config, c.gpus, jv.remaining_at(snapshot.time), c.vm.price_per_second))
+    return out
+
+
+def earliest_free(snapshot: Snapshot) -> float:
+    """When the first running job is expected to finish (now when none runs)."""
+    return snapshot.time + min((jv.remaining_at(snapshot.time) for jv in snapshot.running), default=0.0)
+
+
+def best_host(snapshot: Snapshot, jv: JobView, candidates: Sequence[Host], table: ConfigTable,
+              reachable: np.ndarray, later: float) -> tuple[Host, float] | None:
+    """The host whose pair costs least, if that is below ``jv``'s cost alone (from now on a ``reachable``
+    configuration, or from ``later`` on any when none is), with the pair's cost; else None. A job asking for a GPU
+    count joins only hosts with that count."""
+    if not candidates:
+        return None
+    asked = jv.job.spec.gpus
+    best, cost = None, math.inf
+    for host in candidates:
+        if asked is not None and host.gpus != asked:
+            continue
+        c = pair_cost(snapshot, jv, host)
+        if c < cost:
+            best, cost = host, c
+    if best is None:
+        return None
+    overhead = snapshot.rules.restart_overhead if jv.done > 0 else 0.0
+    alone = standalone_cost(jv, snapshot.time, table, reachable, overhead) if reachable.any() else math.inf
+    if not math.isfinite(alone):
+        alone = standalone_cost(jv, later, table, np.ones(len(table.configs), dtype=bool), overhead)
+    return (best, cost) if cost < alone else None
+
+
+def pair_waiting(snapshot: Snapshot, plan: Plan) -> Plan:
+    """``plan`` with the jobs it leaves waiting paired with running jobs where that is cheaper than their cost alone
+    from the earliest moment GPUs free up (by deadline, then id; each host once). Hosts the plan moves, preempts or
+    already pairs are left alone."""
+    busy = {a.job_id for a in plan.move} | set(plan.preempt) | {a.partner for a in plan.start if a.partner is not None}
+    free = [h for h in hosts(snapshot) if h.view.id not in busy]
+    if not free:
+        return plan
+    started = {a.job_id for a in plan.start}
+    table = config_table(snapshot.configs)
+    nowhere = np.zeros(len(snapshot.configs), dtype=bool)
+    later = earliest_free(snapshot)
+    paired = []
+    for jv in sorted((jv for jv in snapshot.waiting if jv.id not in started), key=lambda v: (v.job.deadline, v.id)):
+        pair = best_host(snapshot, jv, free, table, nowhere, later)
+        if pair is None:
+            continue
+        free.remove(pair[0])
+        paired.append(Assignment(jv.id, pair[0].node, pair[0].gpus, partner=pair[0].view.id))
+        if not free:
+            break
+    return replace(plan, start=plan.start + tuple(paired)) if paired else plan
+
+
+def promising_pairs(snapshot: Snapshot, penalties: dict[int, float], stays: set[int], per_job: int = 3
+                    ) -> list[tuple[int, int, float]]:
+    """(waiting job, host, pair cost) for the MILP's pair variables: each waiting job in ``penalties`` with its
+    ``per_job`` cheapest hosts among the running jobs alone on nodes that ``stays`` keeps, where the pair costs less
+    than leaving the job waiting (its penalty); by job then cost."""
+    candidates = [h for h in hosts(snapshot) if h.node in stays]
+    out = []
+    for jv in snapshot.waiting:
+        if jv.id not in penalties or not candidates:
+            continue
+        asked = jv.job.spec.gpus
+        costs = sorted((c, h.view.id) for h in candidates
+                       if (asked is None or h.gpus == asked) and (c := pair_cost(snapshot, jv, h)) < penalties[jv.id])
+        out += [(jv.id, h, c) for c, h in costs[:per_job]]
+    return out
