@@ -12,12 +12,16 @@ container like this machine, usually two or three runs at once, so indicative): 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import pandas as pd
 
-from sim.engine import Simulation
-from studies.elasticflow_replay import EF_DIR, LABELS, REFERENCE_NAMES, SETTINGS, build
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the studies live beside the installed packages
+
+from sim.engine import Simulation  # noqa: E402
+from studies.elasticflow_replay import EF_DIR, LABELS, REFERENCE_NAMES, SETTINGS, build  # noqa: E402
 
 
 def main() -> None:

@@ -24,7 +24,7 @@ import math
 from bisect import bisect_right
 from typing import ClassVar
 
-from optim.elasticflow.plan import free_at, plan
+from optim.elasticflow.plan import fits, free_at, plan
 from optim.elasticflow.timeline import PlanJob, PlanJobs, Timeline, elasticflow_cap, gpu_seconds, merged, ordered
 from sim.elasticflow.vocabulary import (
     REPLAY_POLICIES,
@@ -160,7 +160,34 @@ def _marginal(job: PlanJob, spare: int, now: float, timeline: Timeline, n: int) 
             q - job.gpus)
         job.trial = False
         return
+    keys = list(job.allocations)
+    in_order = all(keys[k] < keys[k + 1] for k in range(len(keys) - 1))
+    seen = None
+    if in_order and job.memo is not None and job.memo[0] == (now, job.gpus):
+        seen = _reads(job, own, now, fet, job.memo[2])
+        if seen == job.memo[1]:
+            job.marginal = job.memo[3]  # (its trial plan is laid again if it is adopted)
+            job.trial = False
+            return
     _lay(job, now, timeline, n, own)
+    if in_order:
+        horizon = math.inf if job.reads_all else align(now, job.ddl)
+        if seen is None or job.memo is None or job.memo[2] != horizon:
+            seen = _reads(job, own, now, fet, horizon)
+        job.memo = ((now, job.gpus), seen, horizon, job.marginal)
+
+
+def _reads(job: PlanJob, own: Timeline, now: float, fet: float | None, horizon: float) -> tuple[object, ...]:
+    """All that a trial plan of ``job`` reads of its free-GPU timeline ``own`` up to ``horizon``: its first change,
+    each later time, the largest level that fits there, and the one at ``horizon``. A trial whose reads are those of
+    the last trial laid at the same decision with the same GPUs has that trial's marginal (plans are
+    deterministic)."""
+    top = job.levels[-1]
+    times = list(own)
+    free = list(own.values())
+    lo, hi = bisect_right(times, now), bisect_right(times, horizon)
+    levels = tuple(fits(v, top) for v in free[lo:hi])
+    return fet, tuple(times[lo:hi]), levels, fits(free[hi - 1], top) if hi else None
 
 
 def _lay_literal(job: PlanJob, timeline: Timeline, n: int) -> Timeline:

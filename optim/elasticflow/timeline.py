@@ -78,7 +78,7 @@ class PlanJob:
 
     __slots__ = ("id", "job", "left", "ddl", "cap", "levels", "rate", "gpus", "allocations", "end", "real_end",
                  "next_gpus", "marginal", "next_allocations", "next_timeline", "next_end", "next_real_end", "running",
-                 "trial")
+                 "trial", "reads_all", "memo")
 
     def __init__(self, status: JobStatus, cap: int):
         job = status.job
@@ -105,6 +105,8 @@ class PlanJob:
         self.next_end = 0.0
         self.next_real_end = 0.0
         self.trial = False
+        self.reads_all = False
+        self.memo: tuple[tuple[float, int], tuple[object, ...], float, float] | None = None
         return self
 
 

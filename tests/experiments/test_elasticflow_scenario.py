@@ -12,10 +12,13 @@ from experiments.cli import main
 from studies.elasticflow_replay import REPLAY, reference
 
 
-def test_capsim_run_replays_cluster10_as_elasticflow_did(tmp_path: Path) -> None:
+def test_capsim_run_replays_cluster10_as_elasticflow_did(tmp_path: Path, capsys) -> None:
     out = tmp_path / "out"
     assert main(["run", str(REPLAY), "--out", str(out), "--quiet", "--workers", "1",
                  "--policies", "elasticflow,elasticflow_edf"]) == 0
+    header = capsys.readouterr().out.splitlines()[0].split()
+    assert header == ["policy", "seeds", "deadlines", "met", "rejected", "jobs", "mean", "JCT", "(s)", "makespan",
+                      "(s)"], "a replay's own metrics, not cost columns that are all 0"
     jobs = pd.read_parquet(out / "jobs")
     trace = pd.read_csv(REPLAY.parent / "../../sim/data/elasticflow/cluster10.csv").set_index("job_id")
     summary = pd.read_csv(out / "summary.csv").set_index("policy")
