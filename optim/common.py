@@ -56,6 +56,9 @@ class ConfigTable:
         self.model_index = np.array([gpu_models[c.vm.gpu.name] for c in configs], dtype=int)
         """Each configuration's GPU model number."""
         self._class_masks: dict[frozenset[str] | None, np.ndarray] = {}
+        self._ranked: dict[tuple[int, bytes | None], tuple[np.ndarray, list[tuple[float, int, float, float]] | None]]
+        self._ranked = {}
+        """``d_star``'s configurations of a fresh job by cost, per estimates row and mask (``_by_cost``)."""
 
     def accepted_by(self, allowed: frozenset[str] | None) -> np.ndarray:
         """Boolean mask of the configurations a node slot with this ``allowed`` set may host."""
@@ -89,6 +92,10 @@ def d_star(job: JobView, now: float, table: ConfigTable, mask: np.ndarray | None
     (the job rents the whole VM). Ties: faster, then catalogue order (for the fastest: cheaper, then order).
     Returns None when no allowed configuration is supported.
     """
+    if job.done == 0.0:
+        rows = _by_cost(job.estimates, table, mask)
+        if rows is not None:
+            return _d_star_fresh(rows, now, job.job.deadline)
     remaining = (1.0 - job.done) * job.estimates
     ok = np.isfinite(remaining)
     if mask is not None:
@@ -105,6 +112,46 @@ def d_star(job: JobView, now: float, table: ConfigTable, mask: np.ndarray | None
         idx = ok.nonzero()[0]
         primary, secondary = finish[idx], cost[idx]
     return int(idx[np.lexsort((idx, secondary, primary))[0]])
+
+
+def _by_cost(estimates: np.ndarray, table: ConfigTable, mask: np.ndarray | None
+             ) -> list[tuple[float, int, float, float]] | None:
+    """The allowed, supported configurations of a job that has done no work, as (cost, index, boot, runtime) by cost
+    then index: its cost order is the same at every decision, and the rows of one spec are shared by its jobs. Kept
+    from the second time a row is seen (None the first time: a row of one job is not worth ordering)."""
+    cache = table._ranked
+    key = (id(estimates), None if mask is None else mask.tobytes())
+    hit = cache.get(key)
+    if hit is not None and hit[0] is estimates:
+        if hit[1] is not None:
+            return hit[1]
+        ok = np.isfinite(estimates)
+        if mask is not None:
+            ok &= mask
+        cost = _cost(table, estimates)
+        rows = sorted((float(cost[k]), int(k), float(table.boot[k]), float(estimates[k])) for k in ok.nonzero()[0])
+        cache[key] = (estimates, rows)
+        return rows
+    if len(cache) >= 4096:
+        cache.clear()
+    cache[key] = (estimates, None)  # holding the row keeps its id from being reused while the key stands
+    return None
+
+
+def _d_star_fresh(rows: list[tuple[float, int, float, float]], now: float, deadline: float) -> int | None:
+    """``d_star`` of a job that has done no work, from its ``_by_cost`` rows: the same choice and tie-breaks, with
+    finish times computed as ``d_star`` computes them (``now + boot + runtime``, left to right)."""
+    best: tuple[float, float, int] | None = None
+    for c, k, b, e in rows:
+        if best is not None and c != best[0]:
+            break  # the cheapest cost that meets the deadline is found; a dearer one cannot win
+        f = now + b + e
+        if f <= deadline and (best is None or (f, k) < best[1:]):
+            best = (c, f, k)
+    if best is not None:
+        return best[2]
+    fastest = min(((now + b + e, c, k) for c, k, b, e in rows), default=None)
+    return None if fastest is None else fastest[2]
 
 
 def d_star_ranking(job: JobView, now: float, table: ConfigTable, mask: np.ndarray | None = None) -> list[int]:

@@ -27,12 +27,14 @@ import pandas as pd
 from predictors.base import TrainablePredictor, build, registry
 from predictors.measurements import NO_DEPTH, runs
 from predictors.protocols import CELL_KEYS, DEFAULT, PROTOCOLS, Split, application_name, splits
+from predictors.trace import Series
 from predictors.uncertainty.provenance import ERROR_COLUMNS, PROTOCOL_OF
 from sim.model import CapsimError
 from sim.registry import did_you_mean
 
 __all__ = ["PUBLISHED_MEANS", "TARGETS", "trainable_kinds", "parse_label", "parse_predictor", "noise_floor", "evaluate",
-           "Evaluation", "protocol_summary", "expected_errors", "crossgpu_errors", "CELL_COLUMNS"]
+           "Evaluation", "protocol_summary", "expected_errors", "crossgpu_errors", "leave_one_series_out",
+           "trace_scaling_errors", "TRACE_PROTOCOL", "CELL_COLUMNS"]
 
 PUBLISHED_MEANS = {"batch": 0.084, "gpus": 0.138, "compute": 0.107, "depth": 0.20}
 """Mean MAPE per protocol of the published end-to-end regression on these runs."""
@@ -243,12 +245,61 @@ def crossgpu_errors() -> dict[str, Any]:
             "cells": len(models), "runs": len(rows)}
 
 
+def leave_one_series_out(series: Series | None = None) -> pd.DataFrame:
+    """The ``trace`` predictor's scaling laws tested on the throughput tables' multi-GPU series
+    (``predictors.trace.scaling_series``), each held out in turn: every other count n of the series predicted from its
+    smallest m as runtime(n) / runtime(m), measured ``rate(m) / rate(n)``. ``linear`` is S(m) / S(n) with S(n) = n;
+    ``amdahl`` uses the median serial share of the other series (the held-out one is not in its own default);
+    ``measured`` reads the same job's ratio on another GPU model of the same table (the first by name that measured
+    both counts), else falls back to that Amdahl. ``error`` is ``|predicted / measured − 1|``, in runtime terms."""
+    from predictors.trace import SCALINGS, scaling_series, serial_share, speedup
+
+    series = scaling_series() if series is None else series
+    shares = {k: serial_share(r) for k, r in series.items()}
+    rows = []
+    for key, rates in series.items():
+        table, gpu, job = key
+        s = float(np.median([v for k, v in shares.items() if k != key]))
+        m = min(rates)
+        others = sorted(g for t, g, j in series if t == table and j == job and g != gpu)
+        for n in sorted(x for x in rates if x != m):
+            truth = rates[m] / rates[n]
+            for law in SCALINGS:
+                amdahl = float(speedup("linear" if law == "linear" else "amdahl", s, m)
+                               / speedup("linear" if law == "linear" else "amdahl", s, n))
+                pred = amdahl
+                if law == "measured":
+                    pred = next((series[(table, g, job)][m] / series[(table, g, job)][n] for g in others
+                                 if n in series[(table, g, job)]), amdahl)
+                rows.append({"law": law, "table": table, "gpu": gpu, "job": job, "m": m, "n": n, "serial": s,
+                             "predicted": pred, "measured": truth, "error": abs(pred / truth - 1.0)})
+    return pd.DataFrame(rows)
+
+
+def trace_scaling_errors(series: Series | None = None) -> list[dict[str, Any]]:
+    """The ``trace`` predictor's expected error of a GPU-count answer (kind ``gpus``) under each scaling law, at the
+    default serial share: over ``leave_one_series_out``'s predictions, the mean over series (cells) of each series'
+    mean error. The predictor is named by its ``describe()`` label, as ``Predictor.source`` looks it up."""
+    loo = leave_one_series_out(series)
+    rows = []
+    for law, g in loo.groupby("law", sort=False):
+        cells = g.groupby(["table", "gpu", "job"])["error"].mean()
+        rows.append({"predictor": build("trace", scaling=str(law)).describe(), "source": "gpus",
+                     "protocol": TRACE_PROTOCOL, "error": float(cells.mean()), "cells": len(cells), "runs": len(g)})
+    return rows
+
+
+TRACE_PROTOCOL = "series_loo"
+"""The protocol name of ``trace_scaling_errors``'s rows: leave one throughput series out."""
+
+
 def expected_errors(ev: Evaluation, crossgpu: bool = True) -> pd.DataFrame:
     """The expected relative error of each (predictor, kind of answer) (``predictors.uncertainty.provenance``): over
     the test runs of the protocol that asks that kind of question (``PROTOCOL_OF``), the mean over its cells of the mean
     ``|predicted − measured| / measured`` of the runs the predictor answered with that kind. The predictor is named
     by its ``describe()`` label (``hybrid(anchor=True)``), as ``Predictor.source`` looks it up. ``crossgpu`` adds the
-    ``cloud`` predictor's cross-GPU scaling, scored by its leave-one-GPU-out test."""
+    ``cloud`` predictor's cross-GPU scaling, scored by its leave-one-GPU-out test, and the ``trace`` predictor's
+    scaling laws across GPU counts, scored by leaving one throughput series out (``trace_scaling_errors``)."""
     p = ev.predictions
     rows = []
     if len(p):
@@ -270,6 +321,7 @@ def expected_errors(ev: Evaluation, crossgpu: bool = True) -> pd.DataFrame:
                          "error": float(cells.mean()), "cells": len(cells), "runs": len(g)})
     if crossgpu:
         rows.append(crossgpu_errors())
+        rows.extend(trace_scaling_errors())
     out = pd.DataFrame(rows, columns=ERROR_COLUMNS)
     return out.sort_values(["predictor", "source"], kind="stable", ignore_index=True)
 

@@ -40,7 +40,8 @@ from sim.catalogue import trace_gpu
 from sim.contracts import Source
 from sim.model import INFEASIBLE, CapsimError, Config, GPUModel, JobSpec, VMType
 
-__all__ = ["TraceRuntime", "SCALINGS", "SERIAL", "fitted_serial_shares", "speedup"]
+__all__ = ["TraceRuntime", "SCALINGS", "SERIAL", "Series", "fitted_serial_shares", "scaling_series", "serial_share",
+           "speedup"]
 
 SCALINGS = ("linear", "amdahl", "measured")
 """The scaling laws across GPU counts (module docstring)."""
@@ -54,23 +55,37 @@ def speedup(law: str, serial: float, n: np.ndarray | float) -> np.ndarray:
     return n if law == "linear" else 1.0 / (serial + (1.0 - serial) / n)
 
 
-def fitted_serial_shares(tables: Sequence[str] = ("elasticflow", "gavel")) -> np.ndarray:
-    """The least-squares Amdahl serial share, clipped to [0, 1], of every (GPU model, job type) series the tables
-    measured on 1 GPU and on more: ``1/S(n) − 1/n = s (1 − 1/n)`` fitted through the origin."""
-    out = []
+Series = dict[tuple[str, str, str], dict[int, float]]
+"""Multi-GPU throughput series: ``{(table, GPU model, job type): {GPU count: rate}}``."""
+
+
+def scaling_series(tables: Sequence[str] = ("elasticflow", "gavel")) -> Series:
+    """Every (table, GPU model, job type) series the tables measured on 1 GPU and on more (``fitted_serial_shares``
+    fits them, ``predictors.evaluation.trace_scaling_errors`` scores the scaling laws on them)."""
+    out: Series = {}
     for name in tables:
         series: dict[tuple[str, str], dict[int, float]] = {}
         for (gpu, job, n), rate in TABLES[name]().rates.items():
             if rate > 0:
                 series.setdefault((gpu, job), {})[n] = rate
-        for _, rates in sorted(series.items()):
-            counts = np.array(sorted(n for n in rates if n > 1), dtype=float)
-            if 1 not in rates or not len(counts):
-                continue
-            s = np.array([rates[int(n)] / rates[1] for n in counts])
-            x, y = 1 - 1 / counts, 1 / s - 1 / counts
-            out.append(min(1.0, max(0.0, float((x * y).sum() / (x * x).sum()))))
-    return np.array(out)
+        for (gpu, job), rates in sorted(series.items()):
+            if 1 in rates and any(n > 1 for n in rates):
+                out[(name, gpu, job)] = rates
+    return out
+
+
+def serial_share(rates: dict[int, float]) -> float:
+    """The least-squares Amdahl serial share of one series, clipped to [0, 1]: ``1/S(n) − 1/n = s (1 − 1/n)``
+    fitted through the origin, S(n) = rate(n) / rate(1)."""
+    counts = np.array(sorted(n for n in rates if n > 1), dtype=float)
+    s = np.array([rates[int(n)] / rates[1] for n in counts])
+    x, y = 1 - 1 / counts, 1 / s - 1 / counts
+    return min(1.0, max(0.0, float((x * y).sum() / (x * x).sum())))
+
+
+def fitted_serial_shares(tables: Sequence[str] = ("elasticflow", "gavel")) -> np.ndarray:
+    """``serial_share`` of every series of ``scaling_series``."""
+    return np.array([serial_share(r) for r in scaling_series(tables).values()])
 
 
 @cache
@@ -183,8 +198,9 @@ class TraceRuntime(Predictor):
     def source(self, spec: JobSpec, vm: VMType, gpus: int) -> Source:
         """``measured`` on the run's own configuration (its error unknown: a trace has no repeats); ``scaled`` on
         another GPU model, with the ``cloud`` predictor's measured cross-GPU scaling error (the same scaling; a count
-        change on top of it is not counted in); ``gpus`` for another count on the same model (the scaling law's error
-        is not measured); the base's source for jobs without a measured run."""
+        change on top of it is not counted in); ``gpus`` for another count on the same model, with the scaling law's
+        error measured by leaving one throughput series out (``predictors.evaluation.trace_scaling_errors``: at the
+        default serial share; NaN at another); the base's source for jobs without a measured run."""
         m = spec.measured
         if m is None:
             return self.base.source(spec, vm, gpus) if self.base is not None else Source("unsupported")
@@ -193,7 +209,7 @@ class TraceRuntime(Predictor):
         ref = m.gpu if m.gpu is not None else self.gpu
         if ref is not None and trace_gpu(ref).name != vm.gpu.name:
             return Source("scaled", expected_error("cloud", "scaled"))
-        return Source("measured") if gpus == m.gpus else Source("gpus")
+        return Source("measured") if gpus == m.gpus else Source("gpus", expected_error(self.describe(), "gpus"))
 
     def runtimes(self, specs: Sequence[JobSpec], configs: Sequence[Config]) -> np.ndarray:
         out = np.full((len(specs), len(configs)), INFEASIBLE)

@@ -6,12 +6,17 @@ A field ``name: list[T]`` is one column, in declaration order; ``T`` gives its d
 ``Jobs.of``) reads one row off the run's state and appends it column by column, by name (``self.time.append(now)``):
 cheaper than a row object per event, and no positional tuple to keep in step with the columns. ``frame()`` checks that
 every column has the same length and returns the DataFrame.
+
+A plain ``int`` or ``float`` column is kept as an ``array.array`` (8 bytes a row, no Python object per value), which
+the frame's column then uses as it is, without a copy (the table takes no more rows once framed): a million-job run
+keeps several million rows.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from array import array
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, get_args, get_type_hints
 
 import numpy as np
@@ -19,7 +24,7 @@ import pandas as pd
 
 if TYPE_CHECKING:
     from sim.contracts import Predictor, Source
-    from sim.model import Config, Job, JobSpec, Plan, Snapshot, VMType
+    from sim.model import Config, DecisionInfo, Job, JobSpec, Plan, Snapshot, VMType
     from sim.state import Interval, JobState
 
 __all__ = ["Table", "Jobs", "Nodes", "Segments", "Decisions", "JOB_COLUMNS", "NODE_COLUMNS", "SEGMENT_COLUMNS",
@@ -27,6 +32,8 @@ __all__ = ["Table", "Jobs", "Nodes", "Segments", "Decisions", "JOB_COLUMNS", "NO
 
 _DTYPES: dict[Any, str] = {int: "int64", float: "float64", str: "object", str | None: "object",
                            float | None: "float64", int | None: "Int64", bool: "bool"}
+_ARRAYS: dict[Any, str] = {int: "q", float: "d"}
+"""Column types kept as an ``array.array`` of this typecode (``q``: int64, ``d``: float64), not a list."""
 
 
 class Table:
@@ -34,18 +41,32 @@ class Table:
 
     dtypes: ClassVar[dict[str, str]] = {}
     """Column name → pandas dtype, in column order (derived from the subclass's annotations)."""
+    _typecodes: ClassVar[dict[str, str]] = {}
+    """Column name → ``array.array`` typecode of the columns kept as arrays."""
+    _derived: ClassVar[tuple[str, ...]] = ()
+    """Columns not kept row by row but built by ``_columns`` when the frame is made."""
 
     def __init_subclass__(cls) -> None:
         hints = get_type_hints(cls)
-        cls.dtypes = {name: _DTYPES[get_args(hints[name])[0]] for name in cls.__dict__.get("__annotations__", {})}
+        names = cls.__dict__.get("__annotations__", {})
+        cls.dtypes = {name: _DTYPES[get_args(hints[name])[0]] for name in names}
+        cls._typecodes = {name: _ARRAYS[t] for name in names if (t := get_args(hints[name])[0]) in _ARRAYS}
 
     def __init__(self) -> None:
+        codes = self._typecodes
         for name in self.dtypes:
-            setattr(self, name, [])
+            if name in self._derived:
+                continue
+            code = codes.get(name)
+            setattr(self, name, [] if code is None else array(code))
+
+    def _columns(self) -> dict[str, Sequence[Any]]:
+        """Every column's values by name (a subclass builds its derived columns here)."""
+        return {name: getattr(self, name) for name in self.dtypes if name not in self._derived}
 
     def frame(self) -> pd.DataFrame:
         """The table as a DataFrame with its fixed column order and dtypes (identical Parquet every run)."""
-        cols = {name: getattr(self, name) for name in self.dtypes}
+        cols = self._columns()
         lengths = {name: len(v) for name, v in cols.items()}
         if len(set(lengths.values())) > 1:
             raise ValueError(f"{type(self).__name__}: columns of unequal length {lengths}")
@@ -54,8 +75,8 @@ class Table:
             if dtype == "object" or dtype == "Int64":
                 data[name] = pd.Series(cols[name], dtype=dtype)
             else:
-                data[name] = pd.Series(np.asarray(cols[name], dtype=dtype))
-        return pd.DataFrame(data, columns=list(self.dtypes))
+                data[name] = pd.Series(np.asarray(cols[name], dtype=dtype), copy=False)
+        return pd.DataFrame(data, columns=list(self.dtypes), copy=False)  # a numeric column keeps its array's buffer
 
 
 class Jobs(Table):
@@ -115,6 +136,7 @@ class Jobs(Table):
     def of(cls, states: Sequence[JobState], configs: Sequence[Config], estimator: Predictor) -> Jobs:
         """The job table of finished jobs, from their states (``configs``: the cluster's, indexed by ``cfg``); the
         ``estimator`` says its source for each one's last configuration (asked once per job spec and configuration).
+        Numeric columns are filled straight into arrays (no Python float per value: a million jobs' table).
         """
         memo: dict[tuple[JobSpec, int], Source] = {}
         for st in states:
@@ -123,38 +145,50 @@ class Jobs(Table):
                 memo[(st.job.spec, st.cfg)] = estimator.source(st.job.spec, c.vm, c.gpus)
         sources = [memo[(st.job.spec, st.cfg)] for st in states]
         t = cls()
+        n = len(states)
         jobs = [st.job for st in states]
         specs = [j.spec for j in jobs]
-        last = [configs[st.cfg] for st in states]
-        t.job_id = [j.id for j in jobs]
-        t.name = [s.name for s in specs]
-        t.application = [s.application for s in specs]
-        t.framework = [s.framework for s in specs]
-        t.iterations = [s.iterations for s in specs]
-        t.batch_size = [s.batch_size for s in specs]
-        t.submit_time = [j.submit_time for j in jobs]
-        t.start_time = [st.first_start for st in states]
-        t.end_time = [st.end for st in states]
-        t.deadline = [j.deadline for j in jobs]
-        t.weight = [j.weight for j in jobs]
-        t.vm_type = [c.vm.name for c in last]
-        t.gpus = [c.gpus for c in last]
-        t.node = [st.node for st in states]
-        t.runs = [st.runs for st in states]
-        t.wait_time = [st.first_start - j.submit_time for st, j in zip(states, jobs)]
-        t.jct = [st.end - j.submit_time for st, j in zip(states, jobs)]
-        t.lateness = [max(0.0, st.end - j.deadline) for st, j in zip(states, jobs)]
-        t.tardiness_cost = [j.weight * late for j, late in zip(jobs, t.lateness)]
-        t.cost_share = [st.cost_share for st in states]
-        t.est_runtime = [float(st.base[st.cfg]) for st in states]
-        t.est_source = [s.kind for s in sources]
-        t.est_error = [s.error for s in sources]
-        t.true_runtime = [float(st.true[st.cfg]) for st in states]
-        t.final_round_iterations = [st.final for st in states]
-        t.revocations = [st.revoked for st in states]
-        t.lost_gpu_seconds = [st.lost for st in states]
-        t.status = ["on_time" if late <= 0 else "late" for late in t.lateness]
-        t.gpu_request = [cls.request(s) for s in specs]
+
+        def ints(values: Iterable[int]) -> np.ndarray:
+            return np.fromiter(values, dtype=np.int64, count=n)
+
+        def floats(values: Iterable[float]) -> np.ndarray:
+            return np.fromiter(values, dtype=np.float64, count=n)
+
+        lateness = [max(0.0, st.end - j.deadline) for st, j in zip(states, jobs)]
+        cols: dict[str, Any] = {
+            "job_id": ints(j.id for j in jobs),
+            "name": [s.name for s in specs],
+            "application": [s.application for s in specs],
+            "framework": [s.framework for s in specs],
+            "iterations": ints(s.iterations for s in specs),
+            "batch_size": ints(s.batch_size for s in specs),
+            "submit_time": floats(j.submit_time for j in jobs),
+            "start_time": floats(st.first_start for st in states),
+            "end_time": floats(st.end for st in states),
+            "deadline": floats(j.deadline for j in jobs),
+            "weight": floats(j.weight for j in jobs),
+            "vm_type": [configs[st.cfg].vm.name for st in states],
+            "gpus": ints(configs[st.cfg].gpus for st in states),
+            "node": ints(st.node for st in states),
+            "runs": ints(st.runs for st in states),
+            "wait_time": floats(st.first_start - j.submit_time for st, j in zip(states, jobs)),
+            "jct": floats(st.end - j.submit_time for st, j in zip(states, jobs)),
+            "lateness": floats(lateness),
+            "tardiness_cost": floats(j.weight * late for j, late in zip(jobs, lateness)),
+            "cost_share": floats(st.cost_share for st in states),
+            "est_runtime": floats(float(st.base[st.cfg]) for st in states),
+            "est_source": [s.kind for s in sources],
+            "est_error": floats(s.error for s in sources),
+            "true_runtime": floats(float(st.true[st.cfg]) for st in states),
+            "final_round_iterations": [st.final for st in states],
+            "revocations": ints(st.revoked for st in states),
+            "lost_gpu_seconds": floats(st.lost for st in states),
+            "status": ["on_time" if late <= 0 else "late" for late in lateness],
+            "gpu_request": floats(cls.request(s) for s in specs),
+        }
+        for name, col in cols.items():
+            setattr(t, name, col)
         t.without_placeholders(jobs)
         return t
 
@@ -264,21 +298,28 @@ class Decisions(Table):
     moved: list[int]
     wall_time: list[float]
 
+    _derived = ("status", "solver", "objective", "gap", "variables", "constraints", "fallback", "reason")
+    """The fields of each decision's ``DecisionInfo``, kept as the one object (``info``): most plans share one."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.info: list[DecisionInfo] = []
+        """Each decision's ``Plan.info``, whose fields are the ``_derived`` columns."""
+
+    def _columns(self) -> dict[str, Sequence[Any]]:
+        cols = super()._columns()
+        infos = self.info
+        for name in self._derived:
+            cols[name] = [getattr(i, name) for i in infos]
+        return cols
+
     def add(self, policy: str, snap: Snapshot, plan: Plan, wall: float) -> None:
         """The decision ``policy`` took on ``snap`` with ``plan``, in ``wall`` seconds."""
-        info = plan.info
         self.decision.append(len(self.decision))
         self.time.append(snap.time)
         self.trigger.append(snap.trigger)
         self.policy.append(policy)
-        self.status.append(info.status)
-        self.solver.append(info.solver)
-        self.objective.append(info.objective)
-        self.gap.append(info.gap)
-        self.variables.append(info.variables)
-        self.constraints.append(info.constraints)
-        self.fallback.append(info.fallback)
-        self.reason.append(info.reason)
+        self.info.append(plan.info)
         self.waiting.append(len(snap.waiting))
         self.running.append(len(snap.running))
         self.started.append(len(plan.start))

@@ -138,8 +138,11 @@ class Run:
         for node in world.nodes:
             if node.vm is not None:
                 self._stop_vm(node, last if node.index in self._fixed else end)
-        jobs = Jobs.of(self.states, self.cluster.configs, self.estimator)
-        return RunTables(jobs.frame(), self._nodes.frame(), self._decisions.frame(), self._segments.frame())
+        # each record is let go of once framed (its frame holds its columns), so no two copies of a table coexist
+        decisions, self._decisions = self._decisions.frame(), Decisions()
+        nodes, self._nodes = self._nodes.frame(), Nodes()
+        segments, self._segments = self._segments.frame(), Segments()
+        return RunTables(Jobs.of(self.states, self.cluster.configs, self.estimator).frame(), nodes, decisions, segments)
 
     def stuck(self, now: float, why: str) -> CapsimError:
         """The error of a run whose policy leaves jobs waiting forever: ``why`` says what else could have helped."""
@@ -163,6 +166,7 @@ class Run:
         self._end_segment(st, call.time)
         st.end = call.time
         st.event = None
+        st.parts = ()  # a million finished jobs need not keep where they ran last (``node``, ``cfg`` say it)
         self.world.drop_running(st.job.id)
         self._completed += 1
         if (self._spot or self.markets is not None) and self.all_done:

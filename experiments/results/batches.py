@@ -147,15 +147,14 @@ def read_tables(root: Path, b: Batch, tables: Collection[str], runs: Collection[
                 continue
             keep = (b.failed if failed is None else failed) if name == FAILURES else \
                 (b.runs if runs is None else runs)
-            t = pq.read_table(pa.BufferReader(data))
+            f = pq.ParquetFile(pa.BufferReader(data))
+            t = f.read(columns=[c for c in f.schema_arrow.names if c not in drop] if drop else None)
         except _Damaged as e:
             return {}, str(e)
         except (pa.ArrowException, OSError) as e:
             return {}, f"{name}/{b.name}.parquet is not a readable Parquet file ({str(e).splitlines()[0]})"
         if not keep:
             continue
-        if drop:
-            t = t.drop_columns([c for c in drop if c in t.column_names])
         if not b.legacy and set(keep) != set(b.failed if name == FAILURES else b.runs):
             t = t.filter(pc.is_in(t.column("run_id"), value_set=pa.array(sorted(keep), t.schema.field("run_id").type)))
         out[name] = t

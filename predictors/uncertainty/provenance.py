@@ -192,7 +192,8 @@ class QuestionSources:
 
 
 def format_table(table: pd.DataFrame, predictors: Sequence[str] | None = None) -> str:
-    """Markdown: one row per kind of answer, one column per predictor, the expected error in %, the protocol."""
+    """Markdown: one row per kind of answer, one column per predictor, the expected error in %, the protocols
+    that measured it."""
     t = table if predictors is None else table[table["predictor"].isin(predictors)]
     names = list(dict.fromkeys(t["predictor"]))
     kinds = [k for k in KINDS if k in set(t["source"])]
@@ -204,5 +205,6 @@ def format_table(table: pd.DataFrame, predictors: Sequence[str] | None = None) -
             hit = t[(t["predictor"] == n) & (t["source"] == k)]
             cells.append("-" if hit.empty or not np.isfinite(hit["error"].iloc[0])
                          else f"{100 * float(hit['error'].iloc[0]):.1f} %")
-        lines.append(f"| {KINDS[k]} | {PROTOCOL_OF.get(k, '-')} | " + " | ".join(cells) + " |")
+        protocols = ", ".join(dict.fromkeys(t.loc[t["source"] == k, "protocol"].astype(str)))
+        lines.append(f"| {KINDS[k]} | {protocols or PROTOCOL_OF.get(k, '-')} | " + " | ".join(cells) + " |")
     return "\n".join(lines)

@@ -19,7 +19,7 @@ from sim.elasticflow.replay import Log, replay
 from sim.elasticflow.state import Run
 from sim.elasticflow.vocabulary import LEVELS, ReplayCluster, ReplayJob, ReplayPolicy
 from sim.metrics import RunTables
-from sim.model import CapsimError, Job, VMType
+from sim.model import CapsimError, DecisionInfo, Job, VMType
 from sim.records import Decisions, Jobs, Nodes, Segments
 
 if TYPE_CHECKING:
@@ -174,6 +174,10 @@ def _nodes(runs: list[Run], rc: ReplayCluster, vm: VMType, rate: float) -> Nodes
     return t
 
 
+_DECIDED = DecisionInfo()
+"""Every replayed decision's info: status ok, no solver."""
+
+
 def _decisions(log: Log, label: str) -> Decisions:
     t = Decisions()
     for now, trigger, runnable, running, started, wall in log.rows:
@@ -181,14 +185,7 @@ def _decisions(log: Log, label: str) -> Decisions:
         t.time.append(now)
         t.trigger.append(trigger)
         t.policy.append(label)
-        t.status.append("ok")
-        t.solver.append(None)
-        t.objective.append(None)
-        t.gap.append(None)
-        t.variables.append(None)
-        t.constraints.append(None)
-        t.fallback.append(None)
-        t.reason.append(None)
+        t.info.append(_DECIDED)
         t.waiting.append(runnable - running)
         t.running.append(running)
         t.started.append(started)

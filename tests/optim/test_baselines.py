@@ -52,6 +52,30 @@ def test_d_star_is_the_head_of_the_ranking():
         assert d_star(jv, now, table, mask) == (ranking[0] if ranking else None)
 
 
+def test_d_star_of_a_row_seen_before_is_still_the_head_of_the_ranking():
+    """A fresh job's cost order is kept per estimates row from its second sighting (the jobs of one spec share it):
+    asked again and again at other times and deadlines, with and without a mask, it still answers the ranking's
+    head, ties and boot times included."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    rng = np.random.default_rng(11)
+    slow_boot = VMType("small", gpu("K80"), 1, 3.6, boot_time=30.0)
+    for configs in (CONFIGS, configurations((slow_boot, BIG))):
+        table = config_table(configs)
+        for _ in range(40):
+            rt = tuple(float(x) for x in rng.choice([50.0, 60.0, 100.0, 120.0, 200.0, INF], size=3))
+            jv = job(1, rt)
+            mask = None if rng.random() < 0.5 else rng.random(3) < 0.7
+            for _ in range(6):
+                now = float(rng.choice([0.0, 20.0, 1e9 + 0.3]))
+                deadline = now + float(rng.choice([40.0, 80.0, 100.0, 130.0, 230.0, INF, -1.0]))
+                view = replace(jv, job=replace(jv.job, deadline=deadline))
+                ranking = d_star_ranking(view, now, table, mask)
+                assert d_star(view, now, table, mask) == (ranking[0] if ranking else None)
+
+
 def test_d_star_uses_remaining_work_and_now():
     # half done: remaining 50, 50, 30; now=40, deadline 80 -> small finishes at 90 (late), big x2 at 70
     assert dstar_label(job(1, RT, deadline=80.0, done=0.5), now=40.0) == "bigx2"

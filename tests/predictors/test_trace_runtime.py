@@ -132,3 +132,36 @@ def test_sources_say_which_assumption_answered() -> None:
     own = trace_job(3600.0, 2)  # the trace's own hardware: every GPU alike
     assert p.source(own, H100, 2).kind == "measured" and p.source(own, G2, 8).kind == "gpus"
     assert p.source(JobSpec("resnet50", "pytorch", 100, 64), V100, 1).kind == "unsupported"  # no run, no base
+
+
+def test_scaling_laws_left_one_series_out_by_hand() -> None:
+    from predictors.evaluation import TRACE_PROTOCOL, leave_one_series_out, trace_scaling_errors
+
+    # serial shares by hand: A scales perfectly (0), B not at all (1), C to 1.5x on 2 GPUs (1/3)
+    series = {("t", "G1", "j"): {1: 10.0, 2: 20.0, 4: 40.0}, ("t", "G2", "j"): {1: 10.0, 2: 10.0},
+              ("t", "G1", "k"): {1: 10.0, 2: 15.0}}
+    loo = leave_one_series_out(series)
+    # A held out: Amdahl at the median of B's and C's shares, 2/3: runtime(2)/runtime(1) = 2/3 + 1/6, measured 1/2
+    a2 = loo[(loo["law"] == "amdahl") & (loo["job"] == "j") & (loo["gpu"] == "G1") & (loo["n"] == 2)].iloc[0]
+    assert a2["serial"] == pytest.approx(2 / 3) and a2["error"] == pytest.approx(2 / 3)
+    errors = {r["predictor"]: r for r in trace_scaling_errors(series)}
+    # linear: A exact, B 1/2 vs 1 → 0.5, C 1/2 vs 2/3 → 0.25
+    assert errors["trace(scaling='linear')"]["error"] == pytest.approx(0.25)
+    # amdahl: A (2/3 + 2) / 2, B 5/12 (share 1/6), C 1/8 (share 1/2)
+    assert errors["trace"]["error"] == pytest.approx((4 / 3 + 5 / 12 + 1 / 8) / 3)
+    # measured: A reads G2's ratio at 2 GPUs (1 vs 1/2 → 1), Amdahl at 4 (2); B reads G1's (0.5); C has no other model
+    assert errors["trace(scaling='measured')"]["error"] == pytest.approx((1.5 + 0.5 + 0.125) / 3)
+    assert {(r["cells"], r["runs"], r["source"], r["protocol"]) for r in errors.values()} == {
+        (3, 4, "gpus", TRACE_PROTOCOL)}
+
+
+@pytest.mark.parametrize("scaling", ["amdahl", "linear", "measured"])
+def test_a_gpu_count_answer_states_the_measured_scaling_error(scaling) -> None:
+    from predictors.evaluation import trace_scaling_errors
+
+    p = predictors.build("trace", scaling=scaling)
+    want = next(r["error"] for r in trace_scaling_errors() if r["predictor"] == p.describe())
+    src = p.source(trace_job(3600.0, 2, "V100"), V100, 4)
+    assert src.kind == "gpus" and 0 < src.error == pytest.approx(want, abs=5e-12)
+    # only the default serial share was measured: another one states no error rather than a borrowed one
+    assert math.isnan(predictors.build("trace", serial=0.3).source(trace_job(3600.0, 2, "V100"), V100, 4).error)
