@@ -20,6 +20,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from experiments.running.interrupts import pid_alive
 from experiments.running.records import to_arrow
 from sim.metrics import HEADLINE, METRICS
 
@@ -53,23 +54,6 @@ def _file_mode() -> int:
         os.umask(mask)
         _MODE = 0o666 & ~mask
     return _MODE
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether a process with this id exists on this machine (a zombie counts as dead)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except (OSError, IndexError):
-        return True
 
 
 def atomic_write(path: str | Path, write: Any) -> None:

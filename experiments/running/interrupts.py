@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from typing import Any
 
 __all__ = ["Terminated", "POLL", "GRACE", "install", "on_signal", "check", "reset", "deferred", "writing",
-           "exit_code"]
+           "exit_code", "pid_alive"]
 
 POLL = 0.25
 """Seconds a loop waiting for runs may go without calling ``check()``."""
@@ -146,3 +146,20 @@ def reset() -> None:
     """Forget a request (a command ends; the next in the same process starts clean)."""
     global _requested
     _requested = None
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this id exists on this machine (a zombie counts as dead)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True

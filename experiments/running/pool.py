@@ -58,18 +58,8 @@ def init_worker(command: int | None = None) -> None:
     except ValueError:  # not the main thread of the worker (a Dask worker runs this on its event loop)
         pass
     die_with_parent()
-    if command is not None and not _alive(command):
+    if command is not None and not interrupts.pid_alive(command):
         os._exit(1)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def die_with_parent(parent: int | None = None) -> None:
