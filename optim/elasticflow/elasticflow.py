@@ -24,11 +24,11 @@ import math
 from bisect import bisect_right
 from typing import ClassVar
 
+from optim.base import register
 from optim.elasticflow.plan import free_at, plan
 from optim.elasticflow.timeline import PlanJob, PlanJobs, Timeline, elasticflow_cap, gpu_seconds, merged, ordered
 from optim.elasticflow.trial import marginal, own_free
 from sim.elasticflow.vocabulary import (
-    REPLAY_POLICIES,
     ElasticPlan,
     ElasticView,
     ReplayCluster,
@@ -41,7 +41,7 @@ from sim.model import CapsimError
 __all__ = ["ElasticFlow"]
 
 
-@REPLAY_POLICIES.register("elasticflow")
+@register("elasticflow")
 class ElasticFlow(ReplayPolicy):
     """ElasticFlow's admission control and elastic scaling (see the module docstring).
 
