@@ -9,7 +9,8 @@ remaining time alone on the host's configuration and ``R`` the host's:
 - otherwise the host finishes at ``s_h R`` and the new job ``T - s_h R / s_a`` later.
 
 The host's VM is held until the later of the two ends instead of ``R``: that extra time at the VM's price (the whole
-VM, as D* prices a job alone), plus the new job's tardiness and the host's added tardiness, is the pair's cost. The job
+VM, as D* prices a job alone), plus the new job's tardiness and the host's added tardiness, plus the tardiness of the
+jobs queued behind the host (``queue_behind``: they start and end as much later), is the pair's cost. The job
 is paired when that is below its cost alone (``standalone_cost``: the cheapest whole-VM rental plus tardiness, from
 now where the cluster has room for it, else from the earliest moment a running job is expected to free its GPUs).
 """
