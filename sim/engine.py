@@ -134,7 +134,7 @@ class Simulation:
         policy without ``may_gang``, and on configurations no slot can hold (``ClusterRules.unplaceable_gangs``) for a
         policy without ``prices_unplaceable``. Rows that need no mask are returned as they are (the same arrays)."""
         masks = [m for m, on in ((self._gang_only, not self.policy.may_gang),
-                                 (self._unplaceable, not getattr(self.policy, "prices_unplaceable", False)))
+                                 (self._unplaceable, not self.policy.prices_unplaceable))
                  if on and m.any()]
         base = np.logical_or.reduce(masks) if masks else None
         out = {}

@@ -91,7 +91,7 @@ def check_policy(policy: Policy, worlds: Sequence[World] | None = None) -> None:
     priced at its expected cost (``check_spot_pricing``)."""
     label, cls = policy.describe(), type(policy)
     check_component(policy)
-    for flag in ("may_preempt", "may_share", "may_gang", "may_colocate", "plans_capacity"):
+    for flag in ("may_preempt", "may_share", "may_gang", "may_colocate", "prices_unplaceable", "plans_capacity"):
         assert isinstance(getattr(cls, flag), bool), f"{label}: {flag} is not a boolean class attribute"
         assert flag not in vars(policy), f"{label}: {flag} is set on the instance; declare it on the class"
     single = bool(getattr(cls, "single_gpu_only", False))
