@@ -18,7 +18,7 @@ from optim.highs import new_highs
 if TYPE_CHECKING:
     import highspy
 
-__all__ = ["max_min", "MaxMin", "LeastShare", "centre"]
+__all__ = ["max_min", "LeastShare", "centre"]
 
 
 
@@ -45,6 +45,34 @@ def _solve(lp: highspy.HighsLp, ipm: bool) -> np.ndarray:
     return np.asarray(h.getSolution().col_value, dtype=float)
 
 
+def _max_min_lp(coef: np.ndarray, sf: np.ndarray, gpus: np.ndarray, allowed: np.ndarray | None) -> highspy.HighsLp:
+    """The LP of ``max_min`` in HiGHS's column-wise form: X[j, w] at column j*m + w, s last; rows: the n bounds
+    s − Σ_w coef[j,w]·X[j,w] ≤ 0, the n shares, the m capacities."""
+    import highspy
+
+    n, m = coef.shape
+    nx = n * m
+    index, value, jj = _base(n, m, sf, gpus, n)
+    rows = np.concatenate([jj[:, None], index], axis=1)
+    vals = np.concatenate([-coef.ravel()[:, None], value], axis=1)
+    lp = highspy.HighsLp()
+    lp.num_col_ = nx + 1
+    lp.num_row_ = 2 * n + m
+    lp.sense_ = highspy.ObjSense.kMaximize
+    lp.col_cost_ = np.concatenate([np.zeros(nx), [1.0]])
+    lp.col_lower_ = np.zeros(nx + 1)
+    upper = np.ones(nx) if allowed is None else np.where(allowed.ravel(), 1.0, 0.0)
+    lp.col_upper_ = np.concatenate([upper, [highspy.kHighsInf]])
+    lp.row_lower_ = np.full(2 * n + m, -highspy.kHighsInf)
+    lp.row_upper_ = np.concatenate([np.zeros(n), np.ones(n), gpus.astype(float)])
+    a = lp.a_matrix_
+    a.format_ = highspy.MatrixFormat.kColwise
+    a.start_ = np.concatenate([np.arange(0, 3 * nx + 1, 3), [3 * nx + n]]).astype(np.int32)
+    a.index_ = np.concatenate([rows.ravel(), np.arange(n)]).astype(np.int32)
+    a.value_ = np.concatenate([vals.ravel(), np.ones(n)])
+    return lp
+
+
 def max_min(coef: np.ndarray, sf: np.ndarray, gpus: np.ndarray, allowed: np.ndarray | None = None,
             ipm: bool = True) -> tuple[np.ndarray, float]:
     """max s  s.t.  s ≤ Σ_w coef[j,w]·X[j,w] for every job j, the base constraints, X = 0 where not ``allowed``.
@@ -52,47 +80,9 @@ def max_min(coef: np.ndarray, sf: np.ndarray, gpus: np.ndarray, allowed: np.ndar
     Returns (X clipped to [0, 1], s). With ``ipm`` HiGHS's interior-point method runs without crossover and
     presolve, so that X is a point inside the optimal face, as ECOS returns; otherwise the dual simplex gives a
     vertex (faster; used where only s matters)."""
-    return MaxMin(sf, gpus, allowed).solve(coef, ipm)
-
-
-class MaxMin:
-    """The LP of ``max_min`` for fixed GPUs per job (``sf``), capacities and ``allowed``, built once: ``solve``
-    changes only the jobs' coefficients, for a series of LPs that differ in nothing else (a root finding over them).
-    Each solve is a fresh HiGHS run on the same model ``max_min`` would build, so it gives the same answer."""
-
-    def __init__(self, sf: np.ndarray, gpus: np.ndarray, allowed: np.ndarray | None = None):
-        import highspy
-
-        n, m = sf.shape
-        self.n, self.m = n, m
-        nx = n * m
-        index, value, jj = _base(n, m, sf, gpus, n)
-        rows = np.concatenate([jj[:, None], index], axis=1)
-        self._vals = np.concatenate([np.zeros((nx, 1)), value], axis=1)
-        self._tail = np.ones(n)
-        lp = self.lp = highspy.HighsLp()
-        lp.num_col_ = nx + 1
-        lp.num_row_ = 2 * n + m
-        lp.sense_ = highspy.ObjSense.kMaximize
-        lp.col_cost_ = np.concatenate([np.zeros(nx), [1.0]])
-        lp.col_lower_ = np.zeros(nx + 1)
-        upper = np.ones(nx) if allowed is None else np.where(allowed.ravel(), 1.0, 0.0)
-        lp.col_upper_ = np.concatenate([upper, [highspy.kHighsInf]])
-        lp.row_lower_ = np.full(2 * n + m, -highspy.kHighsInf)
-        lp.row_upper_ = np.concatenate([np.zeros(n), np.ones(n), gpus.astype(float)])
-        a = lp.a_matrix_
-        a.format_ = highspy.MatrixFormat.kColwise
-        a.start_ = np.concatenate([np.arange(0, 3 * nx + 1, 3), [3 * nx + n]]).astype(np.int32)
-        a.index_ = np.concatenate([rows.ravel(), np.arange(n)]).astype(np.int32)
-
-    def solve(self, coef: np.ndarray, ipm: bool = True) -> tuple[np.ndarray, float]:
-        """(X clipped to [0, 1], s) of the LP with these coefficients (``max_min``)."""
-        n, m = self.n, self.m
-        nx = n * m
-        self._vals[:, 0] = -coef.ravel()
-        self.lp.a_matrix_.value_ = np.concatenate([self._vals.ravel(), self._tail])
-        sol = _solve(self.lp, ipm)
-        return np.clip(sol[:nx].reshape(n, m), 0.0, 1.0), float(sol[nx])
+    n, m = coef.shape
+    sol = _solve(_max_min_lp(coef, sf, gpus, allowed), ipm)
+    return np.clip(sol[:n * m].reshape(n, m), 0.0, 1.0), float(sol[n * m])
 
 
 class LeastShare:
@@ -103,33 +93,15 @@ class LeastShare:
     only its last bits."""
 
     def __init__(self, rate: np.ndarray, sf: np.ndarray, gpus: np.ndarray):
-        import highspy
-
-        n, m = rate.shape
-        self.n = n
-        self.nx = nx = n * m
-        index, value, jj = _base(n, m, sf, gpus, n)
-        lp = highspy.HighsLp()
-        lp.num_col_ = nx + 1
-        lp.num_row_ = 2 * n + m
-        lp.sense_ = highspy.ObjSense.kMaximize
-        lp.col_cost_ = np.concatenate([np.zeros(nx), [1.0]])
-        lp.col_lower_ = np.zeros(nx + 1)
-        lp.col_upper_ = np.concatenate([np.ones(nx), [highspy.kHighsInf]])
-        lp.row_lower_ = np.full(2 * n + m, -highspy.kHighsInf)
-        lp.row_upper_ = np.concatenate([np.zeros(n), np.ones(n), gpus.astype(float)])
-        a = lp.a_matrix_
-        a.format_ = highspy.MatrixFormat.kColwise
-        a.start_ = np.concatenate([np.arange(0, 3 * nx + 1, 3), [3 * nx + n]]).astype(np.int32)
-        a.index_ = np.concatenate([np.concatenate([jj[:, None], index], axis=1).ravel(), np.arange(n)]).astype(np.int32)
-        a.value_ = np.concatenate([np.concatenate([-rate.ravel()[:, None], value], axis=1).ravel(), np.ones(n)])
+        self.n = rate.shape[0]
+        self.col = rate.size
         self.h = new_highs()
         self.h.setOptionValue("random_seed", 0)
-        self.h.passModel(lp)
+        self.h.passModel(_max_min_lp(rate, sf, gpus, None))
 
     def value(self, need: np.ndarray) -> float:
         """s for these needs (each > 0)."""
-        h, col = self.h, self.nx
+        h, col = self.h, self.col
         for j, v in enumerate(need.tolist()):
             h.changeCoeff(j, col, v)
         h.run()
