@@ -375,7 +375,7 @@ def _slices(plan: Plan, placed: tuple[Any, ...], world: World, changes: dict[int
         k = world.config_index.get((vm.name, 1))
         spec = world.jobs[jid].job.spec
         if k is None or not math.isfinite(world.jobs[jid].est[k]) or \
-                not mig.speed(spec.application, spec.batch_size, vm.gpu, cut.profile) > 0:
+                not mig.speed(spec, vm.gpu, cut.profile) > 0:
             raise PlanRejected(f"job {jid} does not fit on MIG slice {cut.label(vm.gpu)} of {vm.name} (its speed there "
                                f"is 0 or the estimator marks {vm.name}x1 infeasible)")
         counts[n] += 1

@@ -110,7 +110,7 @@ class NodeState:
     Where GPUs may be shared, ``devices`` holds the number of jobs on each GPU of the VM (GPU ``i`` of the VM is
     device ``i``) and ``used`` counts the GPUs holding at least one job; otherwise ``devices`` is None. Where GPUs may
     be cut into MIG slices, ``layouts`` holds each GPU's layout (``()``: whole) and ``devices_ready`` when each is done
-    being repartitioned, and ``used`` counts the GPUs that are partitioned or hold a job; otherwise both are None."""
+    being repartitioned (``used`` counts the GPUs whole-GPU jobs hold); otherwise both are None."""
 
     __slots__ = ("index", "slot", "vm", "ready_at", "used", "jobs", "interval", "devices", "layouts", "devices_ready")
 
@@ -219,7 +219,8 @@ class World:
                 views[n] = (NodeView(n, allowed=node.slot.allowed, vm=node.vm, ready_at=node.ready_at,
                                      used_gpus=node.used, fixed=node.slot.fixed) if node.layouts is None else
                             NodeView(n, allowed=node.slot.allowed, vm=node.vm, ready_at=node.ready_at,
-                                     used_gpus=node.used, fixed=node.slot.fixed, layouts=tuple(node.layouts),
+                                     used_gpus=node.used + sum(1 for lay in node.layouts if lay),
+                                     fixed=node.slot.fixed, layouts=tuple(node.layouts),
                                      devices_ready=tuple(node.devices_ready or ()),
                                      idle_gpus=tuple(d for d, k in enumerate(node.devices or ()) if not k)))
             self._dirty.clear()

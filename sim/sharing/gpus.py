@@ -5,8 +5,8 @@ co-location and MIG bookkeeping (``sim.run.Run`` owns one where ``ClusterRules.j
 MIG: each GPU of a node has a layout (``NodeState.layouts``, ``()`` whole); a plan repartitions an idle GPU, which
 is ready ``ClusterRules.mig_reconfigure_time`` later (``NodeState.devices_ready``); a job on a slice holds that slice
 of its device and runs ``1 / speed`` times slower than on the whole GPU (``sim.model.SliceSpeeds``); its GPU-seconds
-are credited as the slice's compute share (of 7). A partitioned GPU counts as used, and a whole-GPU job takes only
-unpartitioned devices.
+are credited as the slice's compute share (of 7). A whole-GPU job takes only unpartitioned devices; ``NodeState.used``
+counts the GPUs whole jobs hold, and the policy's view adds the partitioned ones (``NodeView.used_gpus``).
 
 GPU identity: GPU ``i`` of a VM is device ``i`` of its node; ``NodeState.devices`` counts the jobs on each and a job's
 ``JobState.devices`` lists its devices on each of its nodes. A job placed alone takes the lowest-numbered free
@@ -110,7 +110,7 @@ class SharedGPUs:
         if cut is not None:
             mig = self.world.mig
             assert mig is not None
-            speed = mig.speed(st.job.spec.application, st.job.spec.batch_size, vm.gpu, cut.profile)
+            speed = mig.speed(st.job.spec, vm.gpu, cut.profile)
             if not speed > 0:
                 raise CapsimError(f"job {st.job.id} was put on MIG slice {cut.label(vm.gpu)} of node {parts[0][0]}, "
                                   f"where it does not fit (the plan rules refuse this: a defect of the engine)")
@@ -148,7 +148,6 @@ class SharedGPUs:
         assert node.devices is not None and not node.devices[device], "the plan rules repartition idle GPUs only"
         layouts[device] = tuple(layout)
         ready[device] = max(now, node.ready_at) + self.reconfigure
-        node.used += (1 if layout else 0) - (1 if old else 0)
         self.world.layout_changed(n)
 
     def cut_in(self, st: JobState, cut: Slice, k: int, now: float, speed: float) -> None:
@@ -172,7 +171,7 @@ class SharedGPUs:
         mig, cut = self.world.mig, st.slice
         assert mig is not None and cut is not None
         vm = self.world.configs[k].vm
-        return 1.0 / mig.speed(st.job.spec.application, st.job.spec.batch_size, vm.gpu, cut.profile)
+        return 1.0 / mig.speed(st.job.spec, vm.gpu, cut.profile)
 
     def join(self, st: JobState, mate: JobState, k: int, now: float) -> None:
         """Run ``st`` (its run set up by the run's ``_place``) on the GPUs of ``mate``, which runs alone there: both go

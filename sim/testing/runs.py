@@ -190,7 +190,7 @@ def check_run(world: World, r: RunResult) -> None:
         for t, kind, g in events:
             used += g if kind == 2 else -g
             cap = iv[(iv.start_time <= t) & (t <= iv.stop_time)].vm_type.map(gpus).max()
-            assert used <= cap, f"node {node} uses {used} GPUs at t={t}"
+            assert used <= cap + 1e-9, f"node {node} uses {used} GPUs at t={t}"
     markets = cluster.markets
     if markets is not None:  # its series start with the run, at the first arrival
         spot, t0 = r.nodes[r.nodes.spot], min(j.submit_time for j in jobs)

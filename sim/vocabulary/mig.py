@@ -22,11 +22,25 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from statistics import median
+from typing import Protocol
 
 from sim.vocabulary.resources import GPUModel
 
 __all__ = ["Profile", "PROFILES", "Slice", "Layout", "mig_capable", "layout_problem", "maximal_layouts",
            "parse_layout", "parse_label", "fits_beside", "SliceSpeeds", "slice_speeds", "profile_for_share"]
+
+
+class _Spec(Protocol):
+    """What the slice speeds read of a job spec (``sim.model.JobSpec``)."""
+
+    @property
+    def application(self) -> str: ...
+
+    @property
+    def batch_size(self) -> int: ...
+
+    @property
+    def gpu_share(self) -> float | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,14 +196,18 @@ class SliceSpeeds:
         """Per profile, the median of MISO's measured fractions: what a job no table measured runs at."""
         self._cache: dict[tuple[str, int, bool, str], float] = {}
 
-    def speed(self, application: str, batch: int, gpu: GPUModel, profile: str) -> float:
-        """Fraction of the whole GPU's speed at which a job of ``application`` and ``batch`` size trains on a
-        ``profile`` slice of ``gpu`` (0: it does not fit there)."""
+    def speed(self, spec: _Spec, gpu: GPUModel, profile: str) -> float:
+        """Fraction of the whole GPU's speed at which job ``spec`` trains on a ``profile`` slice of ``gpu`` (0: it
+        does not fit there). A job asking a fraction of a GPU (``gpu_share``, e.g. the Alibaba trace's) runs at its
+        own pace on any slice with at least that share of the compute, and does not fit a smaller one."""
+        share = spec.gpu_share
+        if share is not None and share < 1.0:
+            return 1.0 if PROFILES[profile].compute / 7 >= share - 1e-12 else 0.0
         big = gpu.memory_gb >= 80
-        key = (application, batch, big, profile)
+        key = (spec.application, spec.batch_size, big, profile)
         hit = self._cache.get(key)
         if hit is None:
-            hit = self._cache[key] = self._lookup(application, batch, big, profile)
+            hit = self._cache[key] = self._lookup(spec.application, spec.batch_size, big, profile)
         return hit
 
     def _lookup(self, application: str, batch: int, big: bool, profile: str) -> float:

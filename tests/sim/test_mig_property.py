@@ -82,7 +82,7 @@ class RandomSlicer(Policy):
                 for d, lay in enumerate(cuts):
                     for profile, begin in lay:
                         cut = Slice(d, begin, profile)
-                        speed = s.mig.speed(jv.job.spec.application, jv.job.spec.batch_size, vm.gpu, profile)
+                        speed = s.mig.speed(jv.job.spec, vm.gpu, profile)
                         if (n, cut) not in held and speed > 0:
                             options.append(Assignment(jv.id, n, 1, slice=cut))
             if options and rng.random() < 0.8:
