@@ -7,19 +7,21 @@ At each decision, with the cluster's slice speeds (``Snapshot.mig``):
 1. **Jobs that may take a slice**: waiting jobs on one GPU (``JobSpec.gpus`` None or 1), by deadline. A job's slice
    time is its estimate on the VM type with one GPU over its speed on the slice.
 2. **Free slices first**: a slice of a running VM's layout that no job holds. Its cost is its share of the rent for the
-   job's time on it (its compute share of one GPU's part of the VM's price, as the engine splits cost), or, on a VM
-   that runs jobs, its compute share of the whole VM's rent for the time it would be held beyond their expected ends
-   if larger; plus the job's tardiness. (A VM left holding one slow slice job pays for its idle slices: the reason new
-   VMs are cut only for ``min_jobs`` jobs.)
+   job's time on it (its compute share of one GPU's part of the VM's price, as the engine splits cost), or, if larger,
+   the whole VM's rent for the time the VM would be held beyond its running jobs' expected ends (from now on an idle
+   or new VM), split evenly among the jobs a GPU cut in this decision takes; plus the job's tardiness.
 3. **Idle GPUs are cut** as MISO chooses partitions (Li et al., SoCC'22): among NVIDIA's 78 maximal layouts, the one
-   that maximises the summed speed of the waiting jobs matched to its slices (each job, in deadline order, to the free
+   other than the single 7g slice (the whole GPU, which the base policy gives) that maximises the summed speed of the
+   waiting jobs matched to its slices (each job, in deadline order, to the free
    slice where it goes fastest, the smaller slice on a tie; of layouts as fast, the one using the least compute, so a
    fractional request gets the smallest slice that fits); repartitioning costs ``ClusterRules.mig_reconfigure_time``
    before the slices run. Idle GPUs of running VMs first, then, with ``rent``, a new VM of the MIG type cheapest per
    GPU on an empty node when at least ``min_jobs`` jobs take a slice of it.
 4. A job takes a slice only where that costs less than running it alone on whole GPUs (``standalone_cost``: the
    cheapest whole-VM rental plus tardiness from now); the rest, and every other job, go to the base policy, which sees
-   the cut GPUs as used.
+   the cut GPUs as used and the new slice jobs as running.
+5. While jobs are left for the base policy, a cut GPU that holds no job and took none now is made whole again (it is
+   ready after the reconfiguration time).
 
 The base policy is any plan-deciding policy that does not preempt (``greedy`` by default); without MIG (no
 ``Snapshot.mig``) this layer is the base policy alone.
@@ -40,6 +42,8 @@ from sim.vocabulary.mig import PROFILES, maximal_layouts, mig_capable
 
 __all__ = ["MigSlicing", "choose_layout"]
 
+_WHOLE: Layout = (("7g", 0),)
+
 
 def choose_layout(speeds: list[dict[str, float]]) -> tuple[Layout, list[tuple[int, tuple[str, int]]]]:
     """MISO's choice for one GPU: the maximal layout maximising the summed speed of the jobs (``speeds[i]``: job i's
@@ -48,6 +52,8 @@ def choose_layout(speeds: list[dict[str, float]]) -> tuple[Layout, list[tuple[in
     compute (the rest stays free), then the one listed first."""
     best: tuple[float, int, Layout, list[tuple[int, tuple[str, int]]]] = (-1.0, 0, (), [])
     for layout in maximal_layouts():
+        if layout == _WHOLE:
+            continue  # one 7g slice is the whole GPU, later: a job wanting it goes to the base policy
         free = list(layout)
         matched, total, compute = [], 0.0, 0
         for i, sp in enumerate(speeds):
@@ -91,9 +97,9 @@ class MigSlicing(Policy):
     def decide(self, s: Snapshot) -> Plan:
         if s.mig is None:
             return self._base.decide(s)
-        placed, layouts, vms, cuts = self._slices(s)
+        placed, views, layouts, vms, cuts = self._slices(s)
         cut_nodes = set(cuts)
-        if not placed:
+        if not placed and not layouts:
             return self._base.decide(s)
         taken = {a.job_id for a in placed}
         busy = {a.node for a in placed}
@@ -101,12 +107,15 @@ class MigSlicing(Policy):
         for n, extra in cuts.items():
             nv = nodes[n]
             vm = nv.vm or s.vm_type(vms[n])
-            nodes[n] = replace(nv, vm=vm, used_gpus=min(vm.gpus, nv.used_gpus + extra))
+            nodes[n] = replace(nv, vm=vm, used_gpus=max(0, min(vm.gpus, nv.used_gpus + extra)))
+        # the base sees the new slice jobs running (a policy may read a node's room from its running jobs)
         rest = replace(s, waiting=tuple(jv for jv in s.waiting if jv.id not in taken), nodes=tuple(nodes),
+                       running=s.running + tuple(views),
                        empty_nodes=tuple(n for n in s.empty_nodes if n not in vms),
                        idle_nodes=tuple(n for n in s.idle_nodes if n not in cut_nodes and n not in busy))
         plan = self._base.decide(rest) if rest.waiting or rest.idle_nodes else Plan()
         own = {n: vms.get(n) or getattr(s.nodes[n].vm, "name", None) for n in cut_nodes | busy}
+        own.update({key[0]: getattr(s.nodes[key[0]].vm, "name", None) for key in layouts if key[0] not in own})
         lost = {n for n, name in plan.vms.items() if n in own and name != own[n]}
         if lost:  # the base changes a VM this layer cuts: the base's plan stands, these jobs wait
             placed = [a for a in placed if a.node not in lost]
@@ -115,16 +124,17 @@ class MigSlicing(Policy):
         return Plan(vms={**plan.vms, **vms}, start=plan.start + tuple(placed), move=plan.move, preempt=plan.preempt,
                     keep_idle=plan.keep_idle, info=plan.info, layouts=layouts)
 
-    def _slices(self, s: Snapshot) -> tuple[list[Assignment], dict[tuple[int, int], Layout], dict[int, str],
-                                            dict[int, int]]:
-        """The slice placements, new layouts, new VMs and, per node, the GPUs newly cut (module docstring)."""
+    def _slices(self, s: Snapshot) -> tuple[list[Assignment], list[JobView], dict[tuple[int, int], Layout],
+                                            dict[int, str], dict[int, int]]:
+        """The slice placements with the views of their jobs once running, the new layouts, new VMs and, per node,
+        the change in cut GPUs (module docstring)."""
         mig = s.mig
         assert mig is not None
         table = config_table(s.configs)
         now = s.time
         jobs = sorted((jv for jv in s.waiting if jv.job.spec.gpus in (None, 1)), key=lambda jv: jv.job.deadline)
         if not jobs:
-            return [], {}, {}, {}
+            return [], [], {}, {}, {}
         usable = np.ones(len(s.configs), dtype=bool)
         alone = {jv.id: standalone_cost(jv, now, table, usable) for jv in jobs}
         ends: dict[int, float] = {}
@@ -135,9 +145,11 @@ class MigSlicing(Policy):
                 if jv.slice is not None:
                     held.add((jv.node, jv.slice))
         placed: list[Assignment] = []
+        views: list[JobView] = []
         left = list(jobs)
 
-        def cost(jv: JobView, vm: VMType, node: int, compute: int, speed: float, begin: float) -> float:
+        def cost(jv: JobView, vm: VMType, node: int, compute: int, speed: float, begin: float,
+                 sharers: int = 1) -> float:
             k = table.index.get((vm.name, 1))
             if k is None or not speed > 0:
                 return math.inf
@@ -146,12 +158,13 @@ class MigSlicing(Policy):
                 return math.inf
             finish = begin + t
             share = vm.price_per_second / vm.gpus * compute / 7 * (finish - now)
-            held = ends.get(node)
-            extension = 0.0 if held is None else vm.price_per_second * compute / 7 * max(0.0, finish - held)
+            extension = vm.price_per_second * max(0.0, finish - ends.get(node, now)) / sharers
             return max(share, extension) + jv.job.weight * max(0.0, finish - jv.job.deadline)
 
-        def take(jv: JobView, node: int, cut: Slice) -> None:
+        def take(jv: JobView, node: int, cut: Slice, vm: VMType, begin: float) -> None:
             placed.append(Assignment(jv.id, node, 1, slice=cut))
+            views.append(replace(jv, node=node, config=table.index[(vm.name, 1)], since=begin,
+                                 pace=1.0 / mig.speed(jv.job.spec, vm.gpu, cut.profile), slice=cut))
             held.add((node, cut))
             left.remove(jv)
 
@@ -171,7 +184,7 @@ class MigSlicing(Policy):
                             - alone[jv.id] for jv in left}
                     best = min(left, key=lambda jv: gain[jv.id])
                     if gain[best.id] < 0:
-                        take(best, nv.index, cut)
+                        take(best, nv.index, cut, host, ready)
         # 3. idle GPUs of running VMs, then new VMs
         layouts: dict[tuple[int, int], Layout] = {}
         cut_nodes: dict[int, int] = {}
@@ -183,12 +196,13 @@ class MigSlicing(Policy):
             for d in nv.idle_gpus:
                 if not left or (nv.layouts and nv.layouts[d]):
                     continue
-                got = self._cut(s, nv.vm, nv.index, d, max(now, nv.ready_at) + reconf, left, cost, alone)
+                begin = max(now, nv.ready_at) + reconf
+                got = self._cut(s, nv.vm, nv.index, d, begin, left, cost, alone)
                 if got:
                     layouts[(nv.index, d)] = got[0]
                     cut_nodes[nv.index] = cut_nodes.get(nv.index, 0) + 1
                     for jv, cut in got[1]:
-                        take(jv, nv.index, cut)
+                        take(jv, nv.index, cut, nv.vm, begin)
         if self.rent:
             types = [v for v in s.vm_types if mig_capable(v.gpu) and (v.name, 1) in table.index]
             for n in s.empty_nodes:
@@ -217,9 +231,17 @@ class MigSlicing(Policy):
                     layouts[(n, d)] = layout
                     cut_nodes[n] = cut_nodes.get(n, 0) + 1
                     for jv, cut in matches:
-                        take(jv, n, cut)
+                        take(jv, n, cut, vm, begin)
                 left.sort(key=lambda jv: jv.job.deadline)
-        return placed, layouts, vms, cut_nodes
+        # 5. cut GPUs left idle are made whole again while jobs wait for the base policy
+        if len(placed) < len(s.waiting):
+            used = {(a.node, a.slice.device) for a in placed if a.slice is not None}
+            for nv in s.nodes:
+                for d in nv.idle_gpus:
+                    if nv.layouts and nv.layouts[d] and (nv.index, d) not in layouts and (nv.index, d) not in used:
+                        layouts[(nv.index, d)] = ()
+                        cut_nodes[nv.index] = cut_nodes.get(nv.index, 0) - 1
+        return placed, views, layouts, vms, cut_nodes
 
     def _cut(self, s: Snapshot, vm: VMType, node: int, d: int, begin: float, left: list[JobView], cost: Any,
              alone: dict[int, float]) -> tuple[Layout, list[tuple[JobView, Slice]]] | None:
@@ -234,7 +256,8 @@ class MigSlicing(Policy):
             speeds = [{p: mig.speed(jv.job.spec, vm.gpu, p) for p in PROFILES} for jv in group]
             layout, matches = choose_layout(speeds)
             out = [(group[i], Slice(d, start, p)) for i, (p, start) in matches
-                   if cost(group[i], vm, node, PROFILES[p].compute, speeds[i][p], begin) < alone[group[i].id]]
+                   if cost(group[i], vm, node, PROFILES[p].compute, speeds[i][p], begin, len(matches))
+                   < alone[group[i].id]]
             if len(out) == len(matches):
                 break
             group = [jv for jv, _ in out]

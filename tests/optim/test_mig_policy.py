@@ -18,7 +18,7 @@ from sim.cluster import Cluster, NodeSlot
 from sim.engine import Simulation
 from sim.model import CapsimError, ClusterRules, Job, JobSpec, VMType
 from sim.testing import RuntimeTable, World, check_run
-from sim.vocabulary.mig import PROFILES, parse_layout, slice_speeds
+from sim.vocabulary.mig import PROFILES, slice_speeds
 
 MED = slice_speeds().medians
 A100 = VMType("a100", gpu("A100-40GB"), 1, 3.6)  # $0.001/s
@@ -27,11 +27,12 @@ SPEC = JobSpec("alexnet", "pytorch", 100, 64, name="A")  # unmeasured: the per-p
 
 
 def test_miso_layout_choice_by_hand():
-    """Summed median speeds: one job takes the whole GPU (7g, 1.0); two take 4g + 3g (0.7453 + 0.6568, more than
-    3g + 3g or 4g + 2g); seven take seven 1-compute slices (7 x 0.3219 = 2.25, more than 3 x 2g + 1g = 1.74); four
-    that fit no 1g slice take 2g + 2g + 3g (1.6, more than 3 x 2g = 1.5 or 4g + 3g = 1.3)."""
+    """Summed median speeds (the 7g layout, a whole GPU, is left to the base policy): one job takes a 4g; two take
+    4g + 3g (0.7453 + 0.6568, more than 3g + 3g or 4g + 2g); seven take seven 1-compute slices (7 x 0.3219 = 2.25,
+    more than 3 x 2g + 1g = 1.74); four that fit no 1g slice take 2g + 2g + 3g (1.6, more than 3 x 2g = 1.5 or
+    4g + 3g = 1.3)."""
     med = {p: MED[p] for p in PROFILES}
-    assert choose_layout([med])[0] == parse_layout("7g@0")
+    assert [p for _, (p, _) in choose_layout([med])[1]] == ["4g"]
     two, matches = choose_layout([med, med])
     assert sorted(p for p, _ in two) == ["3g", "4g"] and sorted(p for _, (p, _) in matches) == ["3g", "4g"]
     seven, matches = choose_layout([med] * 7)
