@@ -153,3 +153,23 @@ def test_the_placement_rule_gives_exactly_the_shipped_maximal_layouts():
 def test_fractional_requests_map_to_the_smallest_slice_that_fits():
     assert [profile_for_share(x) for x in (0.1, 1 / 7, 0.2, 0.25, 0.5, 0.6, 0.9, 1.0)] == \
         ["1g", "1g", "2g", "2g", "4g", "7g", "7g", None]
+
+
+def test_an_owned_a100_server_is_cut_like_a_rented_one():
+    """A fixed A100 server (always on) is cut at 0 into 3g@0 + 3g@4: A and B run side by side from 10."""
+    server = VMType("srv", gpu("A100-80GB"), 1, 0.0)
+    table = TablePredictor({"A/srv/1": 100.0, "B/srv/1": 50.0})
+
+    def script(s: Snapshot) -> Plan:
+        if s.time == 0:
+            return Plan(layouts={(0, 0): (("3g", 0), ("3g", 4))},
+                        start=(Assignment(0, 0, 1, slice=Slice(0, 0, "3g")),
+                               Assignment(1, 0, 1, slice=Slice(0, 4, "3g"))))
+        return Plan()
+
+    cluster = Cluster((server,), (NodeSlot(frozenset({"srv"}), fixed=True),),
+                      rules=ClusterRules(mig=True, owned_price_per_hour={"srv": 3.6}))
+    r = Simulation(cluster, [job(0, A, 0.0), job(1, B, 0.0)], Scripted(script, share=True), table).run()
+    j = r.jobs.set_index("job_id")
+    assert j.loc[0, "end_time"] == pytest.approx(10 + 100 / MED["3g"]) and j.loc[1, "start_time"] == 10.0
+    assert set(r.segments.slice) == {"0/3g.40gb@0", "0/3g.40gb@4"}
