@@ -1,8 +1,9 @@
 """The MIG study of docs/sharing.md: with MIG slices against whole GPUs, per policy, on the paper grid and on
 ElasticFlow's cluster01 trace, on A100 VMs.
 
-``python -m studies.mig --paper results/mig_paper --elasticflow results/mig_elasticflow [--plot
-docs/img/mig_study.png]`` reads the sweeps of ``experiments/mig/paper.yaml`` and ``experiments/mig/elasticflow.yaml``.
+``python -m studies.mig --paper results/mig_paper --elasticflow results/mig_elasticflow --alibaba results/mig_alibaba
+[--plot docs/img/mig_study.png]`` reads the sweeps of ``experiments/mig/paper.yaml`` and ``elasticflow.yaml`` and the
+run of ``alibaba.yaml``.
 In each, a base policy (``greedy``, ``insertion``) never cuts a GPU, so its runs are the runs without MIG, and
 ``mig-<base>`` (the ``mig`` layer before it) the runs with MIG, on the same instances. It prints per study and policy
 the mean total and VM cost, the share of jobs that met their deadline, mean JCT, makespan, GPU utilisation (busy
@@ -38,7 +39,7 @@ def summary(folder: str | Path) -> pd.DataFrame:
 
 def table(s: pd.DataFrame, name: str) -> pd.DataFrame:
     """Means per policy over the instances (the grid's points and seeds), ``mig-<base>`` against ``<base>``."""
-    keys = [c for c in s.columns if c.startswith("grid.")] + ["seed"]
+    keys = [c for c in s.columns if "." in c] + ["seed"]  # the grid's axes and the seed
     means = s.groupby("policy", sort=False)[list(METRICS)].mean()
     rows = []
     for policy in means.index:
@@ -85,11 +86,14 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--paper", required=True, help="result folder of experiments/mig/paper.yaml")
     p.add_argument("--elasticflow", help="result folder of experiments/mig/elasticflow.yaml")
+    p.add_argument("--alibaba", help="result folder of experiments/mig/alibaba.yaml")
     p.add_argument("--plot", help="write the figure here")
     args = p.parse_args(argv)
     parts = [table(summary(args.paper), "paper grid")]
     if args.elasticflow:
         parts.append(table(summary(args.elasticflow), "ElasticFlow cluster01"))
+    if args.alibaba:
+        parts.append(table(summary(args.alibaba), "Alibaba PAI 2023"))
     t = pd.concat(parts, ignore_index=True)
     with pd.option_context("display.width", 250, "display.max_columns", 30):
         print(t.round(4).to_string(index=False))

@@ -54,6 +54,7 @@ def test_two_jobs_on_two_slices_of_one_a100():
     assert seg.loc[0, "slice"] == "0/4g.20gb@0" and seg.loc[1, "slice"] == "0/3g.20gb@4"
     busy = 4 / 7 * (end_a - 10) + 3 / 7 * (end_b - 10)
     assert r.nodes.busy_gpu_seconds.iloc[0] == pytest.approx(busy)
+    assert r.summary["gpu_utilisation"] == pytest.approx(busy / end_a)  # the VM ran from 0 to A's end
     assert j.cost_share.sum() + r.summary["idle_cost"] == pytest.approx(r.summary["vm_cost"])
     shown = {jv.id: jv for jv in policy.seen[1].running}
     assert shown[0].slice == Slice(0, 0, "4g") and shown[0].pace == pytest.approx(1 / MED["4g"])
