@@ -20,7 +20,7 @@ from sim.vocabulary.resources import MAX_BILLING_QUANTUM, Billing, CapsimError, 
 
 __all__ = ["CapsimError", "GPUModel", "Billing", "VMType", "ClusterRules", "MAX_BILLING_QUANTUM", "Measured", "JobSpec",
            "Job", "Config", "per_configs", "JobView", "NodeView", "Colocation", "Snapshot", "Assignment",
-           "DecisionInfo", "Plan", "INFEASIBLE", "Slice", "Layout", "SliceSpeeds"]
+           "DecisionInfo", "Plan", "INFEASIBLE", "Slice", "Layout", "SliceSpeeds", "NodeMig"]
 
 T = TypeVar("T")
 
@@ -194,13 +194,22 @@ class JobView:
 
 
 @dataclass(frozen=True, slots=True)
+class NodeMig:
+    """A node's GPUs where they may be cut into MIG slices: each GPU's ``layouts`` (``()``: whole), when each is
+    ``ready`` after a repartition, and the ``idle`` GPUs (holding no job)."""
+
+    layouts: tuple[Layout, ...]
+    ready: tuple[float, ...]
+    idle: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class NodeView:
     """A node slot at a decision: which VM types it may host, the VM on it now, when that VM is ready, GPUs in use.
 
     A ``fixed`` node is a server that is always present: its VM runs from the start to the end of the run and no plan
-    stops or changes it. Where GPUs may be cut into MIG slices (``ClusterRules.mig``), ``layouts`` gives each GPU's
-    layout (``()``: whole), ``devices_ready`` when each GPU is done being repartitioned and ``idle_gpus`` the GPUs that
-    hold no job (which a plan may repartition); a partitioned GPU counts in ``used_gpus``.
+    stops or changes it. Where GPUs may be cut into MIG slices (``ClusterRules.mig``), ``mig`` holds its GPUs' state
+    (``NodeMig``; read as ``layouts``, ``devices_ready``, ``idle_gpus``); a partitioned GPU counts in ``used_gpus``.
     """
 
     index: int
@@ -210,9 +219,22 @@ class NodeView:
     ready_at: float = 0.0
     used_gpus: int = 0
     fixed: bool = False
-    layouts: tuple[Layout, ...] = ()
-    devices_ready: tuple[float, ...] = ()
-    idle_gpus: tuple[int, ...] = ()
+    mig: NodeMig | None = None
+
+    @property
+    def layouts(self) -> tuple[Layout, ...]:
+        """Each GPU's MIG layout (``()``: whole); empty without MIG."""
+        return self.mig.layouts if self.mig is not None else ()
+
+    @property
+    def devices_ready(self) -> tuple[float, ...]:
+        """When each GPU is done being repartitioned; empty without MIG."""
+        return self.mig.ready if self.mig is not None else ()
+
+    @property
+    def idle_gpus(self) -> tuple[int, ...]:
+        """The GPUs that hold no job (which a plan may repartition); empty without MIG."""
+        return self.mig.idle if self.mig is not None else ()
 
     @property
     def free_gpus(self) -> int:
@@ -332,7 +354,6 @@ class DecisionInfo:
 
 
 _NO_VMS: Mapping[int, str | None] = MappingProxyType({})
-_NO_LAYOUTS: Mapping[tuple[int, int], Layout] = MappingProxyType({})
 
 
 def _frozen(m: Mapping[int, str | None] | None) -> Mapping[int, str | None]:
@@ -351,8 +372,8 @@ class Plan:
     - ``preempt``: running jobs sent back to the queue (policies with ``may_preempt``), keeping the work done.
     - ``keep_idle``: nodes whose VM stays on although no job runs there; every other idle VM is stopped.
     - ``layouts``: ``(node, GPU)`` → the MIG layout that GPU is repartitioned into (``()``: whole again), on a cluster
-      with ``ClusterRules.mig``; the GPU must hold no job after the plan's preempt and move, and it is ready
-      ``ClusterRules.mig_reconfigure_time`` seconds later (jobs placed on it start then).
+      with ``ClusterRules.mig`` (None: no GPU is repartitioned); the GPU must hold no job after the plan's preempt and
+      move, and it is ready ``ClusterRules.mig_reconfigure_time`` seconds later (jobs placed on it start then).
     """
 
     vms: Mapping[int, str | None] = field(default_factory=dict)
@@ -361,7 +382,7 @@ class Plan:
     preempt: tuple[int, ...] = ()
     keep_idle: frozenset[int] = frozenset()
     info: DecisionInfo = DecisionInfo()
-    layouts: Mapping[tuple[int, int], Layout] = field(default_factory=lambda: _NO_LAYOUTS)
+    layouts: Mapping[tuple[int, int], Layout] | None = None
 
     def __post_init__(self) -> None:
         setattr_ = object.__setattr__
@@ -374,6 +395,6 @@ class Plan:
             setattr_(self, "preempt", tuple(self.preempt))
         if self.keep_idle.__class__ is not frozenset:
             setattr_(self, "keep_idle", frozenset(self.keep_idle))
-        if self.layouts.__class__ is not MappingProxyType:
+        if self.layouts is not None and self.layouts.__class__ is not MappingProxyType:
             setattr_(self, "layouts", MappingProxyType({(n, d): tuple(tuple(s) for s in lay)
                                                        for (n, d), lay in dict(self.layouts).items()}))

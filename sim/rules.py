@@ -148,13 +148,15 @@ def check_plan(plan: Plan, world: World, policy: Policy) -> None:
     cut = world.mig is not None
     if cut:
         load = _slices(plan, placed, world, changes, seen)
-    elif plan.layouts or any(a.slice is not None for a in placed):
-        raise PlanRejected("it cuts GPUs into MIG slices (layouts or Assignment.slice), but the cluster has no MIG")
+    elif plan.layouts:
+        raise PlanRejected("it cuts GPUs into MIG slices (layouts), but the cluster has no MIG")
     for a in placed:
         if a.partner is not None:
             _partner(a, placed, world, policy, changes, seen)
             continue
         if a.slice is not None:
+            if not cut:
+                raise PlanRejected(f"job {a.job_id} is put on MIG slice {a.slice!r}, but the cluster has no MIG")
             continue  # rule 11, checked with the layouts
         if a.gang:
             vm, g, parts = _gang(a, world, changes, policy)
@@ -318,7 +320,8 @@ def _slices(plan: Plan, placed: tuple[Any, ...], world: World, changes: dict[int
 
     busy: dict[int, set[int]] = {}  # node -> GPUs holding a job that stays
     held: dict[int, set[tuple[int, str, int]]] = {}  # node -> slices held after the plan
-    touched = {_as_index(k[0]) for k in plan.layouts if isinstance(k, tuple)}
+    given = plan.layouts or {}
+    touched = {_as_index(k[0]) for k in given if isinstance(k, tuple)}
     touched.update(_as_index(m) for a in placed for m, _ in a.parts)
     for n in touched:
         if n is None or not 0 <= n <= last:
@@ -329,7 +332,7 @@ def _slices(plan: Plan, placed: tuple[Any, ...], world: World, changes: dict[int
                 busy[n].update(d for devs in st.devices for d in devs)
                 if st.slice is not None:
                     held[n].add((st.slice.device, st.slice.profile, st.slice.start))
-    for key, layout in plan.layouts.items():
+    for key, layout in given.items():
         n, d = (_as_index(k) for k in key) if isinstance(key, tuple) and len(key) == 2 else (None, None)
         if n is None or d is None or not 0 <= n <= last:
             raise PlanRejected(f"layouts names GPU {key!r}; expected (node, GPU) with nodes 0..{last}")

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sim.model import Job, JobView, Layout, NodeView, Slice, SliceSpeeds, Snapshot, VMType
+from sim.model import Job, JobView, Layout, NodeMig, NodeView, Slice, SliceSpeeds, Snapshot, VMType
 
 if TYPE_CHECKING:
     from sim.clock import Call
@@ -220,9 +220,9 @@ class World:
                                      used_gpus=node.used, fixed=node.slot.fixed) if node.layouts is None else
                             NodeView(n, allowed=node.slot.allowed, vm=node.vm, ready_at=node.ready_at,
                                      used_gpus=node.used + sum(1 for lay in node.layouts if lay),
-                                     fixed=node.slot.fixed, layouts=tuple(node.layouts),
-                                     devices_ready=tuple(node.devices_ready or ()),
-                                     idle_gpus=tuple(d for d, k in enumerate(node.devices or ()) if not k)))
+                                     fixed=node.slot.fixed, mig=NodeMig(
+                                         tuple(node.layouts), tuple(node.devices_ready or ()),
+                                         tuple(d for d, k in enumerate(node.devices or ()) if not k))))
             self._dirty.clear()
             self._nodes_t = tuple(views)
         if self._waiting_t is None:

@@ -62,7 +62,7 @@ class SharedGPUs:
         parts, now, partner[, slice])``: those alone first, then those joining a partner (who may be one of the
         first)."""
         world = self.world
-        for (n, d), layout in plan.layouts.items():
+        for (n, d), layout in (plan.layouts or {}).items():
             self.repartition(index(n), index(d), layout, now)
         jobs = world.jobs
         started = {a.job_id for a in plan.start}
