@@ -80,6 +80,7 @@ class MigSlicing(Policy):
     may_preempt: ClassVar[bool] = False
     may_share: ClassVar[bool] = True
     may_gang: ClassVar[bool] = True
+    may_colocate: ClassVar[bool] = True  # its base's pairs, on a cluster with co-location (which has no MIG)
 
     def __init__(self, base: str = "greedy", params: dict[str, Any] | None = None, rent: bool = True,
                  min_jobs: int = 2):
