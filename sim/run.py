@@ -356,8 +356,7 @@ class Run:
             node.jobs[jid] = st
             node.used += gm
             world.job_placed(m)
-        if devices is not None:
-            st.devices = devices
+        st.devices = devices if devices is not None else st.devices
         world.add_running(JobView(st.job, st.est, done=st.done, node=n, config=k, since=since) if single else
                           JobView(st.job, st.est, done=st.done, node=n, config=k, since=since, parts=parts))
 
@@ -498,5 +497,4 @@ def observe(world: World, now: float, estimator: Predictor, rounds: bool) -> Non
             continue
         seen = Progress(st.cfg, total, run, run * true / iterations / jv.pace, now)
         st.est = estimator.refine(st.job, st.est, seen)
-        world.add_running(JobView(st.job, st.est, done=total / iterations, node=st.node, config=st.cfg, since=now,
-                                  parts=jv.parts, partner=jv.partner, pace=jv.pace))
+        world.add_running(replace(jv, estimates=st.est, done=total / iterations, since=now))  # where and how it runs
