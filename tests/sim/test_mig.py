@@ -174,3 +174,33 @@ def test_an_owned_a100_server_is_cut_like_a_rented_one():
     j = r.jobs.set_index("job_id")
     assert j.loc[0, "end_time"] == pytest.approx(10 + 100 / MED["3g"]) and j.loc[1, "start_time"] == 10.0
     assert set(r.segments.slice) == {"0/3g.40gb@0", "0/3g.40gb@4"}
+
+
+def test_an_observed_slice_job_keeps_its_slice_and_is_seen_at_its_pace_alone():
+    """The online estimator watches A on a 3g slice: it is shown A's seconds at the whole GPU's pace (the slice's
+    slowdown divided out, as for a co-located job), and A's renewed view keeps its slice and pace."""
+    from predictors.uncertainty.online import OnlinePredictor
+
+    seen = []
+
+    class Watching(OnlinePredictor):
+        def refine(self, job, estimates, progress):
+            seen.append(progress)
+            return super().refine(job, estimates, progress)
+
+    def script(s: Snapshot) -> Plan:
+        if s.time == 0:
+            return Plan(vms={0: "a100"}, layouts={(0, 0): (("3g", 0),)},
+                        start=(Assignment(0, 0, 1, slice=Slice(0, 0, "3g")),))
+        return Plan(keep_idle=frozenset({0}))
+
+    policy = Scripted(script, share=True)
+    cluster = Cluster((A100, K80), (NodeSlot(),), rules=ClusterRules(mig=True, mig_reconfigure_time=0.0,
+                                                                       decision_interval=50.0))
+    Simulation(cluster, [job(0, A, 0.0)], policy,
+               Watching(TablePredictor(RUNTIMES), drift=0.0, iteration_cv=0.0), TablePredictor(RUNTIMES)).run()
+    at50 = next(s for s in policy.seen if s.time == 50.0)
+    (a,) = at50.running
+    assert a.slice == Slice(0, 0, "3g") and a.pace == pytest.approx(1 / MED["3g"])
+    p = seen[0]
+    assert p.run_seconds == pytest.approx(p.run_iterations * 1.0)  # an iteration of A: 1 s on the whole GPU
