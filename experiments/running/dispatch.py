@@ -9,7 +9,7 @@ from itertools import islice
 from typing import Any
 
 from experiments.running import interrupts
-from experiments.running.pool import init_worker, quiet_resource_tracker, run_parallel
+from experiments.running.pool import init_worker, quiet_resource_tracker, run_parallel, sigint_blocked
 from experiments.running.tasks import Outcome, Task, run_task
 from predictors.base import adopt_fits, shared_fits
 
@@ -85,13 +85,10 @@ def _run_dask(tasks: list[Task], on_outcome: Callable[[Outcome], None], address:
         except ValueError:
             raise CapsimError(f"--dask {address!r}: expected local:N with N a number of workers") from None
         quiet_resource_tracker()
-        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})  # inherited by the workers
-        try:
+        with sigint_blocked():  # inherited by the workers
             cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
                                    local_directory=tmp)
             client = Client(cluster)
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     else:
         try:
             client = Client(address, timeout=20)
