@@ -18,12 +18,24 @@ __all__ = ["run_tasks"]
 IN_FLIGHT = 4
 """Tasks handed to Dask per worker at a time: enough to keep workers busy, few enough that the scheduler's state
 does not grow with the sweep."""
+CHUNK_SECONDS = 0.25
+"""On Dask, runs go to a worker in chunks of about this many seconds of work (estimated from the runs finished so
+far; the first go alone): Dask's own cost per task, about 20 ms of CPU across client, scheduler and worker, is then
+paid once per chunk of tiny runs, and a run longer than this goes alone. A chunk's runs come back together, so a
+SIGKILL of the command loses at most this much of a worker's finished work."""
+MAX_CHUNK = 64
+"""Runs in one Dask task at most."""
 
 
 def _run_single_thread(task: Task) -> tuple[str | None, float, bytes | None]:
     """A run in a worker: what goes back is its error, wall time and record (the command has the task already)."""
     o = run_task(task, single_thread=True)
     return o.error, o.wall, o.record
+
+
+def _run_chunk(tasks: list[Task]) -> list[tuple[str | None, float, bytes | None]]:
+    """Runs of one Dask task, in a worker."""
+    return [_run_single_thread(t) for t in tasks]
 
 
 def _outcome(task: Task, done: tuple[str | None, float, bytes | None]) -> Outcome:
@@ -99,20 +111,27 @@ def _run_dask(tasks: list[Task], on_outcome: Callable[[Outcome], None], address:
         client.run(adopt_fits, shared_fits())
         width = IN_FLIGHT * max(1, len(client.scheduler_info().get("workers", {})))
         queue = iter(tasks)
-        owner: dict[Any, Task] = {}
+        owner: dict[Any, list[Task]] = {}
+        walls = [0.0, 0.0]  # seconds of the runs finished, how many
 
-        def submit(t: Task) -> Any:
-            fut = client.submit(_run_single_thread, t, pure=False)
-            owner[fut.key] = t
+        def submit(chunk: list[Task]) -> Any:
+            fut = client.submit(_run_chunk, chunk, pure=False)
+            owner[fut.key] = chunk
             return fut
 
-        running = as_completed([submit(t) for t in islice(queue, width)])
+        running = as_completed([submit([t]) for t in islice(queue, width)])
         for fut in running:
             interrupts.check()
-            on_outcome(_outcome(owner.pop(fut.key), fut.result()))
+            chunk = owner.pop(fut.key)
+            for t, done in zip(chunk, fut.result()):
+                walls[0] += done[1]
+                walls[1] += 1
+                on_outcome(_outcome(t, done))
             fut.release()
-            for t in islice(queue, 1):
-                running.add(submit(t))
+            size = max(1, min(MAX_CHUNK, int(CHUNK_SECONDS * walls[1] / max(walls[0], 1e-6))))
+            more = list(islice(queue, size))
+            if more:
+                running.add(submit(more))
     finally:
         _close(client, cluster)
 

@@ -414,12 +414,25 @@ def _same_results(a: Path, b: Path) -> None:
         pd.testing.assert_frame_equal(ta[name][cols], tb[name][cols])
 
 
-def test_dask_and_process_pool_agree(sweep_file: Path, tmp_path: Path) -> None:
-    pytest.importorskip("distributed")
+def test_dask_and_process_pool_agree(tmp_path: Path, monkeypatch) -> None:
+    """The same results on Dask, whose tiny runs go in chunks (here: the first 8 alone, then the other 4 in one)."""
+    distributed = pytest.importorskip("distributed")
+    from experiments.running import dispatch
+
+    sweep_file = write_yaml(tmp_path / "sweep.yaml", sweep_data(seeds="0-2"))
     os.environ.setdefault("DASK_TEMPORARY_DIRECTORY", str(tmp_path / "dask"))
     pool, dsk = tmp_path / "pool", tmp_path / "dask-out"
     assert main(["sweep", str(sweep_file), "--out", str(pool), "--workers", "2", "--quiet"]) == 0
+    monkeypatch.setattr(dispatch, "CHUNK_SECONDS", 1e6)
+    submit, chunks = distributed.Client.submit, []
+
+    def spy(self: Any, fn: Any, *args: Any, **kw: Any) -> Any:
+        chunks.append(len(args[0]))
+        return submit(self, fn, *args, **kw)
+
+    monkeypatch.setattr(distributed.Client, "submit", spy)
     assert main(["sweep", str(sweep_file), "--out", str(dsk), "--dask", "local:2", "--quiet"]) == 0
+    assert chunks == [1] * 8 + [4]
     _same_results(pool, dsk)
     assert not (dsk / ".dask-tmp").exists()
 
