@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from collections.abc import Callable
 from itertools import islice
 from typing import Any
@@ -19,10 +20,11 @@ IN_FLIGHT = 4
 """Tasks handed to Dask per worker at a time: enough to keep workers busy, few enough that the scheduler's state
 does not grow with the sweep."""
 CHUNK_SECONDS = 0.25
-"""On Dask, runs go to a worker in chunks of about this many seconds of work (estimated from the runs finished so
-far; the first go alone): Dask's own cost per task, about 20 ms of CPU across client, scheduler and worker, is then
-paid once per chunk of tiny runs, and a run longer than this goes alone. A chunk's runs come back together, so a
-SIGKILL of the command loses at most this much of a worker's finished work."""
+"""On Dask, runs go to a worker in chunks of about this many CPU seconds of work (estimated from the runs finished
+so far; the first go alone): Dask's own cost per task, about 20 ms of CPU across client, scheduler and worker, is
+then paid once per chunk of tiny runs, and a run longer than this goes alone. CPU, not wall time, so that a loaded
+machine (where a tiny run's wall time is ten times its CPU) does not shrink chunks to one run. A chunk's runs come
+back together, so a SIGKILL of the command loses at most about this much of a worker's finished work."""
 MAX_CHUNK = 64
 """Runs in one Dask task at most."""
 
@@ -33,9 +35,10 @@ def _run_single_thread(task: Task) -> tuple[str | None, float, bytes | None]:
     return o.error, o.wall, o.record
 
 
-def _run_chunk(tasks: list[Task]) -> list[tuple[str | None, float, bytes | None]]:
-    """Runs of one Dask task, in a worker."""
-    return [_run_single_thread(t) for t in tasks]
+def _run_chunk(tasks: list[Task]) -> tuple[list[tuple[str | None, float, bytes | None]], float]:
+    """Runs of one Dask task, in a worker, and the CPU seconds they took."""
+    cpu = time.process_time()
+    return [_run_single_thread(t) for t in tasks], time.process_time() - cpu
 
 
 def _outcome(task: Task, done: tuple[str | None, float, bytes | None]) -> Outcome:
@@ -112,7 +115,7 @@ def _run_dask(tasks: list[Task], on_outcome: Callable[[Outcome], None], address:
         width = IN_FLIGHT * max(1, len(client.scheduler_info().get("workers", {})))
         queue = iter(tasks)
         owner: dict[Any, list[Task]] = {}
-        walls = [0.0, 0.0]  # seconds of the runs finished, how many
+        cost = [0.0, 0]  # CPU seconds of the runs finished, how many
 
         def submit(chunk: list[Task]) -> Any:
             fut = client.submit(_run_chunk, chunk, pure=False)
@@ -123,12 +126,13 @@ def _run_dask(tasks: list[Task], on_outcome: Callable[[Outcome], None], address:
         for fut in running:
             interrupts.check()
             chunk = owner.pop(fut.key)
-            for t, done in zip(chunk, fut.result()):
-                walls[0] += done[1]
-                walls[1] += 1
+            results, cpu = fut.result()
+            cost[0] += cpu
+            cost[1] += len(chunk)
+            for t, done in zip(chunk, results):
                 on_outcome(_outcome(t, done))
             fut.release()
-            size = max(1, min(MAX_CHUNK, int(CHUNK_SECONDS * walls[1] / max(walls[0], 1e-6))))
+            size = max(1, min(MAX_CHUNK, int(CHUNK_SECONDS * cost[1] / max(cost[0], 1e-6))))
             more = list(islice(queue, size))
             if more:
                 running.add(submit(more))
