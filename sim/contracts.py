@@ -188,6 +188,9 @@ class Policy(Component):
       estimates are ``inf``.
     - ``may_colocate``: a job started on the GPUs of another (``Assignment.partner``), on a cluster whose
       ``ClusterRules.jobs_per_gpu`` is 2; both then run at their co-located speed (``Snapshot.colocation``).
+    - ``prices_unplaceable``: the policy sees estimates for a gang on a VM type with fewer GPUs than the gang
+      (``ClusterRules.unplaceable_gangs``), which it may price but never place (Gavel's LPs do); without it those
+      estimates are ``inf``.
 
     A plan that breaks a rule is rejected with a ``CapsimError`` naming the policy and the rule; the run stops.
     """
@@ -198,6 +201,7 @@ class Policy(Component):
     may_share: ClassVar[bool] = False
     may_gang: ClassVar[bool] = False
     may_colocate: ClassVar[bool] = False
+    prices_unplaceable: ClassVar[bool] = False
     plans_capacity: ClassVar[bool] = True
     """Whether the policy decides which VMs to run. Gavel's policies schedule the servers they are given (on an
     empty slot they start one VM and keep it): a scenario that lists no policies runs them only on fixed clusters."""
