@@ -257,20 +257,14 @@ class MigSlicing(Policy):
 
     def _cut(self, s: Snapshot, vm: VMType, node: int, d: int, begin: float, left: list[JobView], cost: Any,
              alone: dict[int, float]) -> tuple[Layout, list[tuple[JobView, Slice]]] | None:
-        """The layout MISO's rule gives GPU ``d`` of ``node`` for the first 7 waiting jobs a slice could serve (some
-        slice below their cost alone, were the cut to take 7 jobs), and the matched jobs whose slice there costs less
-        than running alone; None if no job would take a slice."""
+        """The layout MISO's rule gives GPU ``d`` of ``node`` for the first 7 waiting jobs, and the matched jobs whose
+        slice there costs less than running alone; None if no job would take a slice."""
         mig = s.mig
         assert mig is not None
-        group: list[JobView] = []
-        for jv in left:  # the first 7 by deadline that some slice could serve below their cost alone
-            sp = {p: mig.speed(jv.job.spec, vm.gpu, p) for p in _CUTS}
-            if any(cost(jv, vm, node, PROFILES[p].compute, v, begin, 7) < alone[jv.id] for p, v in sp.items()):
-                group.append(jv)
-                if len(group) == 7:
-                    break
-        if not group:
-            return None
+        group = left[:7]
+        if not any(cost(jv, vm, node, PROFILES[p].compute, mig.speed(jv.job.spec, vm.gpu, p), begin, 7) < alone[jv.id]
+                   for jv in group for p in _CUTS):
+            return None  # no slice could serve any of them even were the cut shared by 7: a lower bound on its cost
         out: list[tuple[JobView, Slice]] = []
         layout: Layout = ()
         for _ in range(2):  # once more with the jobs a slice served, which may then get larger ones
