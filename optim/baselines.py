@@ -68,7 +68,7 @@ class ListScheduler(Policy):
         table = config_table(snapshot.configs)
         if self._index is None or self._index.table is not table:
             self._index = NodeIndex(table)
-        self._index.follow(snapshot.nodes)
+        self._index.follow(snapshot.nodes, snapshot.node_changes)
         room = Room(self._index, self.pack)
         if room.empty():
             return _NOTHING

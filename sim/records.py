@@ -138,12 +138,15 @@ class Jobs(Table):
         ``estimator`` says its source for each one's last configuration (asked once per job spec and configuration).
         Numeric columns are filled straight into arrays (no Python float per value: a million jobs' table).
         """
-        memo: dict[tuple[JobSpec, int], Source] = {}
+        memo: dict[tuple[int, int], Source] = {}  # by the spec's id: its hash costs more (``states`` hold the specs)
+        sources = []
         for st in states:
-            if (st.job.spec, st.cfg) not in memo:
+            spec = st.job.spec
+            source = memo.get((id(spec), st.cfg))
+            if source is None:
                 c = configs[st.cfg]
-                memo[(st.job.spec, st.cfg)] = estimator.source(st.job.spec, c.vm, c.gpus)
-        sources = [memo[(st.job.spec, st.cfg)] for st in states]
+                source = memo[(id(spec), st.cfg)] = estimator.source(spec, c.vm, c.gpus)
+            sources.append(source)
         t = cls()
         n = len(states)
         jobs = [st.job for st in states]

@@ -18,7 +18,7 @@ import math
 from typing import TYPE_CHECKING
 
 from sim.clock import LAST, Call
-from sim.model import JobView
+from sim.state import job_view
 from sim.timing.base import Engine, TimeModel
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ class EventDriven(TimeModel):
             run.clock.at(run.clock.now + interval, self._on_periodic)
 
     def arrived(self, st: JobState, now: float) -> None:
-        self.run.world.add_waiting(JobView(st.job, st.est))
+        self.run.world.add_waiting(job_view(st.job, st.est, 0.0, None, None, None, (), None, 1.0))
         self._trigger(_ARRIVAL, now)
 
     def placed(self, st: JobState, true: float) -> None:
