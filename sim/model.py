@@ -214,14 +214,20 @@ class NodeView:
 
 
 def positional(cls: type[T]) -> Callable[..., T]:
-    """A constructor of the frozen dataclass ``cls`` taking every field positionally, in declaration order: for the
-    engine, which builds views at every event (keyword arguments cost about twice as much). ``cls`` has no
-    ``__post_init__``, so the object is the one ``cls(...)`` makes of the same values."""
+    """A constructor of the frozen, slotted dataclass ``cls`` taking every field positionally, in declaration order:
+    for the engine, which builds views at every event (keyword arguments and ``object.__setattr__`` by name cost about
+    twice as much as this, which sets each slot through its own descriptor). ``cls`` has no ``__post_init__``, so the
+    object is the one ``cls(...)`` makes of the same values."""
     if hasattr(cls, "__post_init__"):
         raise TypeError(f"positional({cls.__name__}): it has a __post_init__")
     names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
-    body = "".join(f"    _set(o, {n!r}, {n})\n" for n in names)
-    space = {"_new": object.__new__, "_set": object.__setattr__, "cls": cls}
+    space: dict[str, object] = {"_new": object.__new__, "cls": cls}
+    for n in names:
+        slot = cls.__dict__.get(n)
+        if not hasattr(slot, "__set__"):
+            raise TypeError(f"positional({cls.__name__}): field {n!r} is not a slot")
+        space[f"_set_{n}"] = slot.__set__  # type: ignore[union-attr]
+    body = "".join(f"    _set_{n}(o, {n})\n" for n in names)
     exec(f"def make({', '.join(names)}):\n    o = _new(cls)\n{body}    return o\n", space)
     make: Callable[..., T] = space["make"]  # type: ignore[assignment]
     make.__qualname__ = f"positional({cls.__name__})"
@@ -259,7 +265,10 @@ class NodeChanges:
     def then(self, nodes: tuple[NodeView, ...], changed: tuple[int, ...]) -> NodeChanges:
         """The changes of the next snapshot, whose ``nodes`` are ``after`` with the views at ``changed`` new."""
         keep = self.KEEP - 1
-        return NodeChanges(self.before[-keep:] + (self.after,), nodes, self.changed[-keep:] + (changed,))
+        return _node_changes(self.before[-keep:] + (self.after,), nodes, self.changed[-keep:] + (changed,))
+
+
+_node_changes = positional(NodeChanges)
 
 
 class Colocation(Protocol):

@@ -103,6 +103,8 @@ class Run:
         """A recorded market's series starts with the run (its first arrival), ``Cluster.markets.offset`` into it."""
         self._wake: dict[str, Call] = {}
         self._masks: dict[frozenset[str], np.ndarray] = {}
+        self._observes = estimator.observes
+        self._rounds = self.rules.rounds
 
     @property
     def waking(self) -> int:
@@ -244,8 +246,8 @@ class Run:
         """Ask the policy, check its plan against the rules, apply it, and record the decision."""
         if gc.get_count()[0] > _YOUNG_LIMIT:
             gc.collect(1)
-        if self.estimator.observes:
-            observe(self.world, now, self.estimator, self.rules.rounds)
+        if self._observes:
+            observe(self.world, now, self.estimator, self._rounds)
         snap = self.world.snapshot(now, trigger)
         if self.markets is not None:
             snap = self._market_view(snap, now)
@@ -334,7 +336,7 @@ class Run:
                 since = ready
         overhead = self.rules.restart_overhead if st.ran else 0.0
         st.node, st.cfg, st.gpus, st.since, st.overhead, st.parts = n, k, g, since, overhead, parts
-        st.run_start = st.steps if self.rules.rounds else int(st.done * st.job.spec.iterations + 1e-9)
+        st.run_start = st.steps if self._rounds else int(st.done * st.job.spec.iterations + 1e-9)
         st.runs += 1
         if st.runs == 1 or st.first_start != st.first_start:  # first run, or every earlier one lifted before it began
             st.first_start = since

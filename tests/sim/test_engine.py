@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pandas as pd
@@ -254,3 +255,10 @@ def test_positional_views_are_the_keyword_ones():
         4, allowed=frozenset({"small"}), vm=SMALL, ready_at=3.0, used_gpus=1, fixed=True)
     with pytest.raises(TypeError, match="__post_init__"):
         positional(Plan)
+    with pytest.raises(TypeError, match="not a slot"):
+        positional(_Loose)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Loose:
+    x: int
