@@ -8,8 +8,8 @@ once, within its event (which the run ends with it, ``TimeModel``): the same dec
 of its own processed next, without the cost of scheduling one.
 
 A placed job runs until its work is done: its completion is due ``(1 - done) x runtime + restart overhead`` after it
-starts (once its VMs are ready). When a co-located job's
-partner arrives or leaves, its work so far is accounted at the old pace and its completion moved (``paced``).
+starts (once its VMs are ready). When a co-located job's partner arrives or leaves, its work so far is accounted at
+the old pace and its completion moved (``paced``).
 
 A policy that leaves jobs waiting while nothing runs, nothing boots and no job is yet to arrive is asked once more
 (trigger ``stall``; with periodic decisions, after two idle ticks); if that plan starts nothing either, the run stops
