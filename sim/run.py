@@ -51,7 +51,7 @@ from sim.model import CapsimError, Job, JobSpec, JobView, Plan, Snapshot, VMType
 from sim.records import Decisions, Jobs, Nodes, Segments
 from sim.rules import PlanRejected, check_plan
 from sim.sharing import PairView, SharedGPUs, TruePairs
-from sim.state import Interval, JobState, NodeState, World, job_view
+from sim.state import Interval, JobState, NodeState, World, job_states, job_view
 from sim.streams import spot_streams
 from sim.timing import TimeModel
 
@@ -83,7 +83,7 @@ class Run:
         self.label = label
         self._truth = truth
         self.clock = Clock(jobs[0].submit_time if jobs else 0.0)
-        self.states = _states(jobs, est, true)
+        self.states = job_states(jobs, est, true)
         self.world = World(cluster, self.states)
         self.world.colocation = view
         self._nodes = Nodes()
@@ -450,20 +450,6 @@ class Run:
         node.devices = None
         node.ready_at = 0.0
         self.world.vm_stopped(node.index)
-
-
-def _states(jobs: Sequence[Job], est: dict[JobSpec, np.ndarray], true: dict[JobSpec, np.ndarray]) -> list[JobState]:
-    """A ``JobState`` per job, its rows looked up once per spec object (hashing a ``JobSpec`` costs more than the
-    state itself: a million jobs share a few dozen specs)."""
-    rows: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-    out = []
-    for j in jobs:
-        spec = j.spec
-        pair = rows.get(id(spec))  # ``jobs`` holds every spec, so no id is reused while this runs
-        if pair is None:
-            pair = rows[id(spec)] = (est[spec], true[spec])
-        out.append(JobState(j, *pair))
-    return out
 
 
 def _parts(a: Any) -> tuple[tuple[int, int], ...]:

@@ -11,18 +11,19 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, insort
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sim.model import Job, JobView, NodeChanges, NodeView, Snapshot, VMType, positional
+from sim.model import Job, JobSpec, JobView, NodeChanges, NodeView, Snapshot, VMType, positional
 
 if TYPE_CHECKING:
     from sim.clock import Call
     from sim.cluster import Cluster, NodeSlot
     from sim.sharing.view import PairView
 
-__all__ = ["JobState", "Interval", "NodeState", "World", "job_view"]
+__all__ = ["JobState", "Interval", "NodeState", "World", "job_states", "job_view"]
 
 _NONE: frozenset[str] = frozenset()
 job_view = positional(JobView)
@@ -91,6 +92,21 @@ class JobState:
             if n == node:
                 return g
         return 0
+
+
+def job_states(jobs: Sequence[Job], est: dict[JobSpec, np.ndarray], true: dict[JobSpec, np.ndarray]
+               ) -> list[JobState]:
+    """A ``JobState`` per job, its rows looked up once per spec object (hashing a ``JobSpec`` costs more than the
+    state itself: a million jobs share a few dozen specs)."""
+    rows: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    out = []
+    for j in jobs:
+        spec = j.spec
+        pair = rows.get(id(spec))  # ``jobs`` holds every spec, so no id is reused while this runs
+        if pair is None:
+            pair = rows[id(spec)] = (est[spec], true[spec])
+        out.append(JobState(j, *pair))
+    return out
 
 
 class Interval:
