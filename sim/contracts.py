@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["Component", "Policy", "Predictor", "Interference", "Source", "Progress", "POLICIES", "PREDICTORS",
-           "INTERFERENCE", "NotFittedError"]
+           "INTERFERENCE", "TIME_MODELS", "NotFittedError"]
 
 
 class NotFittedError(CapsimError):
@@ -192,6 +192,9 @@ class Policy(Component):
       estimates are ``inf``.
     - ``may_colocate``: a job started on the GPUs of another (``Assignment.partner``), on a cluster whose
       ``ClusterRules.jobs_per_gpu`` is 2; both then run at their co-located speed (``Snapshot.colocation``).
+    - ``prices_unplaceable``: the policy sees estimates for a gang on a VM type with fewer GPUs than the gang
+      (``ClusterRules.unplaceable_gangs``), which it may price but never place (Gavel's LPs do); without it those
+      estimates are ``inf``.
 
     A plan that breaks a rule is rejected with a ``CapsimError`` naming the policy and the rule; the run stops.
     """
@@ -202,9 +205,15 @@ class Policy(Component):
     may_share: ClassVar[bool] = False
     may_gang: ClassVar[bool] = False
     may_colocate: ClassVar[bool] = False
+    prices_unplaceable: ClassVar[bool] = False
     plans_capacity: ClassVar[bool] = True
     """Whether the policy decides which VMs to run. Gavel's policies schedule the servers they are given (on an
     empty slot they start one VM and keep it): a scenario that lists no policies runs them only on fixed clusters."""
+    time_model: ClassVar[str] = "engine"  # one of TIME_MODELS
+    """Which time model asks the policy: ``engine`` (``sim.timing``: ``decide(Snapshot) -> Plan``, as above) or
+    ``elasticflow`` (ElasticFlow's simulator's, ``sim.elasticflow``: ``decide`` gets that model's views of one
+    homogeneous GPU pool, ``sim.elasticflow.vocabulary.ReplayPolicy``). A scenario names such a policy explicitly: one
+    that lists no policies runs only the engine's."""
 
     def decide(self, snapshot: Snapshot) -> Plan:
         raise NotImplementedError(self)
@@ -342,6 +351,8 @@ class Interference(Component):
       it runs alone (0 to 1), NaN when the model cannot say (the default).
     - ``memory_gb(spec, vm, gpus) -> float`` (optional): the job's memory per GPU in GiB, NaN when unknown (the
       default); the engine lets a pair share only when both fit in the GPU's memory together.
+    - ``shares(spec, vm, gpus) -> bool`` (optional): False only where the job can share those GPUs with no job at
+      all (every pair with it is ``(inf, inf)``), so policies skip it without asking pair by pair; True by default.
     - ``fit(pairs) -> self`` (optional): learn from a table of measured pairs.
     """
 
@@ -358,7 +369,13 @@ class Interference(Component):
         """The job's memory per GPU in GiB, NaN when unknown."""
         return math.nan
 
+    def shares(self, spec: JobSpec, vm: VMType, gpus: int) -> bool:
+        """False only where every pair with the job on these GPUs is ``(inf, inf)``."""
+        return True
 
+
+TIME_MODELS = ("engine", "elasticflow")
+"""The time models a policy may declare (``Policy.time_model``)."""
 POLICIES: Registry[Policy] = Registry("policy")
 """Every registered policy kind; importing ``optim`` registers the built-in ones."""
 PREDICTORS: Registry[Predictor] = Registry("predictor")

@@ -24,10 +24,10 @@ import math
 from bisect import bisect_right
 from typing import ClassVar
 
+from optim.base import register
 from optim.elasticflow.plan import fits, free_at, plan
 from optim.elasticflow.timeline import PlanJob, PlanJobs, Timeline, elasticflow_cap, gpu_seconds, merged, ordered
 from sim.elasticflow.vocabulary import (
-    REPLAY_POLICIES,
     ElasticPlan,
     ElasticView,
     ReplayCluster,
@@ -40,7 +40,7 @@ from sim.model import CapsimError
 __all__ = ["ElasticFlow"]
 
 
-@REPLAY_POLICIES.register("elasticflow")
+@register("elasticflow")
 class ElasticFlow(ReplayPolicy):
     """ElasticFlow's admission control and elastic scaling (see the module docstring).
 

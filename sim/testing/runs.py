@@ -115,6 +115,7 @@ def recorded_run(world: World, policy: Policy) -> tuple[RunResult, list[tuple[Sn
     seen: list[tuple[Snapshot, Plan]] = []
     rec = type("Recorded", (_Recorder,), {"may_preempt": cls.may_preempt, "may_share": cls.may_share,
                                           "may_gang": cls.may_gang, "may_colocate": cls.may_colocate,
+                                          "prices_unplaceable": cls.prices_unplaceable,
                                           "policy": policy, "seen": seen})
     return run(world, rec()), seen
 

@@ -21,7 +21,6 @@ from sim.elasticflow.replay import replay
 from sim.elasticflow.state import Run, overhead
 from sim.elasticflow.vocabulary import (
     LEVELS,
-    REPLAY_POLICIES,
     ElasticView,
     JobStatus,
     ReplayCluster,
@@ -64,6 +63,7 @@ def reference(run: str) -> dict[str, dict[str, str]]:
     return {r["job_id"]: r for r in csv.DictReader((REF / f"{run}.csv").open())}
 
 
+REPLAY_KINDS = sorted(k for k, c in optim.registry(aliases=False).items() if c.time_model == "elasticflow")
 SETTINGS = {"cluster10": (ReplayCluster(32, 8, "A100-40GB"), "A100", "n32g8"),
             "elasticVpollux_e": (ReplayCluster(16, 4, "T4"), "T4", "n16g4")}
 REF_NAMES = {"elasticflow_edf": "edf", "tiresias": "dlas-gpu", "elasticflow_gandiva": "gandiva", "themis": "themis",
@@ -73,7 +73,7 @@ REF_NAMES = {"elasticflow_edf": "edf", "tiresias": "dlas-gpu", "elasticflow_gand
 def compare(trace: str, kind: str) -> tuple[float, float, float, int]:
     """(our ratio, reference ratio, share of jobs with the same verdict, jobs whose completion differs)."""
     cluster, gpu, shape = SETTINGS[trace]
-    runs, _ = replay(trace_jobs(trace, gpu), cluster, REPLAY_POLICIES.build(kind))
+    runs, _ = replay(trace_jobs(trace, gpu), cluster, optim.build(kind))
     ref = reference(f"{trace}__{shape}__{REF_NAMES[kind]}")
     agree = differ = 0
     for r in runs:
@@ -119,7 +119,7 @@ def test_a_job_grown_by_the_hand_out_takes_the_grown_plans_exact_end():
     # alone on 32 x 8 GPUs: its minimum satisfactory share is 2 GPUs, the spare ones take it to its cap of 64; its
     # exact end (the cap on its progress and its verdict) is the 64-GPU plan's, not the 2-GPU one's
     j = _job()
-    ef = optim.build_any("elasticflow")
+    ef = optim.build("elasticflow")
     ef.reset(ReplayCluster(32, 8, "A100-40GB"))
     status = JobStatus(j, j.iterations, 0.0, 0, False)
     answer = ef.decide(ElasticView(0.0, (status,), (), ReplayCluster(32, 8, "A100-40GB"), 0))
@@ -132,11 +132,11 @@ def _small() -> list[ReplayJob]:
     return trace_jobs("elasticVpollux_e", "T4")[:20]
 
 
-@pytest.mark.parametrize("kind", sorted(REPLAY_POLICIES.kinds()))
+@pytest.mark.parametrize("kind", REPLAY_KINDS)
 def test_invariants_every_job_once_and_no_gpu_oversubscribed(kind):
     cluster = ReplayCluster(4, 4, "T4")
     jobs = _small()
-    runs, log = replay(jobs, cluster, REPLAY_POLICIES.build(kind))
+    runs, log = replay(jobs, cluster, optim.build(kind))
     assert len(runs) == len(jobs) and all(r.status in ("done", "rejected") for r in runs)
     assert kind == "elasticflow" or all(r.status == "done" for r in runs)
     edges = sorted({t for r in runs for _, _, a, b in r.segments for t in (a, b)})
@@ -150,10 +150,10 @@ def test_invariants_every_job_once_and_no_gpu_oversubscribed(kind):
     assert log.rows, "the policy was asked at least once"
 
 
-@pytest.mark.parametrize("kind", sorted(REPLAY_POLICIES.kinds()))
+@pytest.mark.parametrize("kind", REPLAY_KINDS)
 def test_replays_are_deterministic_and_parameters_round_trip(kind):
-    p = REPLAY_POLICIES.build(kind)
-    q = optim.build_any(kind, **p.get_params())
+    p = optim.build(kind)
+    q = optim.build(kind, **p.get_params())
     assert type(q) is type(p) and q.get_params() == p.get_params() and q.describe() == p.describe()
     first, _ = replay(_small(), ReplayCluster(4, 4, "T4"), p)
     again, _ = replay(_small(), ReplayCluster(4, 4, "T4"), q)
@@ -254,9 +254,9 @@ def test_reusing_a_trials_marginal_changes_no_decision(monkeypatch):
     import optim.elasticflow.elasticflow as ef
 
     jobs, cluster = trace_jobs("cluster10", "A100"), ReplayCluster(32, 8, "A100-40GB")
-    reused, _ = replay(jobs, cluster, REPLAY_POLICIES.build("elasticflow"))
+    reused, _ = replay(jobs, cluster, optim.build("elasticflow"))
     monkeypatch.setattr(ef, "_reads", lambda *a: object())
-    fresh, _ = replay(jobs, cluster, REPLAY_POLICIES.build("elasticflow"))
+    fresh, _ = replay(jobs, cluster, optim.build("elasticflow"))
     assert [(r.status, r.finish, r.on_time, r.segments) for r in reused] == \
         [(r.status, r.finish, r.on_time, r.segments) for r in fresh]
     assert sum(r.status == "done" for r in fresh) > 0
