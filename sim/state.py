@@ -16,7 +16,20 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sim.model import Job, JobSpec, JobView, NodeChanges, NodeView, Snapshot, VMType, positional
+from sim.model import (
+    Job,
+    JobSpec,
+    JobView,
+    Layout,
+    NodeChanges,
+    NodeMig,
+    NodeView,
+    Slice,
+    SliceSpeeds,
+    Snapshot,
+    VMType,
+    positional,
+)
 
 if TYPE_CHECKING:
     from sim.clock import Call
@@ -27,7 +40,7 @@ __all__ = ["JobState", "Interval", "NodeState", "World", "job_states", "job_view
 
 _NONE: frozenset[str] = frozenset()
 job_view = positional(JobView)
-"""``JobView(job, estimates, done, node, config, since, parts, partner, pace)``, every field in order (the engine's)."""
+"""``JobView(job, estimates, done, node, config, since, parts, partner, pace, slice)``, every field in order."""
 _node_view = positional(NodeView)
 _snapshot = positional(Snapshot)
 
@@ -49,12 +62,13 @@ class JobState:
 
     Co-location (``ClusterRules.jobs_per_gpu`` 2): ``partner`` is the job sharing its GPUs, ``slow`` its true
     slowdown now (its run goes ``slow`` times slower than ``true`` says; 1 alone), ``devices`` the indices of its GPUs
-    on each of its nodes (one tuple per part; kept only where GPUs may be shared).
+    on each of its nodes (one tuple per part; kept only where GPUs may be shared). ``slice`` is the MIG slice it runs
+    on (``ClusterRules.mig``), if any: ``slow`` is then 1 over the slice's speed.
     """
 
     __slots__ = ("job", "est", "true", "done", "node", "cfg", "gpus", "since", "overhead", "event", "runs", "ran",
                  "first_start", "end", "cost_share", "parts", "steps", "pending", "final", "revoked", "lost", "base",
-                 "run_start", "partner", "slow", "devices")
+                 "run_start", "partner", "slow", "devices", "slice")
 
     def __init__(self, job: Job, est: np.ndarray, true: np.ndarray):
         self.job = job
@@ -83,6 +97,7 @@ class JobState:
         self.partner: JobState | None = None
         self.slow = 1.0
         self.devices: tuple[tuple[int, ...], ...] = ()
+        self.slice: Slice | None = None
 
     def gpus_on(self, node: int) -> int:
         """GPUs the current run uses on ``node``."""
@@ -128,9 +143,11 @@ class NodeState:
     """One node slot: the VM it hosts (if any) and since when, GPUs in use, and the jobs running there.
 
     Where GPUs may be shared, ``devices`` holds the number of jobs on each GPU of the VM (GPU ``i`` of the VM is
-    device ``i``) and ``used`` counts the GPUs holding at least one job; otherwise ``devices`` is None."""
+    device ``i``) and ``used`` counts the GPUs holding at least one job; otherwise ``devices`` is None. Where GPUs may
+    be cut into MIG slices, ``layouts`` holds each GPU's layout (``()``: whole) and ``devices_ready`` when each is done
+    being repartitioned (``used`` counts the GPUs whole-GPU jobs hold); otherwise both are None."""
 
-    __slots__ = ("index", "slot", "vm", "ready_at", "used", "jobs", "interval", "devices")
+    __slots__ = ("index", "slot", "vm", "ready_at", "used", "jobs", "interval", "devices", "layouts", "devices_ready")
 
     def __init__(self, index: int, slot: NodeSlot):
         self.index = index
@@ -141,6 +158,8 @@ class NodeState:
         self.jobs: dict[int, JobState] = {}
         self.interval: Interval | None = None
         self.devices: list[int] | None = None
+        self.layouts: list[Layout] | None = None
+        self.devices_ready: list[float] | None = None
 
 
 class World:
@@ -173,6 +192,8 @@ class World:
         """Spot VM types that cannot be started now (set by the run before each decision)."""
         self.colocation: PairView | None = None
         """What the policy knows of co-location (``Snapshot.colocation``), where GPUs may be shared."""
+        self.mig: SliceSpeeds | None = None
+        """The slice speeds (``Snapshot.mig``), where GPUs may be cut into MIG slices."""
 
     # The engine reports every change through these, so the snapshot knows what to rebuild.
 
@@ -221,6 +242,10 @@ class World:
             self._idle_t = None
         self._dirty.add(n)
 
+    def layout_changed(self, n: int) -> None:
+        """A GPU of node ``n`` was repartitioned (MIG)."""
+        self._dirty.add(n)
+
     def snapshot(self, now: float, trigger: str) -> Snapshot:
         """What the policy may know now, rebuilding only the parts that changed since the last snapshot."""
         if self._dirty:
@@ -229,7 +254,13 @@ class World:
             for n in changed:
                 node = self.nodes[n]
                 slot = node.slot
-                views[n] = _node_view(n, slot.allowed, node.vm, node.ready_at, node.used, slot.fixed)
+                views[n] = (_node_view(n, slot.allowed, node.vm, node.ready_at, node.used, slot.fixed, None)
+                            if node.layouts is None else
+                            NodeView(n, allowed=slot.allowed, vm=node.vm, ready_at=node.ready_at,
+                                     used_gpus=node.used + sum(1 for lay in node.layouts if lay),
+                                     fixed=slot.fixed, mig=NodeMig(
+                                         tuple(node.layouts), tuple(node.devices_ready or ()),
+                                         tuple(d for d, k in enumerate(node.devices or ()) if not k))))
             self._dirty.clear()
             self._nodes_t = tuple(views)
             self._changes = self._changes.then(self._nodes_t, changed)
@@ -243,4 +274,4 @@ class World:
             self._idle_t = tuple(sorted(self.idle))
         return _snapshot(now, trigger, self.configs, self._vm_types_t, self._nodes_t, self._waiting_t,
                          self._running_t, self._empty_t, self._idle_t, self._rules, False, _NONE, self.colocation,
-                         self._changes)
+                         self.mig, self._changes)

@@ -49,7 +49,7 @@ class EventDriven(TimeModel):
             run.clock.at(run.clock.now + interval, self._on_periodic)
 
     def arrived(self, st: JobState, now: float) -> None:
-        self.run.world.add_waiting(job_view(st.job, st.est, 0.0, None, None, None, (), None, 1.0))
+        self.run.world.add_waiting(job_view(st.job, st.est, 0.0, None, None, None, (), None, 1.0, None))
         self._trigger(_ARRIVAL, now)
 
     def placed(self, st: JobState, true: float) -> None:

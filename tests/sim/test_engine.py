@@ -249,9 +249,9 @@ def test_positional_views_are_the_keyword_ones():
     from sim.model import JobView, NodeView, positional
     spec = job(3, A, 1.0)
     est = table().runtimes([A], cluster(1).configs)[0]
-    assert positional(JobView)(spec, est, 0.5, 2, 1, 4.0, ((2, 1),), 7, 1.5) == JobView(
+    assert positional(JobView)(spec, est, 0.5, 2, 1, 4.0, ((2, 1),), 7, 1.5, None) == JobView(
         spec, est, done=0.5, node=2, config=1, since=4.0, parts=((2, 1),), partner=7, pace=1.5)
-    assert positional(NodeView)(4, frozenset({"small"}), SMALL, 3.0, 1, True) == NodeView(
+    assert positional(NodeView)(4, frozenset({"small"}), SMALL, 3.0, 1, True, None) == NodeView(
         4, allowed=frozenset({"small"}), vm=SMALL, ready_at=3.0, used_gpus=1, fixed=True)
     with pytest.raises(TypeError, match="__post_init__"):
         positional(Plan)
