@@ -32,7 +32,7 @@ __all__ = ["ListScheduler", "FIFO", "EDF", "Priority"]
 _NOTHING = Plan()
 """The plan that starts nothing (plans are immutable: one serves every such decision)."""
 _assignment = positional(Assignment)
-"""``Assignment(job_id, node, gpus, gang, partner)``, positionally (one per job started)."""
+"""``Assignment(job_id, node, gpus, gang, partner, slice)``, positionally (one per job started)."""
 
 
 class ListScheduler(Policy):
@@ -92,7 +92,7 @@ class ListScheduler(Policy):
             if c is None:
                 break
             parts = room.place(c, vms)
-            start.append(_assignment(jv.job.id, parts[0][0], parts[0][1], parts[1:], None))
+            start.append(_assignment(jv.job.id, parts[0][0], parts[0][1], parts[1:], None, None))
         self._queue.started(len(start))
         return Plan(vms=vms, start=tuple(start))
 

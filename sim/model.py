@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import KW_ONLY, dataclass, field, fields, replace
+from dataclasses import KW_ONLY, MISSING, dataclass, field, fields, replace
 from types import MappingProxyType
 from typing import Protocol, TypeVar
 
@@ -245,21 +245,31 @@ class NodeView:
 
 
 def positional(cls: type[T]) -> Callable[..., T]:
-    """A constructor of the frozen, slotted dataclass ``cls`` taking every field positionally, in declaration order:
+    """A constructor of the frozen, slotted dataclass ``cls`` taking its fields positionally, in declaration order
+    (those with a default may be left out at the end, as with the keyword constructor):
     for the engine, which builds views at every event (keyword arguments and ``object.__setattr__`` by name cost about
     twice as much as this, which sets each slot through its own descriptor). ``cls`` has no ``__post_init__``, so the
     object is the one ``cls(...)`` makes of the same values."""
     if hasattr(cls, "__post_init__"):
         raise TypeError(f"positional({cls.__name__}): it has a __post_init__")
-    names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
+    names, params = [], []
     space: dict[str, object] = {"_new": object.__new__, "cls": cls}
-    for n in names:
+    for f in fields(cls):  # type: ignore[arg-type]
+        n = f.name
         slot = cls.__dict__.get(n)
         if not hasattr(slot, "__set__"):
             raise TypeError(f"positional({cls.__name__}): field {n!r} is not a slot")
         space[f"_set_{n}"] = slot.__set__  # type: ignore[union-attr]
+        names.append(n)
+        if f.default is not MISSING:  # a field added later with a default leaves every call as it was
+            space[f"_default_{n}"] = f.default
+            params.append(f"{n}=_default_{n}")
+        elif f.default_factory is not MISSING or (params and "=" in params[-1]):
+            raise TypeError(f"positional({cls.__name__}): field {n!r} has a default factory or follows a default")
+        else:
+            params.append(n)
     body = "".join(f"    _set_{n}(o, {n})\n" for n in names)
-    exec(f"def make({', '.join(names)}):\n    o = _new(cls)\n{body}    return o\n", space)
+    exec(f"def make({', '.join(params)}):\n    o = _new(cls)\n{body}    return o\n", space)
     make: Callable[..., T] = space["make"]  # type: ignore[assignment]
     make.__qualname__ = f"positional({cls.__name__})"
     return make

@@ -253,6 +253,7 @@ def test_positional_views_are_the_keyword_ones():
         spec, est, done=0.5, node=2, config=1, since=4.0, parts=((2, 1),), partner=7, pace=1.5)
     assert positional(NodeView)(4, frozenset({"small"}), SMALL, 3.0, 1, True, None) == NodeView(
         4, allowed=frozenset({"small"}), vm=SMALL, ready_at=3.0, used_gpus=1, fixed=True)
+    assert positional(NodeView)(4) == NodeView(4)  # fields with defaults may be left out (a field added later)
     with pytest.raises(TypeError, match="__post_init__"):
         positional(Plan)
     with pytest.raises(TypeError, match="not a slot"):
