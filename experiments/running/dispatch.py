@@ -27,6 +27,12 @@ machine (where a tiny run's wall time is ten times its CPU) does not shrink chun
 back together, so a SIGKILL of the command loses at most about this much of a worker's finished work."""
 MAX_CHUNK = 64
 """Runs in one Dask task at most."""
+LOCAL_QUIET = {"distributed.worker.profile.enabled": False, "distributed.admin.tick.interval": "1s",
+               "distributed.worker.memory.monitor-interval": "1s", "distributed.admin.system-monitor.interval": "5s"}
+"""Dask settings of a ``local:N`` cluster: no statistical profiler (it feeds the dashboard, which is off), and its
+event-loop, memory and system monitors every second or five instead of every 20-500 ms. An idle ``local:2`` cluster
+burnt 57-60 ms of CPU per second with Dask's defaults, 9.7 with these (``benchmarks/sweep_scale.py`` counts that
+CPU as overhead per run, large when a loaded machine runs few runs per second)."""
 
 
 def _run_single_thread(task: Task) -> tuple[str | None, float, bytes | None]:
@@ -100,6 +106,7 @@ def _run_dask(tasks: list[Task], on_outcome: Callable[[Outcome], None], address:
         except ValueError:
             raise CapsimError(f"--dask {address!r}: expected local:N with N a number of workers") from None
         quiet_resource_tracker()
+        dask.config.set(LOCAL_QUIET)  # the workers are given the command's settings
         with sigint_blocked():  # inherited by the workers
             cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
                                    local_directory=tmp)
