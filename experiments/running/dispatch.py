@@ -107,10 +107,14 @@ def _run_dask(tasks: list[Task], on_outcome: Callable[[Outcome], None], address:
             raise CapsimError(f"--dask {address!r}: expected local:N with N a number of workers") from None
         quiet_resource_tracker()
         dask.config.set(LOCAL_QUIET)  # the workers are given the command's settings
-        with sigint_blocked():  # inherited by the workers
-            cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
-                                   local_directory=tmp)
-            client = Client(cluster)
+        try:
+            with sigint_blocked():  # inherited by the workers
+                cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+                                       local_directory=tmp)
+                client = Client(cluster)
+        except BaseException:  # a signal while the cluster starts: its workers do not die with us yet
+            _kill_workers()
+            raise
     else:
         try:
             client = Client(address, timeout=20)
@@ -147,18 +151,24 @@ def _run_dask(tasks: list[Task], on_outcome: Callable[[Outcome], None], address:
         _close(client, cluster)
 
 
+def _kill_workers() -> None:
+    """Kill a local cluster's worker processes (this process's multiprocessing children), not waiting for them."""
+    import multiprocessing as mp
+
+    for p in mp.active_children():
+        p.kill()
+
+
 def _close(client: Any, cluster: Any) -> None:
     """Close the client, and a local cluster by killing its worker processes first (quiet and fast)."""
     import logging
-    import multiprocessing as mp
 
     logger = logging.getLogger("distributed")
     level = logger.level
     logger.setLevel(logging.CRITICAL)
     try:
         if cluster is not None:
-            for p in mp.active_children():
-                p.kill()
+            _kill_workers()
         client.close(timeout=2)
         if cluster is not None:
             cluster.close(timeout=2)
