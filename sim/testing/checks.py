@@ -93,7 +93,8 @@ def check_policy(policy: Policy, worlds: Sequence[World] | None = None) -> None:
     time model is checked on ``sim.testing.replay``'s worlds instead (``check_replay_policy``)."""
     label, cls = policy.describe(), type(policy)
     check_component(policy)
-    for flag in ("may_preempt", "may_share", "may_gang", "may_colocate", "plans_capacity", "time_model"):
+    for flag in ("may_preempt", "may_share", "may_gang", "may_colocate", "prices_unplaceable", "plans_capacity",
+                 "time_model"):
         kind = str if flag == "time_model" else bool
         assert isinstance(getattr(cls, flag), kind), f"{label}: {flag} is not a {kind.__name__} class attribute"
         assert flag not in vars(policy), f"{label}: {flag} is set on the instance; declare it on the class"
