@@ -34,7 +34,7 @@ from optim.common import config_table, where
 from optim.gavel.jobs import JobTable
 from optim.gavel.mechanism import TimeSliced, _fit
 from optim.gavel.pairs import PairTable
-from sim.model import Assignment, JobSpec, Plan, Snapshot
+from sim.model import Assignment, DecisionInfo, JobSpec, Plan, Snapshot
 
 __all__ = ["Packed", "PairTable"]
 
@@ -48,8 +48,12 @@ class Packed(TimeSliced):
     packs: ClassVar[bool] = True
     """Gavel's packing policies: a Gavel replay switches co-location on for them (``docs/gavel.md``)."""
 
+    fell_back: str | None = None
+    """Why this decision's allocation fell back to jobs alone (an LP without an answer), recorded in its plan."""
+
     def _restart(self) -> None:
         super()._restart()
+        self.fell_back = None
         self._pairs = PairTable(0)
         self._seq: dict[int, int] = {}
         self._counter = 0
@@ -312,4 +316,9 @@ class Packed(TimeSliced):
             if j not in placed:
                 t.type[row[j]] = -1
         keep = frozenset(self._node_gpus)
-        return Plan(vms=opened, start=tuple(start), move=tuple(move), preempt=tuple(preempt), keep_idle=keep)
+        info = DecisionInfo()
+        if self.fell_back is not None:
+            info = DecisionInfo(status="fallback", fallback="isolated", reason=self.fell_back)
+            self.fell_back = None
+        return Plan(vms=opened, start=tuple(start), move=tuple(move), preempt=tuple(preempt), keep_idle=keep,
+                    info=info)

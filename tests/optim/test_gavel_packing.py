@@ -96,3 +96,71 @@ def test_pair_table_forgets_every_pair_of_a_job_that_leaves():
         p.add(10 + k, 200, np.ones(2), np.ones(2), 10 + k)
     p.drop_job(200)
     assert p.live().tolist() == [p.row[(2, 3)]] and p.seq[p.row[(2, 3)]] == 2
+
+
+def _gavel_lp(a: np.ndarray, sf: np.ndarray, gpus: np.ndarray, d: np.ndarray, with_t: bool):
+    """The LP of ``optim.gavel.ipm`` as a sparse G x ≤ h (x ≥ 0 rows, capacity, shares, bounds)."""
+    import scipy.sparse as sp
+
+    n, m = a.shape
+    nx = n * m
+    col = np.arange(nx)
+    blocks = [sp.coo_matrix((-np.ones(nx), (col, col)), shape=(nx, nx)),
+              sp.coo_matrix((sf.ravel(), (np.tile(np.arange(m), n), col)), shape=(m, nx)),
+              sp.coo_matrix((np.ones(nx), (np.repeat(np.arange(n), m), col)), shape=(n, nx)),
+              sp.coo_matrix((-a.ravel(), (np.repeat(np.arange(n), m), col)), shape=(n, nx))]
+    g = sp.vstack(blocks)
+    cost = np.zeros(nx)
+    if with_t:
+        t = sp.coo_matrix((np.ones(n), (nx + m + n + np.arange(n), np.zeros(n, dtype=int))), shape=(g.shape[0], 1))
+        g, cost = sp.hstack([g, t]), np.concatenate([cost, [-1.0]])
+    return g, np.concatenate([np.zeros(nx), gpus, np.ones(n), -d]), cost
+
+
+@pytest.mark.parametrize("with_t", [True, False])
+def test_the_sparse_ecos_method_takes_the_steps_of_the_block_one(with_t):
+    """On an LP both can solve (Gavel's LP without pairs), the sparse ECOS method and the per-job block one
+    (``optim.gavel.ipm``, checked against ECOS itself) return the same point, where the optimum is not unique."""
+    from optim.gavel.ecos_lp import ecos_lp
+    from optim.gavel.ipm import solve
+
+    rng = np.random.default_rng(3)
+    a = rng.uniform(0.1, 2.0, (6, 3))
+    sf, gpus = np.ones((6, 3)), np.array([2.0, 1.0, 2.0])
+    d = np.zeros(6) if with_t else rng.uniform(0.05, 0.2, 6)
+    want, ok = solve(a, sf, gpus, d, with_t)
+    x, ok2 = ecos_lp(*_gavel_lp(a, sf, gpus, d, with_t))
+    assert ok and ok2
+    assert np.clip(x[:18].reshape(6, 3), 0, 1) == pytest.approx(want, abs=1e-8)
+
+
+def test_max_min_with_a_pair_by_hand():
+    """Two jobs, one GPU: alone each gets half the GPU (rate 1/2 each); packed at 0.8 of their own rates each gets
+    0.8. The max-min value is 0.8 (the pair all the time); in the feasibility form a demand of 0.7 each is met only
+    by running the pair most of the time."""
+    from optim.gavel.packed_lp import Combos, ecos_packed, max_min_packed
+
+    c = Combos(np.ones((2, 1)), np.ones((2, 1), dtype=int), np.array([0]), np.array([1]), np.array([[0.8]]),
+               np.array([[0.8]]))
+    x, s = max_min_packed(c, np.array([1]), np.ones(2), ipm=False)
+    assert s == pytest.approx(0.8) and x[2, 0] == pytest.approx(1.0)
+    x = ecos_packed(c, np.array([1]), np.ones(2), None)
+    assert x[2, 0] == pytest.approx(1.0, abs=1e-6)
+    x = ecos_packed(c, np.array([1]), np.ones(2), np.array([0.7, 0.7]))
+    rate = x[:2, 0] + 0.8 * x[2, 0]
+    assert (rate >= 0.7 - 1e-7).all() and x[:, 0].sum() <= 1 + 1e-7 and x[2, 0] > 0.5
+
+
+def test_the_lp_packing_policies_refuse_a_mix_of_gpu_counts_as_gavel_fails():
+    """Gavel's LP packing policies crash (or mis-attach constraints) once jobs of different GPU counts are active;
+    capsim refuses with one clear error naming the corrected model. One GPU count alone, or as many jobs of each
+    count (every job then in as many combinations, so Gavel's reshape is right), is fine."""
+    from optim.gavel.packed_lp import mixed_scale_refusal
+    from sim.model import CapsimError
+
+    with pytest.raises(CapsimError, match="7 of 1 GPU, 1 of 4 GPUs.*Invalid reshape.*'mmf_packed_mixed'"):
+        mixed_scale_refusal("mmf_packed", "mmf_packed_mixed", np.array([[1, 1]] * 7 + [[4, 4]]))
+    mixed_scale_refusal("p", "q", np.array([[2, 2]] * 3))
+    mixed_scale_refusal("p", "q", np.array([[1, 1]] * 2 + [[4, 4]] * 2))
+    with pytest.raises(CapsimError):
+        mixed_scale_refusal("p", "q", np.array([[1, 1]] * 3 + [[2, 2]] * 2))
