@@ -26,6 +26,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -153,16 +155,26 @@ def _run_tree(tree: Path, args: list[str]) -> tuple[float, str]:
     return float(m.group(2)), p.stdout
 
 
-def against(rev: str, repeat: int, jobs: int, args: list[str]) -> int:
-    """Run the benchmark on revision ``rev`` and on the working tree, alternating; print throughputs and ratio."""
+@contextmanager
+def checked_out(rev: str) -> Iterator[Path]:
+    """A temporary git worktree of revision ``rev`` of this repository, removed on leaving."""
     tmp = Path(tempfile.mkdtemp(prefix="capsim-bench-"))
-    old_tree = tmp / "tree"
-    added = subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--quiet", "--detach", str(old_tree), rev],
+    tree = tmp / "tree"
+    added = subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--quiet", "--detach", str(tree), rev],
                            capture_output=True, text=True)
     if added.returncode:
         shutil.rmtree(tmp, ignore_errors=True)
         raise SystemExit(f"benchmark: cannot check out {rev!r}: {added.stderr.strip()}")
     try:
+        yield tree
+    finally:
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def against(rev: str, repeat: int, jobs: int, args: list[str]) -> int:
+    """Run the benchmark on revision ``rev`` and on the working tree, alternating; print throughputs and ratio."""
+    with checked_out(rev) as old_tree:
         cpu: dict[str, list[float]] = {"old": [], "new": []}
         trees = {"old": old_tree, "new": ROOT}
         for i in range(repeat):
@@ -175,9 +187,6 @@ def against(rev: str, repeat: int, jobs: int, args: list[str]) -> int:
         print(f"old ({rev}): {jobs / old:8.0f} jobs/s CPU (median of {repeat}: {old:.2f} s)")
         print(f"new (working tree): {jobs / new:8.0f} jobs/s CPU (median of {repeat}: {new:.2f} s)")
         print(f"ratio new / old: {old / new:.3f} (> 1: the working tree is faster)")
-    finally:
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(old_tree)], check=False)
-        shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
 

@@ -17,7 +17,7 @@ now where the cluster has room for it, else from the earliest moment a running j
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -25,7 +25,8 @@ import numpy as np
 from optim.common import ConfigTable, config_table, standalone_cost
 from sim.model import Assignment, JobView, Plan, Snapshot
 
-__all__ = ["Host", "pair_times", "pair_cost", "hosts", "best_host", "earliest_free", "pair_waiting", "promising_pairs"]
+__all__ = ["Host", "HostIndex", "pair_times", "pair_cost", "hosts", "best_host", "earliest_free", "pair_waiting",
+           "promising_pairs"]
 
 
 def pair_times(t_new: float, r_host: float, s_new: float, s_host: float) -> tuple[float, float]:
@@ -52,6 +53,65 @@ class Host:
     gpus: int
     remaining: float
     price: float
+    memory: float = math.nan
+    """Its memory per GPU for the pair's fit (``Colocation.fit_gb``; NaN unknown)."""
+
+
+class HostIndex:
+    """One decision's hosts grouped by configuration, so that a job is priced only against hosts it may share with:
+    a group is skipped whole where the job cannot share that configuration's GPUs with anyone
+    (``Colocation.shares``), asks another GPU count, or does not fit next to the group's smallest memory, and a host
+    where the two memories do not fit together. Every host skipped is one ``pair_cost`` prices ``inf``; the others
+    come in the order they were given, so picking among them decides as the full list does."""
+
+    def __init__(self, snapshot: Snapshot, candidates: Sequence[Host]):
+        self._snapshot = snapshot
+        self._order = {h.view.id: i for i, h in enumerate(candidates)}
+        self._groups: dict[int, list[Host]] = {}
+        for h in candidates:
+            self._groups.setdefault(h.config, []).append(h)
+        self._least = {k: _least(h.memory for h in group) for k, group in self._groups.items()}
+        self._size = len(candidates)
+
+    def __len__(self) -> int:
+        return self._size
+
+    def remove(self, host: Host) -> None:
+        """Take ``host`` out (it has a partner now); the group's least memory stays a lower bound."""
+        self._groups[host.config].remove(host)
+        self._size -= 1
+
+    def for_job(self, jv: JobView) -> list[Host]:
+        """The hosts ``jv`` may share with, in the order given."""
+        col = self._snapshot.colocation
+        if col is None or not self._size:
+            return []
+        spec, asked, configs = jv.job.spec, jv.job.spec.gpus, self._snapshot.configs
+        out: list[Host] = []
+        groups = 0
+        for k, group in self._groups.items():
+            if not group or (asked is not None and group[0].gpus != asked) or not col.shares(spec, k):
+                continue
+            memory, cap = col.fit_gb(spec, k), configs[k].vm.gpu.memory_gb
+            if memory + self._least[k] > cap:
+                continue
+            fitting = [h for h in group if not memory + h.memory > cap]  # NaN (unknown) fits, as the engine's check
+            if fitting:
+                out += fitting
+                groups += 1
+        if groups > 1:
+            out.sort(key=lambda h: self._order[h.view.id])
+        return out
+
+
+def _least(memories: Iterable[float]) -> float:
+    """The least of some memories, NaN when any is unknown (then nothing is ruled out by it)."""
+    least = math.inf
+    for m in memories:
+        if math.isnan(m):
+            return math.nan
+        least = min(least, m)
+    return least
 
 
 def pair_cost(snapshot: Snapshot, jv: JobView, host: Host) -> float:
@@ -75,14 +135,18 @@ def pair_cost(snapshot: Snapshot, jv: JobView, host: Host) -> float:
 
 
 def hosts(snapshot: Snapshot) -> list[Host]:
-    """The running jobs a waiting job may join: alone on their GPUs, on one node."""
-    if snapshot.colocation is None:
+    """The running jobs a waiting job may join: alone on their GPUs, on one node, able to share them with some job
+    (``Colocation.shares``)."""
+    col = snapshot.colocation
+    if col is None:
         return []
     out = []
     for jv in snapshot.running:
-        if jv.partner is None and not jv.parts and jv.config is not None and jv.node is not None:
-            c = snapshot.configs[jv.config]
-            out.append(Host(jv, jv.node, jv.config, c.gpus, jv.remaining_at(snapshot.time), c.vm.price_per_second))
+        k = jv.config
+        if jv.partner is None and not jv.parts and k is not None and jv.node is not None and col.shares(jv.job.spec, k):
+            c = snapshot.configs[k]
+            out.append(Host(jv, jv.node, k, c.gpus, jv.remaining_at(snapshot.time), c.vm.price_per_second,
+                            col.fit_gb(jv.job.spec, k)))
     return out
 
 
@@ -93,16 +157,11 @@ def earliest_free(snapshot: Snapshot) -> float:
 
 def best_host(snapshot: Snapshot, jv: JobView, candidates: Sequence[Host], table: ConfigTable,
               reachable: np.ndarray, later: float) -> tuple[Host, float] | None:
-    """The host whose pair costs least, if that is below ``jv``'s cost alone (from now on a ``reachable``
-    configuration, or from ``later`` on any when none is), with the pair's cost; else None. A job asking for a GPU
-    count joins only hosts with that count."""
-    if not candidates:
-        return None
-    asked = jv.job.spec.gpus
+    """The host among ``candidates`` (``HostIndex.for_job``) whose pair costs least, if that is below ``jv``'s cost
+    alone (from now on a ``reachable`` configuration, or from ``later`` on any when none is), with the pair's cost;
+    else None."""
     best, cost = None, math.inf
     for host in candidates:
-        if asked is not None and host.gpus != asked:
-            continue
         c = pair_cost(snapshot, jv, host)
         if c < cost:
             best, cost = host, c
@@ -120,7 +179,7 @@ def pair_waiting(snapshot: Snapshot, plan: Plan) -> Plan:
     from the earliest moment GPUs free up (by deadline, then id; each host once). Hosts the plan moves, preempts or
     already pairs are left alone."""
     busy = {a.job_id for a in plan.move} | set(plan.preempt) | {a.partner for a in plan.start if a.partner is not None}
-    free = [h for h in hosts(snapshot) if h.view.id not in busy]
+    free = HostIndex(snapshot, [h for h in hosts(snapshot) if h.view.id not in busy])
     if not free:
         return plan
     started = {a.job_id for a in plan.start}
@@ -129,7 +188,7 @@ def pair_waiting(snapshot: Snapshot, plan: Plan) -> Plan:
     later = earliest_free(snapshot)
     paired = []
     for jv in sorted((jv for jv in snapshot.waiting if jv.id not in started), key=lambda v: (v.job.deadline, v.id)):
-        pair = best_host(snapshot, jv, free, table, nowhere, later)
+        pair = best_host(snapshot, jv, free.for_job(jv), table, nowhere, later)
         if pair is None:
             continue
         free.remove(pair[0])
@@ -144,13 +203,12 @@ def promising_pairs(snapshot: Snapshot, penalties: dict[int, float], stays: set[
     """(waiting job, host, pair cost) for the MILP's pair variables: each waiting job in ``penalties`` with its
     ``per_job`` cheapest hosts among the running jobs alone on nodes that ``stays`` keeps, where the pair costs less
     than leaving the job waiting (its penalty); by job then cost."""
-    candidates = [h for h in hosts(snapshot) if h.node in stays]
+    candidates = HostIndex(snapshot, [h for h in hosts(snapshot) if h.node in stays])
     out = []
     for jv in snapshot.waiting:
         if jv.id not in penalties or not candidates:
             continue
-        asked = jv.job.spec.gpus
-        costs = sorted((c, h.view.id) for h in candidates
-                       if (asked is None or h.gpus == asked) and (c := pair_cost(snapshot, jv, h)) < penalties[jv.id])
+        costs = sorted((c, h.view.id) for h in candidates.for_job(jv)
+                       if (c := pair_cost(snapshot, jv, h)) < penalties[jv.id])
         out += [(jv.id, h, c) for c, h in costs[:per_job]]
     return out

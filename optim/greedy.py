@@ -30,7 +30,7 @@ from typing import ClassVar
 import numpy as np
 
 from optim.base import Policy, register
-from optim.colocate import best_host, earliest_free, hosts
+from optim.colocate import HostIndex, best_host, earliest_free, hosts
 from optim.common import ConfigTable, config_table, d_star, d_star_ranking
 from optim.queue import JobColumns, order
 from optim.room import NodeIndex, Room
@@ -113,13 +113,16 @@ def construct(
         _swap_adjacent(queue, rng, swap)
     placed: dict[int, tuple[int, int]] = {}
     paired: list[Assignment] = []
-    free_hosts = hosts(snapshot)
+    free_hosts = HostIndex(snapshot, hosts(snapshot))
     later = earliest_free(snapshot) if free_hosts else now
     for jv in queue:
         if room.empty() and not free_hosts:
             break  # nothing left to place a job on
+        partners = free_hosts.for_job(jv) if free_hosts else []
+        if room.empty() and not partners:
+            continue
         mask = _reachable(table, room) if not room.empty() else np.zeros(len(configs), dtype=bool)
-        pair = best_host(snapshot, jv, free_hosts, table, mask, later) if free_hosts else None
+        pair = best_host(snapshot, jv, partners, table, mask, later) if partners else None
         if pair is not None:
             host = pair[0]
             free_hosts.remove(host)

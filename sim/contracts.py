@@ -338,6 +338,8 @@ class Interference(Component):
       it runs alone (0 to 1), NaN when the model cannot say (the default).
     - ``memory_gb(spec, vm, gpus) -> float`` (optional): the job's memory per GPU in GiB, NaN when unknown (the
       default); the engine lets a pair share only when both fit in the GPU's memory together.
+    - ``shares(spec, vm, gpus) -> bool`` (optional): False only where the job can share those GPUs with no job at
+      all (every pair with it is ``(inf, inf)``), so policies skip it without asking pair by pair; True by default.
     - ``fit(pairs) -> self`` (optional): learn from a table of measured pairs.
     """
 
@@ -353,6 +355,10 @@ class Interference(Component):
     def memory_gb(self, spec: JobSpec, vm: VMType, gpus: int) -> float:
         """The job's memory per GPU in GiB, NaN when unknown."""
         return math.nan
+
+    def shares(self, spec: JobSpec, vm: VMType, gpus: int) -> bool:
+        """False only where every pair with the job on these GPUs is ``(inf, inf)``."""
+        return True
 
 
 POLICIES: Registry[Policy] = Registry("policy")

@@ -223,9 +223,17 @@ class Colocation(Protocol):
     - ``utilisation(spec, k)``: the estimated fraction of its GPUs a job keeps busy alone on ``k`` (0 to 1; NaN when
       the model cannot say).
     - ``memory_gb(spec, k)``: its estimated memory per GPU on ``k`` in GiB (NaN when unknown).
+    - ``shares(spec, k)``: False where the job can share ``k``'s GPUs with no job at all (every pair with it is
+      ``(inf, inf)``): a policy skips it without weighing pair by pair.
+    - ``fit_gb(spec, k)``: the memory per GPU the pair's fit is checked with (the engine's, shown as feasibility is;
+      NaN when unknown): a pair with ``fit_gb(a) + fit_gb(b)`` above a GPU's memory may not share.
     """
 
     def slowdowns(self, a: JobSpec, b: JobSpec, k: int) -> tuple[float, float]: ...
+
+    def shares(self, spec: JobSpec, k: int) -> bool: ...
+
+    def fit_gb(self, spec: JobSpec, k: int) -> float: ...
 
     def utilisation(self, spec: JobSpec, k: int) -> float: ...
 

@@ -470,7 +470,9 @@ def observe(world: World, now: float, estimator: Predictor, rounds: bool) -> Non
     on one configuration, so what is seen tells that pace; how far a real window of iterations strays from the rest
     of the run is the estimator's to model (``predictors.uncertainty.online``). A job lifted off its VM keeps the
     estimates last refined, and ``done`` is then the work done, as without observation. Round mode observes at the
-    round boundaries, where a round's iterations are credited.
+    round boundaries, where a round's iterations are credited. A co-located job's seconds are shown divided by the
+    slowdown the policy's interference model gives its pair (``JobView.pace``), as an observer that knows it shares
+    the GPU would correct them: the estimate stays one of the job alone, off by as much as that slowdown is.
     """
     jobs = world.jobs
     for jid, jv in tuple(world.running.items()):
@@ -487,7 +489,7 @@ def observe(world: World, now: float, estimator: Predictor, rounds: bool) -> Non
         run = total - st.run_start
         if run < 1:
             continue
-        seen = Progress(st.cfg, total, run, run * true / iterations, now)
+        seen = Progress(st.cfg, total, run, run * true / iterations / jv.pace, now)
         st.est = estimator.refine(st.job, st.est, seen)
         world.add_running(JobView(st.job, st.est, done=total / iterations, node=st.node, config=st.cfg, since=now,
                                   parts=jv.parts, partner=jv.partner, pace=jv.pace))

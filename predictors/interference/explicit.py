@@ -40,6 +40,7 @@ class GivenPairs(Interference):
                 raise CapsimError(f"interference model 'pairs': pairs entry {key!r}: expected a key 'A+B' or "
                                   f"'A+B/VMTYPE/GPUS' and two slowdowns > 0, got {pair!r}")
             self._given[str(key)] = (float(values[0]), float(values[1]))
+        self._named = frozenset(n for key in self._given for n in key.split("/")[0].split("+"))
         for what, given in (("memory", memory), ("busy", busy)):
             for name, v in dict(given or {}).items():
                 if not (isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0):
@@ -59,6 +60,9 @@ class GivenPairs(Interference):
     def slowdowns(self, a: JobSpec, b: JobSpec, vm: VMType, gpus: int) -> tuple[float, float]:
         hit = self._lookup(a.name, b.name, f"{vm.name}/{gpus}")
         return hit if hit is not None else (math.inf, math.inf)
+
+    def shares(self, spec: JobSpec, vm: VMType, gpus: int) -> bool:
+        return spec.name in self._named
 
     def utilisation(self, spec: JobSpec, vm: VMType, gpus: int) -> float:
         return float((self.busy or {}).get(spec.name, math.nan))

@@ -151,6 +151,9 @@ class LearnedInterference(Interference):
                 self.predict_rows(_row(f, f, vm.gpu)[None, :])[1][0])
         return self._busy_memo[key]
 
+    def shares(self, spec: JobSpec, vm: VMType, gpus: int) -> bool:
+        return gpus == 1 and job_features(spec) is not None
+
     def memory_gb(self, spec: JobSpec, vm: VMType, gpus: int) -> float:
         fp = footprint(spec, gpus)
         return fp.total / GIB if fp is not None else math.nan

@@ -144,6 +144,10 @@ class MeasuredPairs(Interference):
         t = self.data
         return t.slowdowns(vm.gpu.name, t.job_type(a), t.job_type(b), gpus)
 
+    def shares(self, spec: JobSpec, vm: VMType, gpus: int) -> bool:
+        t = self.data
+        return t.alone.get((vm.gpu.name, t.job_type(spec), gpus), 0.0) > 0
+
     def utilisation(self, spec: JobSpec, vm: VMType, gpus: int) -> float:
         t = self.data
         return t.utilisation(vm.gpu.name, gpus).get(t.job_type(spec), math.nan)

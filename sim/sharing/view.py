@@ -14,7 +14,7 @@ import math
 from collections.abc import Callable, Sequence
 
 from sim.contracts import Interference
-from sim.model import Config, JobSpec
+from sim.model import Config, JobSpec, VMType
 
 __all__ = ["PairView", "TruePairs"]
 
@@ -42,7 +42,8 @@ class TruePairs:
         self.model = model
         self.configs = tuple(configs)
         self._pairs: dict[tuple[int, int, int], tuple[float, float]] = {}
-        self._memory: dict[tuple[JobSpec, int], float] = {}
+        self._memory: dict[tuple[int, int], float] = {}
+        self._shares: dict[tuple[int, int], float] = {}
         self._key = _Interned()
 
     def slowdowns(self, a: JobSpec, b: JobSpec, k: int) -> tuple[float, float]:
@@ -50,7 +51,11 @@ class TruePairs:
         return _per_pair(self._pairs, self._key, self.model, self.configs, a, b, k, lambda: self._fits(a, b, k))
 
     def memory_gb(self, spec: JobSpec, k: int) -> float:
-        return _per_job(self._memory, self.model.memory_gb, self.configs, spec, k)
+        return _per_job(self._memory, self._key, self.model.memory_gb, self.configs, spec, k)
+
+    def shares(self, spec: JobSpec, k: int) -> bool:
+        """False where the truth lets the job share configuration ``k``'s GPUs with no job."""
+        return _per_job(self._shares, self._key, self.model.shares, self.configs, spec, k) > 0
 
     def _fits(self, a: JobSpec, b: JobSpec, k: int) -> bool:
         total = self.memory_gb(a, k) + self.memory_gb(b, k)
@@ -66,22 +71,33 @@ class PairView:
 
     def __init__(self, estimator: Interference, truth: TruePairs):
         self._estimator = estimator
+        self._truth = truth
         self._feasible = truth.feasible
         self._configs = truth.configs
         self._pairs: dict[tuple[int, int, int], tuple[float, float]] = {}
         self._key = _Interned()
-        self._util: dict[tuple[JobSpec, int], float] = {}
-        self._memory: dict[tuple[JobSpec, int], float] = {}
+        self._util: dict[tuple[int, int], float] = {}
+        self._memory: dict[tuple[int, int], float] = {}
+        self._shares: dict[tuple[int, int], float] = {}
 
     def slowdowns(self, a: JobSpec, b: JobSpec, k: int) -> tuple[float, float]:
         return _per_pair(self._pairs, self._key, self._estimator, self._configs, a, b, k,
                          lambda: self._feasible(a, b, k))
 
     def utilisation(self, spec: JobSpec, k: int) -> float:
-        return _per_job(self._util, self._estimator.utilisation, self._configs, spec, k)
+        return _per_job(self._util, self._key, self._estimator.utilisation, self._configs, spec, k)
 
     def memory_gb(self, spec: JobSpec, k: int) -> float:
-        return _per_job(self._memory, self._estimator.memory_gb, self._configs, spec, k)
+        return _per_job(self._memory, self._key, self._estimator.memory_gb, self._configs, spec, k)
+
+    def shares(self, spec: JobSpec, k: int) -> bool:
+        return _per_job(self._shares, self._key, self._both_share, self._configs, spec, k) > 0
+
+    def _both_share(self, spec: JobSpec, vm: VMType, gpus: int) -> bool:
+        return self._estimator.shares(spec, vm, gpus) and self._truth.model.shares(spec, vm, gpus)
+
+    def fit_gb(self, spec: JobSpec, k: int) -> float:
+        return self._truth.memory_gb(spec, k)
 
 
 def _per_pair(cache: dict[tuple[int, int, int], tuple[float, float]], key: Callable[[JobSpec], int],
@@ -103,11 +119,12 @@ def _per_pair(cache: dict[tuple[int, int, int], tuple[float, float]], key: Calla
     return hit
 
 
-def _per_job(cache: dict[tuple[JobSpec, int], float], ask: Callable[..., float], configs: tuple[Config, ...],
-             spec: JobSpec, k: int) -> float:
+def _per_job(cache: dict[tuple[int, int], float], key: Callable[[JobSpec], int], ask: Callable[..., float],
+             configs: tuple[Config, ...], spec: JobSpec, k: int) -> float:
     """``ask(spec, vm, gpus)`` on configuration ``k``, cached per (spec, configuration)."""
-    hit = cache.get((spec, k))
+    ks = (key(spec), k)
+    hit = cache.get(ks)
     if hit is None:
         c = configs[k]
-        hit = cache[(spec, k)] = float(ask(spec, c.vm, c.gpus))
+        hit = cache[ks] = float(ask(spec, c.vm, c.gpus))
     return hit

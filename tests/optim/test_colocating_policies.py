@@ -7,14 +7,19 @@ R = 90 s left and the slot is full, so B alone would start when A ends, at 100, 
 
 from __future__ import annotations
 
-import pytest
+import math
 
-from optim.colocate import pair_times
+import pytest
+from hypothesis import HealthCheck, given, note, settings
+
+from optim import colocate
+from optim.colocate import Host, HostIndex, hosts, pair_cost, pair_times
 from optim.greedy import Greedy
 from optim.heuristics.insertion import Insertion
 from optim.milp import MILP
 from predictors.interference.explicit import GivenPairs
 from sim.engine import Simulation
+from tests.optim.worlds import recorded_run, worlds
 from tests.sim.helpers import SMALL, A, cluster, job, table
 
 POLICIES = [Greedy, Insertion, MILP]
@@ -62,3 +67,56 @@ def test_greedy_pairs_for_a_deadline_what_it_would_not_pair_for_money(policy) ->
     j = _run(policy, 2.2, deadline=60.0, runtime=20.0)
     assert (j.loc[1, "start_time"], j.loc[1, "end_time"]) == pytest.approx((10.0, 54.0))
     assert j.loc[0, "end_time"] == pytest.approx(124.0)
+
+
+def _every_host(snapshot) -> list[Host]:
+    """Every running job alone on one node's GPUs, unfiltered: what the index must not lose a partner of."""
+    out = []
+    for jv in snapshot.running:
+        if jv.partner is None and not jv.parts and jv.config is not None and jv.node is not None:
+            c = snapshot.configs[jv.config]
+            out.append(Host(jv, jv.node, jv.config, c.gpus, jv.remaining_at(snapshot.time), c.vm.price_per_second))
+    return out
+
+
+@settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(world=worlds(colocation=True))
+def test_the_host_index_keeps_every_partner_a_pair_could_be_priced_with(world) -> None:
+    """At every decision of random co-locating worlds, the hosts ``HostIndex`` offers a waiting job contain, in the
+    order given, every host whose pair with it is priced finite; so best_host decides as it would over all of them."""
+    _, seen = recorded_run(world, Greedy())
+    offered = ruled_out = 0
+    for snapshot, _ in seen:
+        everyone = _every_host(snapshot)
+        index = HostIndex(snapshot, hosts(snapshot))
+        for jv in snapshot.waiting:
+            got = [h.view.id for h in index.for_job(jv)]
+            asked = jv.job.spec.gpus
+            priced = [h.view.id for h in everyone
+                      if (asked is None or h.gpus == asked) and math.isfinite(pair_cost(snapshot, jv, h))]
+            assert [i for i in got if i in priced] == priced, f"job {jv.id} at {snapshot.time}: {got} lost {priced}"
+            offered += len(got)
+            ruled_out += len(everyone) - len(got)
+    note(f"offered {offered}, ruled out {ruled_out}")
+
+
+def test_a_job_no_one_can_share_with_is_not_priced(monkeypatch) -> None:
+    """B has no pair in the model (``shares`` False): the index offers it no host and pair_cost is never asked."""
+    b = A.__class__(A.application, A.framework, A.iterations, A.batch_size, name="B")
+    asked: list[int] = []
+    real = colocate.pair_cost
+
+    def counting(snapshot, jv, host):
+        asked.append(jv.id)
+        return real(snapshot, jv, host)
+
+    monkeypatch.setattr(colocate, "pair_cost", counting)
+    jobs = [job(0, A, 0.0), job(1, b, 10.0)]
+    pairs = GivenPairs({"A+C": [1.1, 1.1]})
+    sim = Simulation(cluster(1, (SMALL,), jobs_per_gpu=2), jobs, Greedy(), table(B_small_1=100.0), interference=pairs)
+    j = sim.run().jobs.set_index("job_id")
+    assert j.loc[1, "start_time"] == pytest.approx(100.0)
+    assert asked == []
+    pairs = GivenPairs({"A+B": [2.5, 2.5]})
+    Simulation(cluster(1, (SMALL,), jobs_per_gpu=2), jobs, Greedy(), table(B_small_1=100.0), interference=pairs).run()
+    assert 1 in asked, "a job that may share is priced"

@@ -38,10 +38,11 @@ SPECS = tuple(job_types().values())
 
 
 @st.composite
-def worlds(draw, single_gpu: bool = False, spot: bool = True) -> World:
+def worlds(draw, single_gpu: bool = False, spot: bool = True, colocation: bool | None = None) -> World:
     """A random small world; ``single_gpu``: every job that fixes its GPU count asks for one (for policies that
     schedule single-GPU jobs only, ``single_gpu_only``); ``spot``: rented clusters may rent spot VMs (not for
-    policies that schedule the servers they are given, ``plans_capacity`` false)."""
+    policies that schedule the servers they are given, ``plans_capacity`` false); ``colocation``: GPUs two jobs may
+    share always (True), never (False) or in a quarter of the worlds (None)."""
     fixed = draw(st.integers(0, 3)) == 0
     rounds = draw(st.sampled_from([math.inf, math.inf, 60.0]))
     owned: dict[str, float] = {}
@@ -84,7 +85,8 @@ def worlds(draw, single_gpu: bool = False, spot: bool = True) -> World:
                       draw(st.sampled_from([math.inf, math.inf, 45.0])),
                       checkpoint_interval=draw(st.sampled_from([math.inf, 30.0])) if market else math.inf,
                       gang=gang, round_length=rounds, owned_price_per_hour=owned,
-                      jobs_per_gpu=2 if draw(st.integers(0, 3)) == 0 else 1), markets=markets)
+                      jobs_per_gpu=2 if (draw(st.integers(0, 3)) == 0 if colocation is None else colocation) else 1),
+                      markets=markets)
     table = {}
     for spec in SPECS:
         for c in cluster.configs:

@@ -45,6 +45,22 @@ def test_slowdowns_are_symmetric_deterministic_and_positive(kind: str) -> None:
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_a_job_that_shares_with_no_one_says_so_and_only_then(kind: str) -> None:
+    """``shares`` False rules out every partner (policies skip such a job unpriced), and each model says False for
+    some job or GPU count here, so the shortcut is used at all."""
+    m = _model(kind)
+    said_no = 0
+    for vm in VMS:
+        for gpus in (1, 2):
+            for a in SPECS:
+                if m.shares(a, vm, gpus):
+                    continue
+                said_no += 1
+                assert all(math.isinf(m.slowdowns(a, b, vm, gpus)[0]) for b in SPECS), f"{kind}: {a.name} pairs"
+    assert said_no > 0, f"{kind}: never rules a job out"
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_parameters_are_stored_under_their_own_names(kind: str) -> None:
     m = _model(kind)
     assert set(m.get_params()) == set(type(m).param_names())

@@ -137,3 +137,31 @@ def test_online_refuses_bad_settings() -> None:
             build("online", base={"kind": "measured"}, **bad)
     with pytest.raises(Exception, match="already observes"):
         build("online", base={"kind": "online", "base": {"kind": "measured"}})
+
+
+def test_a_co_located_job_is_seen_at_its_pace_alone_as_its_pair_is_estimated() -> None:
+    """A (100 s alone by the truth, 200 s by the base) runs alone from 0; B joins it at 10 (true slowdowns 2 and 1.5);
+    C's arrival at 50 asks for a decision. By then A has done 0.1 + 40 / 200 = 0.3 of its work: 30 iterations that
+    took 60 s at the shared pace. Told the true slowdown 2, the observer sees 30 s of A alone (estimate 100 s); told
+    1.5, it sees 40 s (133.3 s): the correction is only as good as the interference estimate. Never the 200 s of the
+    slowed pace taken for A's own."""
+    from predictors.interference.explicit import GivenPairs
+    from tests.sim.test_colocation import PAIRS, Pairing
+
+    def script(s):
+        if not s.running and s.waiting:
+            return Plan(vms={0: "small"}, start=(Assignment(s.waiting[0].id, 0, 1),))
+        if any(j.id == 1 for j in s.waiting):
+            return Plan(start=(Assignment(1, 0, 1, partner=0),))
+        return Plan()
+
+    jobs = [job(0, A, 0.0), job(1, B, 10.0), job(2, A, 50.0)]
+    for told, alone in ((PAIRS, 100.0), (GivenPairs({"A+B": [1.5, 1.5]}), 400.0 / 3.0)):
+        policy, est = Pairing(script, share=True), exact()
+        Simulation(cluster(1, jobs_per_gpu=2), jobs, policy, est, TRUTH, interference=told,
+                   true_interference=PAIRS).run()
+        at50 = next(s for s in policy.seen if s.time == 50.0)
+        a = next(jv for jv in at50.running if jv.id == 0)
+        assert a.partner == 1 and a.done == pytest.approx(0.3)
+        assert (0, Progress(a.config, 30, 30, pytest.approx(30.0 * alone / 100.0), 50.0)) in est.seen
+        assert a.estimates[a.config] == pytest.approx(alone)
