@@ -81,6 +81,9 @@ class _PackedLP(Packed):
     counts (``mixed`` lifts it: the corrected model, registered under the name with ``_mixed``)."""
 
     mixed: ClassVar[bool] = False
+    single_gpu_only: ClassVar[bool] = True
+    """It refuses a mix of GPU counts, as Gavel fails on one (the conformance worlds give it single-GPU jobs); the
+    ``_mixed`` models do not."""
 
     def combos(self, table: JobTable, rows: np.ndarray, pairs: PairTable, prow: np.ndarray) -> Combos:
         pa, pb = _members(table, rows, pairs, prow)
@@ -132,6 +135,7 @@ class MaxMinFairnessPackedMixed(MaxMinFairnessPacked):
     constraint and rate over its own combinations)."""
 
     mixed: ClassVar[bool] = True
+    single_gpu_only: ClassVar[bool] = False
 
 
 @register("min_total_duration_packed")
@@ -155,6 +159,7 @@ class MinTotalDurationPackedMixed(MinTotalDurationPacked):
     """``min_total_duration_packed`` corrected: jobs of different GPU counts may be active together."""
 
     mixed: ClassVar[bool] = True
+    single_gpu_only: ClassVar[bool] = False
 
 
 @register("finish_time_fairness_packed")
@@ -196,6 +201,7 @@ class FinishTimeFairnessPackedMixed(FinishTimeFairnessPacked):
     """``finish_time_fairness_packed`` corrected: jobs of different GPU counts may be active together."""
 
     mixed: ClassVar[bool] = True
+    single_gpu_only: ClassVar[bool] = False
 
 
 def least_root(value: Callable[[float], float], lo: float, hi: float) -> float:
