@@ -1,17 +1,20 @@
-"""Replaying a large Gavel-style trace with each of Gavel's policies: simulation CPU per policy, against Gavel's own.
+"""Replaying large Gavel-style traces with each of Gavel's policies: simulation CPU per policy, against Gavel's own.
 
-    .venv/bin/python benchmarks/gavel.py [--jobs 600] [--lam 150] [--servers 36:36:36] [--seed 0]
-                                         [--policies max_min_fairness_perf,...] [--profile]
+    .venv/bin/python benchmarks/gavel.py [--setting queue] [--all] [--policies max_min_fairness_perf,...]
+                                         [--jobs 600 --lam 100 --servers 36:36:36 --seed 0] [--profile]
 
 A trace made by Gavel's generator (``sim.traces.gavel.generate``, ``-m``: multi-GPU jobs) is replayed as
 ``experiments/gavel/replay.yaml`` does, on one-GPU servers in 360-s rounds, with each policy. The simulation alone
-(engine and policy, CPU time; building the trace table and jobs is printed apart) is compared with Gavel's
-simulation of the same trace with the same policy (``GAVEL_CPU_S``), where it was measured: Gavel's ``simulate``
-path at ``c4fa400`` run on this machine with cvxpy 1.9.3 and ECOS 2.0.14 (the versions of Gavel's reference runs),
-CPU time of the ``simulate`` call only (no imports, no trace parsing), with its logging switched off (so Gavel's
-own runs, which log every micro-task, take longer: the ratios are lower bounds). Those runs reproduce every reference
-run of ``experiments/gavel/reference/`` to the printed digit. The target is at least 20x on every LP policy at 500+
-jobs. At ``--lam 150`` the 108 GPUs are about 96 % busy, at 200 about 65 %.
+(CPU time; building the trace table and jobs is printed apart) is compared with Gavel's simulation of the same trace
+with the same policy (``GAVEL``), measured on this machine: Gavel's ``simulate`` path at ``c4fa400`` run with
+cvxpy 1.9.3 and ECOS 2.0.14 (the versions of Gavel's reference runs), CPU time of the ``simulate`` call only (no
+imports, no trace parsing), with its logging switched off (so Gavel's own runs, which log every micro-task, take
+longer: the ratios are lower bounds). Those runs reproduce every reference run of ``experiments/gavel/reference/``
+to the printed digit. The target is at least 20x on every LP policy at 500+ jobs.
+
+Each row also splits capsim's CPU: the policy's ``allocate`` (the LP or cone program at each recompute), the rest of
+the policy (Gavel's round mechanism: credits, priority lists, placement) and the engine (rounds, plan checks,
+records); ``ceiling`` is Gavel's CPU over the engine's alone, the ratio a free policy would reach.
 """
 
 from __future__ import annotations
@@ -19,10 +22,12 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
+import math
 import pstats
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import optim
 import predictors
@@ -32,19 +37,47 @@ from sim.traces import read_trace
 from sim.traces.gavel import generate
 from sim.workload import trace_jobs
 
+nan = math.nan
+
 LP_POLICIES = ("max_min_fairness_perf", "max_min_fairness", "min_total_duration_perf", "min_total_duration",
                "finish_time_fairness_perf", "finish_time_fairness")
 """Gavel's policies that solve an LP (or, for finish-time fairness, a cone program) at every recompute."""
 
-GAVEL_CPU_S: dict[tuple[int, float, str, int], dict[str, float]] = {
-    (600, 150.0, "36:36:36", 0): {"max_min_fairness_perf": 1.76, "max_min_fairness": 2.02,
-                                  "min_total_duration_perf": 5.41, "min_total_duration": 5.82},
-    (600, 200.0, "36:36:36", 0): {"max_min_fairness_perf": 1.60, "min_total_duration_perf": 4.47,
-                                  "finish_time_fairness_perf": 7.56, "max_min_fairness": 1.89,
-                                  "min_total_duration": 4.85, "finish_time_fairness": 9.61},
+SETTINGS: dict[str, tuple[int, float, str, int]] = {
+    "light": (600, 200.0, "36:36:36", 0),
+    "busy": (600, 150.0, "36:36:36", 0),
+    "queue": (600, 100.0, "36:36:36", 0),
+    "long-queue": (600, 60.0, "36:36:36", 0),
+    "small": (600, 900.0, "4:4:4", 0),
 }
-"""Gavel's simulation CPU seconds per (jobs, lam, servers, seed) and policy, measured on this machine as the module
-docstring says (one run each, 2-core machine shared with other work)."""
+"""Named settings (jobs, Gavel's ``--lam`` in s, servers V100:P100:K80, seed). On 36:36:36 (Gavel's 108-GPU
+simulated cluster) with ``max_min_fairness_perf``, a recompute's LP holds on average 43 jobs at lam 200 (at most
+61), 127 at lam 100 (at most 253) and 179 at lam 60 (at most 392); on 4:4:4 at lam 900, 66 (at most 121) over
+2,305 rounds and 324 recomputes."""
+
+GAVEL: dict[tuple[int, float, str, int], dict[str, tuple[float, float]]] = {
+    (600, 200.0, "36:36:36", 0): {"max_min_fairness_perf": (1.60, nan), "max_min_fairness": (1.89, nan),
+                                  "min_total_duration_perf": (4.47, nan), "min_total_duration": (4.85, nan),
+                                  "finish_time_fairness_perf": (7.56, nan), "finish_time_fairness": (9.61, nan)},
+    (600, 150.0, "36:36:36", 0): {"max_min_fairness_perf": (1.76, nan), "max_min_fairness": (2.02, nan),
+                                  "min_total_duration_perf": (5.41, nan), "min_total_duration": (5.82, nan)},
+    (600, 100.0, "36:36:36", 0): {"max_min_fairness_perf": (2.06, 21895.669), "max_min_fairness": (2.11, 23276.099),
+                                  "min_total_duration_perf": (5.20, 62169.377),
+                                  "min_total_duration": (7.09, 77047.705),
+                                  "finish_time_fairness_perf": (16.64, 23818.395),
+                                  "finish_time_fairness": (19.89, 28089.764)},
+    (600, 60.0, "36:36:36", 0): {"max_min_fairness_perf": (2.15, 30078.489), "max_min_fairness": (2.54, 33133.320),
+                                 "min_total_duration_perf": (4.43, 73438.652), "min_total_duration": (6.20, 88721.473),
+                                 "finish_time_fairness_perf": (25.30, 35931.475),
+                                 "finish_time_fairness": (28.24, 39157.623)},
+    (600, 900.0, "4:4:4", 0): {"max_min_fairness_perf": (5.16, 89727.224), "max_min_fairness": (5.76, 116513.016),
+                               "min_total_duration_perf": (32.27, 533140.328),
+                               "min_total_duration": (40.44, 675997.685)},
+}
+"""Gavel's simulation CPU seconds and average JCT (s; NaN where not recorded) per (jobs, lam, servers, seed) and
+policy, measured on this machine as the module docstring says (one run each, on the 2-core machine shared with other
+work: CPU times under load are a few tens of percent above an idle machine's). On 4:4:4 at lam 900 Gavel's
+``max_min_fairness_perf`` left one job unfinished (599 of 600 completed), so its average JCT there covers 599 jobs."""
 
 
 def build(jobs: int, lam: float, servers: str, seed: int):
@@ -65,46 +98,89 @@ def build(jobs: int, lam: float, servers: str, seed: int):
     return cluster, trace_jobs(rows, predictor, cluster.configs, seed, "bench.trace"), predictor
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--jobs", type=int, default=600)
-    ap.add_argument("--lam", type=float, default=150.0, help="mean inter-arrival time (s), Gavel's --lam")
-    ap.add_argument("--servers", default="36:36:36")
-    ap.add_argument("--policies", default=",".join(LP_POLICIES + ("fifo_perf", "isolated")))
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--profile", action="store_true")
-    args = ap.parse_args()
+class _Timed:
+    """CPU seconds spent in a policy's ``decide`` and in its ``allocate`` (instance attributes wrapping the class's
+    methods; the policy's results are untouched)."""
 
+    def __init__(self, policy: Any):
+        self.decide = self.allocate = 0.0
+        decide, allocate = policy.decide, policy.allocate
+
+        def timed_decide(s: Any) -> Any:
+            c = time.process_time()
+            try:
+                return decide(s)
+            finally:
+                self.decide += time.process_time() - c
+
+        def timed_allocate(*args: Any) -> Any:
+            c = time.process_time()
+            try:
+                return allocate(*args)
+            finally:
+                self.allocate += time.process_time() - c
+
+        policy.decide, policy.allocate = timed_decide, timed_allocate
+
+
+def run_setting(jobs: int, lam: float, servers: str, seed: int, policies: list[str], profile: bool) -> None:
+    """Print one table: every policy on one trace, capsim's CPU split, Gavel's CPU and the ratio."""
     c0 = time.process_time()
-    cluster, jobs, predictor = build(args.jobs, args.lam, args.servers, args.seed)
+    cluster, built, predictor = build(jobs, lam, servers, seed)
     setup = time.process_time() - c0
-    gavel = GAVEL_CPU_S.get((args.jobs, args.lam, args.servers, args.seed), {})
-    print(f"{args.jobs} jobs (Gavel's generator, lam {args.lam:g} s, multi-GPU, seed {args.seed}) on {args.servers} "
-          f"one-GPU servers, 360-s rounds; trace, predictor and jobs: {setup:.2f} s CPU")
-    print(f"{'policy':28} {'capsim CPU (s)':>14} {'wall (s)':>9} {'rounds':>7} {'avg JCT (h)':>11} "
-          f"{'Gavel CPU (s)':>13} {'ratio':>7}")
-    for kind in args.policies.split(","):
-        sim = Simulation(cluster, jobs, optim.build(kind, seed=args.seed), predictor)
-        prof = cProfile.Profile() if args.profile else None
-        w0, c0 = time.perf_counter(), time.process_time()
+    gavel = GAVEL.get((jobs, lam, servers, seed), {})
+    print(f"\n{jobs} jobs (Gavel's generator, lam {lam:g} s, multi-GPU, seed {seed}) on {servers} one-GPU servers, "
+          f"360-s rounds; trace, predictor and jobs: {setup:.2f} s CPU")
+    print(f"{'policy':26} {'CPU (s)':>8} {'alloc':>6} {'mech':>6} {'engine':>6} {'rounds':>6} {'JCT (h)':>8} "
+          f"{'Gavel JCT':>9} {'Gavel CPU':>9} {'ratio':>7} {'ceiling':>7}")
+    for kind in policies:
+        policy = optim.build(kind, seed=seed)
+        timed = _Timed(policy)
+        sim = Simulation(cluster, built, policy, predictor)
+        prof = cProfile.Profile() if profile else None
+        c0 = time.process_time()
         if prof is not None:
             prof.enable()
         result = sim.run()
         if prof is not None:
             prof.disable()
-        cpu, wall = time.process_time() - c0, time.perf_counter() - w0
+        cpu = time.process_time() - c0
         rounds = int((result.decisions.trigger == "round").sum())
-        ref = gavel.get(kind)
-        ratio = f"{ref / cpu:6.1f}x" if ref is not None else "      -"
-        target = " (target >= 20x)" if ref is not None and kind in LP_POLICIES else ""
-        print(f"{kind:28} {cpu:14.2f} {wall:9.2f} {rounds:7d} {result.summary['gavel_mean_jct'] / 3600:11.2f} "
-              f"{ref if ref is not None else float('nan'):13.2f} {ratio}{target}")
+        ref_cpu, ref_jct = gavel.get(kind, (math.nan, math.nan))
+        engine = cpu - timed.decide
+        ratio = f"{ref_cpu / cpu:6.1f}x" if math.isfinite(ref_cpu) else "      -"
+        ceiling = f"{ref_cpu / engine:6.1f}x" if math.isfinite(ref_cpu) else "      -"
+        print(f"{kind:26} {cpu:8.2f} {timed.allocate:6.2f} {timed.decide - timed.allocate:6.2f} {engine:6.2f} "
+              f"{rounds:6d} {result.summary['gavel_mean_jct'] / 3600:8.2f} {ref_jct / 3600:9.2f} {ref_cpu:9.2f} "
+              f"{ratio} {ceiling}")
         if prof is not None:
             out = io.StringIO()
-            pstats.Stats(prof, stream=out).sort_stats("cumulative").print_stats(20)
+            pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(20)
             print(out.getvalue())
     if not gavel:
-        print("(no Gavel reference for these arguments: GAVEL_CPU_S lists the measured ones)")
+        print("(no Gavel reference for these arguments: GAVEL lists the measured ones)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--setting", choices=sorted(SETTINGS), help="a named setting (SETTINGS); default: the numbers")
+    ap.add_argument("--all", action="store_true", help="every named setting in turn")
+    ap.add_argument("--jobs", type=int, default=600)
+    ap.add_argument("--lam", type=float, default=100.0, help="mean inter-arrival time (s), Gavel's --lam")
+    ap.add_argument("--servers", default="36:36:36")
+    ap.add_argument("--policies", default=",".join(LP_POLICIES + ("fifo_perf", "isolated")))
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--profile", action="store_true", help="also print each run's profile (slows the runs)")
+    args = ap.parse_args()
+    policies = args.policies.split(",")
+    if args.all:
+        chosen = list(SETTINGS.values())
+    elif args.setting:
+        chosen = [SETTINGS[args.setting]]
+    else:
+        chosen = [(args.jobs, args.lam, args.servers, args.seed)]
+    for jobs, lam, servers, seed in chosen:
+        run_setting(jobs, lam, servers, seed, policies, args.profile)
 
 
 if __name__ == "__main__":

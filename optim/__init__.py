@@ -8,14 +8,15 @@ conformance suite (``tests/optim/test_conformance.py``) then checks it.
 
 from optim import (  # noqa: F401  (fifo, edf, priority, ps, greedy, milp, the heuristics, spot strategies)
     baselines,
-    elasticflow,  # noqa: F401  (registers ElasticFlow's simulator's policies in the replay registry)
+    elasticflow,  # noqa: F401  (ElasticFlow's simulator's six deadline policies, on its time model)
     gavel,  # noqa: F401  (registers fifo_perf, max_min_fairness_perf, gavel_fifo)
     gpu_assignment,  # even, gpu_priority
     greedy,
     heuristics,
+    mig,  # MIG slices before a base policy
     milp,
     spot,
 )
-from optim.base import Policy, build, build_any, kinds, register, registry, replay_registry
+from optim.base import Policy, build, register, registry
 
-__all__ = ["Policy", "build", "build_any", "kinds", "register", "registry", "replay_registry"]
+__all__ = ["Policy", "build", "register", "registry"]

@@ -1,15 +1,12 @@
 """The policy contract (``sim.contracts.Policy``, re-exported here for policy authors) and the policy registry, with
-the face every registry has (``sim.registry``)."""
+the face every registry has (``sim.registry``). One registry holds every policy: those the engine's time models ask
+and ElasticFlow's simulator's (``time_model = "elasticflow"``, ``optim.elasticflow``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from sim.contracts import POLICIES, Policy
-from sim.elasticflow.vocabulary import REPLAY_POLICIES, ReplayPolicy
 
-__all__ = ["Policy", "register", "alias", "registry", "replay_registry", "kinds", "build", "build_any"]
+__all__ = ["Policy", "register", "alias", "registry", "build"]
 
 register = POLICIES.register
 """Class decorator adding a policy to the registry under ``name`` (the YAML ``policies[].kind``)."""
@@ -19,21 +16,3 @@ registry = POLICIES.kinds
 """Every registered policy kind in registration order; ``aliases=False`` lists each policy once."""
 build = POLICIES.build
 """Build the registered policy ``kind`` with ``params``; a clear error names the known kinds otherwise."""
-
-
-def replay_registry() -> dict[str, Callable[..., ReplayPolicy]]:
-    """The deadline-replay policies (ElasticFlow's simulator's, ``optim.elasticflow``), which run on its time model
-    (``sim.elasticflow.vocabulary``) rather than deciding plans over VMs: a scenario names them explicitly."""
-    return REPLAY_POLICIES.kinds()
-
-
-def kinds() -> dict[str, Callable[..., Policy | ReplayPolicy]]:
-    """Every policy a scenario may name: ``registry()`` and ``replay_registry()``."""
-    return {**registry(), **replay_registry()}
-
-
-def build_any(kind: str, **params: Any) -> Policy | ReplayPolicy:
-    """Build any policy a scenario may name (``kinds()``): a plan-deciding one or a deadline-replay one."""
-    if kind not in POLICIES.kinds() and kind in REPLAY_POLICIES.kinds():
-        return REPLAY_POLICIES.build(kind, **params)
-    return POLICIES.build(kind, **params)

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["Component", "Policy", "Predictor", "Interference", "Source", "Progress", "POLICIES", "PREDICTORS",
-           "INTERFERENCE", "NotFittedError"]
+           "INTERFERENCE", "TIME_MODELS", "NotFittedError"]
 
 
 class NotFittedError(CapsimError):
@@ -174,7 +174,11 @@ class Policy(Component):
       nothing" (idle VMs not kept with ``keep_idle`` are then stopped). It **may** keep private state between calls
       (a warm start, a rotation), read any field of the snapshot and take as long as it needs (the wall time is
       recorded). It **may not** mutate the snapshot or its arrays, see true runtimes or future arrivals (it is never
-      given them), advance time or spend money: only the engine does, by applying the plan.
+      given them), advance time or spend money: only the engine does, by applying the plan. The engine keeps a
+      view object (``NodeView``, ``JobView``) across snapshots while its node or job does not change and makes a new
+      one when it does, so a policy may follow the cluster across decisions by identity; ``Snapshot.node_changes``
+      names the nodes whose views are new since its preceding snapshots (``sim.model.NodeChanges``; what
+      ``optim.room.NodeIndex`` reads instead of comparing every view).
 
     and declares on its class what its plans may contain, checked by the engine's plan rules (``sim.rules``); a
     parameter may make an instance do less than its class declares (``fifo`` shares VMs only with ``pack``), never
@@ -188,6 +192,9 @@ class Policy(Component):
       estimates are ``inf``.
     - ``may_colocate``: a job started on the GPUs of another (``Assignment.partner``), on a cluster whose
       ``ClusterRules.jobs_per_gpu`` is 2; both then run at their co-located speed (``Snapshot.colocation``).
+    - ``prices_unplaceable``: the policy sees estimates for a gang on a VM type with fewer GPUs than the gang
+      (``ClusterRules.unplaceable_gangs``), which it may price but never place (Gavel's LPs do); without it those
+      estimates are ``inf``.
 
     A plan that breaks a rule is rejected with a ``CapsimError`` naming the policy and the rule; the run stops.
     """
@@ -198,9 +205,15 @@ class Policy(Component):
     may_share: ClassVar[bool] = False
     may_gang: ClassVar[bool] = False
     may_colocate: ClassVar[bool] = False
+    prices_unplaceable: ClassVar[bool] = False
     plans_capacity: ClassVar[bool] = True
     """Whether the policy decides which VMs to run. Gavel's policies schedule the servers they are given (on an
     empty slot they start one VM and keep it): a scenario that lists no policies runs them only on fixed clusters."""
+    time_model: ClassVar[str] = "engine"  # one of TIME_MODELS
+    """Which time model asks the policy: ``engine`` (``sim.timing``: ``decide(Snapshot) -> Plan``, as above) or
+    ``elasticflow`` (ElasticFlow's simulator's, ``sim.elasticflow``: ``decide`` gets that model's views of one
+    homogeneous GPU pool, ``sim.elasticflow.vocabulary.ReplayPolicy``). A scenario names such a policy explicitly: one
+    that lists no policies runs only the engine's."""
 
     def decide(self, snapshot: Snapshot) -> Plan:
         raise NotImplementedError(self)
@@ -361,6 +374,8 @@ class Interference(Component):
         return True
 
 
+TIME_MODELS = ("engine", "elasticflow")
+"""The time models a policy may declare (``Policy.time_model``)."""
 POLICIES: Registry[Policy] = Registry("policy")
 """Every registered policy kind; importing ``optim`` registers the built-in ones."""
 PREDICTORS: Registry[Predictor] = Registry("predictor")

@@ -14,7 +14,7 @@ import gc
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -28,6 +28,7 @@ from sim.records import DECISION_COLUMNS, JOB_COLUMNS, NODE_COLUMNS, SEGMENT_COL
 from sim.run import Run
 from sim.sharing import PairView, TruePairs
 from sim.timing import TimeModel, default_time_model
+from sim.vocabulary.mig import slice_speeds
 
 __all__ = ["Simulation", "RunResult", "Cluster", "NodeSlot", "JOB_COLUMNS", "NODE_COLUMNS", "DECISION_COLUMNS",
            "SEGMENT_COLUMNS"]
@@ -51,21 +52,23 @@ class Simulation:
     ``truth=None`` uses the estimator as the truth. The policy sees a configuration as infeasible (``inf``) where the
     job asks for another GPU count (``JobSpec.gpus``) and, for a policy without ``may_gang``, where only a gang fits.
     ``seed`` is the run's seed: the revocations of spot VMs are drawn from it (nothing else in the engine is random).
-    ``time`` is the time model (``sim.timing``); None takes the one the cluster's rules ask for. A deadline-replay
-    policy (``sim.elasticflow.vocabulary.ReplayPolicy``) runs on ElasticFlow's time model instead (``sim.elasticflow``).
+    ``time`` is the time model (``sim.timing``); None takes the one the cluster's rules ask for. A policy that declares
+    ElasticFlow's time model (``Policy.time_model``, ``sim.elasticflow.vocabulary.ReplayPolicy``) runs on it instead
+    (``sim.elasticflow.run``), and ``time`` must then be None.
 
     Where the cluster's rules let two jobs share a GPU (``ClusterRules.jobs_per_gpu`` 2), ``interference`` is the
     interference model the policy is told (``Snapshot.colocation``) and ``true_interference`` the one co-located jobs
-    run by (None: the same); both are required there and refused elsewhere.
+    run by (None: the same); both are required there and refused elsewhere. Where A100 and H100 GPUs may be cut into
+    MIG slices (``ClusterRules.mig``), jobs on slices run at the shipped slice speeds (``sim.vocabulary.mig``).
     """
 
-    def __init__(self, cluster: Cluster, jobs: Sequence[Job], policy: Policy | ReplayPolicy, estimator: Predictor,
+    def __init__(self, cluster: Cluster, jobs: Sequence[Job], policy: Policy, estimator: Predictor,
                  truth: Predictor | None = None, seed: int = 0, time: TimeModel | None = None,
                  interference: Interference | None = None, true_interference: Interference | None = None):
         self.cluster = cluster
         self.seed = seed
-        self.policy = cast(Policy, policy)
-        self._replay = policy if isinstance(policy, ReplayPolicy) else None
+        self.policy = policy
+        self._replay = _replayed(policy, time)
         self.estimator = estimator
         self.truth = truth if truth is not None else estimator
         self.time = time if time is not None else default_time_model(cluster.rules)
@@ -134,7 +137,7 @@ class Simulation:
         policy without ``may_gang``, and on configurations no slot can hold (``ClusterRules.unplaceable_gangs``) for a
         policy without ``prices_unplaceable``. Rows that need no mask are returned as they are (the same arrays)."""
         masks = [m for m, on in ((self._gang_only, not self.policy.may_gang),
-                                 (self._unplaceable, not getattr(self.policy, "prices_unplaceable", False)))
+                                 (self._unplaceable, not self.policy.prices_unplaceable))
                  if on and m.any()]
         base = np.logical_or.reduce(masks) if masks else None
         out = {}
@@ -171,10 +174,25 @@ class Simulation:
                 view = PairView(self.interference, pairs)
             self._last = run = Run(self.cluster, self.jobs, self._est, self._true, self.policy, self.time,
                                    label=self._label, truth=type(self.truth).__name__, seed=self.seed,
-                                   estimator=self.estimator, pairs=pairs, view=view)
+                                   estimator=self.estimator, pairs=pairs, view=view,
+                                   mig=slice_speeds() if self.cluster.rules.mig else None)
             tables = run.execute()
             segments = tables.segments if tables.segments is not None else Segments().frame()
             return RunResult(tables.jobs, tables.nodes, tables.decisions, summarise(tables), segments)
         finally:
             if gc_was_on:
                 gc.enable()
+
+
+def _replayed(policy: Policy, time: TimeModel | None) -> ReplayPolicy | None:
+    """The policy if it runs on ElasticFlow's time model (its declared ``time_model``), else None; a CapsimError for
+    a declaration the engine cannot honour."""
+    if policy.time_model == "engine":
+        return None
+    if policy.time_model != "elasticflow" or not isinstance(policy, ReplayPolicy):
+        raise CapsimError(f"policy {policy.describe()!r} declares time_model {policy.time_model!r}; the engine runs "
+                          f"'engine' (decide(Snapshot)) and 'elasticflow' (a sim.elasticflow.vocabulary.ReplayPolicy)")
+    if time is not None:
+        raise CapsimError(f"policy {policy.describe()!r} runs on ElasticFlow's time model; the simulation was also "
+                          f"given the time model {type(time).__name__}: give none")
+    return policy

@@ -15,7 +15,6 @@ from sim.traces import registry as trace_formats
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPONENTS = {f"{what} {kind}": cls for what, reg in (("policy", optim.registry(aliases=False)),
-                                                       ("replay policy", optim.replay_registry()),
                                                        ("predictor", predictors.registry(aliases=False)),
                                                        ("trace format", trace_formats(aliases=False)))
               for kind, cls in reg.items()}

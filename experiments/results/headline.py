@@ -21,7 +21,8 @@ def setting(config: dict[str, Any]) -> str:
     """The setting of one run (``cost``, ``gavel`` or ``elasticflow``) from its configuration (scenario, policy)."""
     import optim
 
-    if (config.get("policy") or {}).get("kind") in optim.replay_registry():
+    cls = optim.registry().get(str((config.get("policy") or {}).get("kind")))
+    if getattr(cls, "time_model", "engine") == "elasticflow":
         return "elasticflow"
     cluster = (config.get("scenario") or {}).get("cluster") or {}
     return "gavel" if cluster.get("rounds") is not None else "cost"

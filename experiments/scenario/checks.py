@@ -347,7 +347,7 @@ def semantic_problems(sc: Scenario, runnable: bool = True) -> list[Problem]:
     if sc.colocation is not None:
         _check_colocation(sc, problems)
 
-    known_pol = optim.kinds()
+    known_pol = optim.registry()
     if sc.policies is not None:
         if not sc.policies:
             problems.append(Problem(("policies",), "expected at least one policy, found an empty list"))

@@ -51,11 +51,13 @@ def param_names(cls: Any) -> tuple[str, ...] | None:
 
 
 def registered_policies(fixed: bool = True) -> list[str]:
-    """Registered policy kinds in registration order, each policy once (aliases such as ``ps`` dropped); without
-    ``fixed``, only those that plan capacity (``Policy.plans_capacity``: not Gavel's, which schedule given servers)."""
+    """Registered policy kinds on the engine's time model in registration order, each policy once (aliases such as
+    ``ps`` dropped, and ElasticFlow's, ``Policy.time_model``, which a scenario names explicitly); without ``fixed``,
+    only those that plan capacity (``Policy.plans_capacity``: not Gavel's, which schedule given servers)."""
     import optim
 
-    return [k for k, cls in optim.registry(aliases=False).items() if fixed or getattr(cls, "plans_capacity", True)]
+    return [k for k, cls in optim.registry(aliases=False).items()
+            if getattr(cls, "time_model", "engine") == "engine" and (fixed or getattr(cls, "plans_capacity", True))]
 
 
 def select_policies(specs: list[PolicySpec], names: str | Sequence[str] | None, option: str) -> list[PolicySpec]:
@@ -72,7 +74,7 @@ def select_policies(specs: list[PolicySpec], names: str | Sequence[str] | None, 
     if not wanted:
         raise CapsimError(f"{option}: expected at least one policy name, found none")
     by_label = {s.label: s for s in specs}
-    known = optim.kinds()
+    known = optim.registry()
     out: list[PolicySpec] = []
     for n in wanted:
         if any(p.label == n for p in out):
@@ -97,7 +99,7 @@ def build_policy(spec: PolicySpec, single_thread: bool = False) -> Any:
     cls = policy_class(spec.kind)
     if single_thread and "threads" not in params and cls is not None and "threads" in (param_names(cls) or ()):
         params["threads"] = 1
-    return cls(**params) if ":" in spec.kind else optim.build_any(spec.kind, **params)
+    return cls(**params) if ":" in spec.kind else optim.build(spec.kind, **params)
 
 
 _REGISTRIES = (("sim.contracts", "POLICIES"), ("sim.contracts", "PREDICTORS"), ("sim.traces.base", "TRACE_FORMATS"))

@@ -20,7 +20,7 @@ def policy_class(kind: str) -> Any:
     from sim.model import CapsimError
 
     if ":" not in kind:
-        return optim.kinds().get(kind)
+        return optim.registry().get(kind)
     module, _, name = kind.partition(":")
     try:
         found = importlib.import_module(module)

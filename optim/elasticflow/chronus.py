@@ -22,8 +22,9 @@ from __future__ import annotations
 import math
 from typing import ClassVar
 
+from optim.base import register
 from optim.highs import new_highs
-from sim.elasticflow.vocabulary import REPLAY_POLICIES, JobStatus, LasView, ReplayCluster, ReplayPolicy, RigidPlan
+from sim.elasticflow.vocabulary import JobStatus, LasView, ReplayCluster, ReplayPolicy, RigidPlan
 
 __all__ = ["Chronus", "pack", "packable"]
 
@@ -31,7 +32,7 @@ LEASE = 240.0
 """Seconds per lease (ElasticFlow's Fig. 8b runs Chronus with ``--lease_term_interval=240``)."""
 
 
-@REPLAY_POLICIES.register("chronus")
+@register("chronus")
 class Chronus(ReplayPolicy):
     """Lease-based deadline guarantees with admission control (see the module docstring).
 

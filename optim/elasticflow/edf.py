@@ -12,10 +12,10 @@ from __future__ import annotations
 import math
 from typing import ClassVar
 
+from optim.base import register
 from optim.elasticflow.timeline import PlanJob, PlanJobs, Timeline, merged, ordered, table_cap
 from sim.elasticflow.vocabulary import (
     LEVELS,
-    REPLAY_POLICIES,
     SLOT,
     ElasticPlan,
     ElasticView,
@@ -27,7 +27,7 @@ from sim.elasticflow.vocabulary import (
 __all__ = ["ElasticEDF", "edf_plan"]
 
 
-@REPLAY_POLICIES.register("elasticflow_edf")
+@register("elasticflow_edf")
 class ElasticEDF(ReplayPolicy):
     """EDF over elastic jobs (see the module docstring)."""
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from sim.elasticflow.vocabulary import REPLAY_POLICIES, ReplayPolicy
+from optim.base import register
+from sim.elasticflow.vocabulary import ReplayPolicy
 
 __all__ = ["ElasticGandiva"]
 
 
-@REPLAY_POLICIES.register("elasticflow_gandiva")
+@register("elasticflow_gandiva")
 class ElasticGandiva(ReplayPolicy):
     """Gandiva's node sets and time slicing (see the module docstring)."""
 

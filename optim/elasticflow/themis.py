@@ -23,12 +23,13 @@ from typing import ClassVar
 
 import numpy as np
 
-from sim.elasticflow.vocabulary import REPLAY_POLICIES, LasView, ReplayCluster, ReplayPolicy, RigidPlan
+from optim.base import register
+from sim.elasticflow.vocabulary import LasView, ReplayCluster, ReplayPolicy, RigidPlan
 
 __all__ = ["Themis", "fair_shares"]
 
 
-@REPLAY_POLICIES.register("themis")
+@register("themis")
 class Themis(ReplayPolicy):
     """Finish-time fair leases (see the module docstring)."""
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 import math
 from typing import ClassVar
 
-from sim.elasticflow.vocabulary import REPLAY_POLICIES, LasView, ReplayCluster, ReplayPolicy, RigidPlan
+from optim.base import register
+from sim.elasticflow.vocabulary import LasView, ReplayCluster, ReplayPolicy, RigidPlan
 
 __all__ = ["Tiresias"]
 
@@ -22,7 +23,7 @@ LIMITS = (3250.0, 7200.0)
 """Queue limits in GPU-seconds (the third limit of the original, 18,000, is never read)."""
 
 
-@REPLAY_POLICIES.register("tiresias")
+@register("tiresias")
 class Tiresias(ReplayPolicy):
     """2D-LAS with three queues (see the module docstring)."""
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from optim.gavel.ipm import solve as ecos_answer
-from optim.gavel.lp import centre, max_min
+from optim.gavel.lp import LeastShare, centre, max_min
 
 SLACK = 1e-6
 """Relative room above the least finish-time ratio, so that the allocations meeting it have an interior whose
@@ -101,9 +101,13 @@ def finish_time_fairness(rate: np.ndarray, sf: np.ndarray, gpus: np.ndarray, age
             rho = hi
         return centre(rate, sf, gpus, remaining / np.maximum(rho * (1.0 + SLACK) * denom - age, 1e-300), curved=True)
 
+    lp = LeastShare(rate, sf, gpus)
+
     def value(rho: float) -> float:
-        coef = rate * np.maximum(rho * denom - age, 0.0)[:, None] / remaining[:, None]
-        return max_min(coef, sf, gpus, ipm=False)[1]
+        room = rho * denom - age
+        if (room <= 0).any():  # a job past its fair finish time at rho: no allocation meets it
+            return 0.0
+        return lp.value(remaining / room)
 
     x_iso = isolated(sf, gpus)
     hi = float(np.max((age + remaining / np.maximum((rate * x_iso).sum(axis=1), 1e-300)) / denom))

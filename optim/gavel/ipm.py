@@ -25,6 +25,7 @@ dual residuals are below 1e-8 and the gap below 1e-8 (absolute or relative).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -96,7 +97,7 @@ class GavelLP:
         """G @ x (scaled)."""
         e_n, e_c, e_s, e_b, e_t = coef
         X = x[:-1].reshape(self.n, self.m)
-        rb = self._split(self.row)[3]
+        rb = self.row[-self.n:]
         return np.concatenate([(e_n * X).ravel(), (e_c * X).sum(axis=0), (e_s * X).sum(axis=1),
                                (e_b * X).sum(axis=1) + e_t * x[-1] / rb])
 
@@ -104,7 +105,7 @@ class GavelLP:
         """G.T @ z (scaled)."""
         e_n, e_c, e_s, e_b, e_t = coef
         zn, zc, zs, zb = self._split(z)
-        rb = self._split(self.row)[3]
+        rb = self.row[-self.n:]
         gx = e_n * zn + e_c * zc[None, :] + e_s * zs[:, None] + e_b * zb[:, None]
         return np.concatenate([gx.ravel(), [float(e_t * (zb / rb).sum())]])
 
@@ -119,7 +120,7 @@ class GavelLP:
         n, m = self.n, self.m
         e_n, e_c, e_s, e_b, e_t = coef
         dn, dc, ds, db = self._split(dd)
-        tt = e_t / self._split(self.row)[3]
+        tt = e_t / self.row[-n:]
         k = m + 2
         local = np.zeros((n, k, k))
         idx = np.arange(m)
@@ -162,20 +163,18 @@ def solve(a: np.ndarray, sf: np.ndarray, gpus: np.ndarray, d: np.ndarray, with_t
         c[-1] = -1.0 / col[-1]
     rows = len(h)
 
-    def newton(w2: np.ndarray, rx: np.ndarray, rz: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return lp.kkt(w2 + _REG, coef)(rx, rz)
-
     def into_cone(r: np.ndarray) -> np.ndarray:
         worst = max(-0.99, float((-r[r <= 0]).max()) if (r <= 0).any() else -0.99)
         return r + (worst + 1.0)
 
-    x, z0 = newton(np.ones(rows), np.zeros(n * m + 1), h)
+    start = lp.kkt(np.ones(rows) + _REG, coef)  # both least-squares starts solve with W = I
+    x, z0 = start(np.zeros(n * m + 1), h)
     s = into_cone(-z0)
-    _, zd = newton(np.ones(rows), -c, np.zeros(rows))
+    _, zd = start(-c, np.zeros(rows))
     z = into_cone(zd)
     tau = kap = 1.0
-    res_x0 = max(1.0, float(np.linalg.norm(c)))
-    res_z0 = max(1.0, float(np.linalg.norm(h)))
+    res_x0 = max(1.0, _norm(c))
+    res_z0 = max(1.0, _norm(h))
     optimal = False
     for _ in range(_MAX_ITER + 1):
         rx = -lp.tmul(z, coef) - c * tau
@@ -186,13 +185,13 @@ def solve(a: np.ndarray, sf: np.ndarray, gpus: np.ndarray, d: np.ndarray, with_t
         mu = (gap + kap * tau) / (rows + 1)
         pcost, dcost = cx / tau, -hz / tau
         relgap = gap / -pcost if pcost < 0 else (gap / dcost if dcost > 0 else np.nan)
-        pres = float(np.linalg.norm(rz)) / max(res_z0 + float(np.linalg.norm(x)) + float(np.linalg.norm(s)), 1.0)
-        dres = float(np.linalg.norm(rx)) / max(res_x0 + float(np.linalg.norm(z)), 1.0)
+        pres = _norm(rz) / max(res_z0 + _norm(x) + _norm(s), 1.0)
+        dres = _norm(rx) / max(res_x0 + _norm(z), 1.0)
         pres, dres = pres / tau, dres / tau
         if (-cx > 0 or -hz >= -_TOL) and pres < _TOL and dres < _TOL and (gap < _TOL or relgap < _TOL):
             optimal = True
             break
-        if hz < 0 and float(np.linalg.norm(lp.tmul(z, coef))) / max(1.0, -hz) < _TOL:  # a certificate: infeasible
+        if hz < 0 and _norm(lp.tmul(z, coef)) / max(1.0, -hz) < _TOL:  # a certificate: infeasible
             break
         w2 = s / z
         w = np.sqrt(w2)
@@ -221,6 +220,11 @@ def solve(a: np.ndarray, sf: np.ndarray, gpus: np.ndarray, d: np.ndarray, with_t
         kap, tau = kap + step * dkap, tau + step * dtau
     X = (x[:-1] / (tau * col[:-1])).reshape(n, m)
     return np.clip(X, 0.0, 1.0), optimal
+
+
+def _norm(v: np.ndarray) -> float:
+    """The Euclidean norm, as ``numpy.linalg.norm`` computes it for a vector (the same bits, without its checks)."""
+    return math.sqrt(float(v.dot(v)))
 
 
 def _line_search(lam: np.ndarray, ds: np.ndarray, dz: np.ndarray, tau: float, dtau: float, kap: float,

@@ -18,7 +18,7 @@ from optim.highs import new_highs
 if TYPE_CHECKING:
     import highspy
 
-__all__ = ["max_min", "centre"]
+__all__ = ["max_min", "LeastShare", "centre"]
 
 
 
@@ -45,13 +45,9 @@ def _solve(lp: highspy.HighsLp, ipm: bool) -> np.ndarray:
     return np.asarray(h.getSolution().col_value, dtype=float)
 
 
-def max_min(coef: np.ndarray, sf: np.ndarray, gpus: np.ndarray, allowed: np.ndarray | None = None,
-            ipm: bool = True) -> tuple[np.ndarray, float]:
-    """max s  s.t.  s ≤ Σ_w coef[j,w]·X[j,w] for every job j, the base constraints, X = 0 where not ``allowed``.
-
-    Returns (X clipped to [0, 1], s). With ``ipm`` HiGHS's interior-point method runs without crossover and
-    presolve, so that X is a point inside the optimal face, as ECOS returns; otherwise the dual simplex gives a
-    vertex (faster; used where only s matters)."""
+def _max_min_lp(coef: np.ndarray, sf: np.ndarray, gpus: np.ndarray, allowed: np.ndarray | None) -> highspy.HighsLp:
+    """The LP of ``max_min`` in HiGHS's column-wise form: X[j, w] at column j*m + w, s last; rows: the n bounds
+    s − Σ_w coef[j,w]·X[j,w] ≤ 0, the n shares, the m capacities."""
     import highspy
 
     n, m = coef.shape
@@ -74,8 +70,42 @@ def max_min(coef: np.ndarray, sf: np.ndarray, gpus: np.ndarray, allowed: np.ndar
     a.start_ = np.concatenate([np.arange(0, 3 * nx + 1, 3), [3 * nx + n]]).astype(np.int32)
     a.index_ = np.concatenate([rows.ravel(), np.arange(n)]).astype(np.int32)
     a.value_ = np.concatenate([vals.ravel(), np.ones(n)])
-    sol = _solve(lp, ipm)
-    return np.clip(sol[:nx].reshape(n, m), 0.0, 1.0), float(sol[nx])
+    return lp
+
+
+def max_min(coef: np.ndarray, sf: np.ndarray, gpus: np.ndarray, allowed: np.ndarray | None = None,
+            ipm: bool = True) -> tuple[np.ndarray, float]:
+    """max s  s.t.  s ≤ Σ_w coef[j,w]·X[j,w] for every job j, the base constraints, X = 0 where not ``allowed``.
+
+    Returns (X clipped to [0, 1], s). With ``ipm`` HiGHS's interior-point method runs without crossover and
+    presolve, so that X is a point inside the optimal face, as ECOS returns; otherwise the dual simplex gives a
+    vertex (faster; used where only s matters)."""
+    n, m = coef.shape
+    sol = _solve(_max_min_lp(coef, sf, gpus, allowed), ipm)
+    return np.clip(sol[:n * m].reshape(n, m), 0.0, 1.0), float(sol[n * m])
+
+
+class LeastShare:
+    """The values s(need) = max_X min_j Σ_w rate[j,w]·X[j,w] / need[j] under the base constraints, for a series of
+    ``need`` vectors (a root finding over them): the LP max s s.t. need[j]·s ≤ Σ_w rate[j,w]·X[j,w] is built once,
+    and each value changes only the n coefficients of s, then runs HiGHS's dual simplex from the previous optimal
+    basis (a few pivots where a cold start takes hundreds). The optimal value is unique, so the warm start changes
+    only its last bits."""
+
+    def __init__(self, rate: np.ndarray, sf: np.ndarray, gpus: np.ndarray):
+        self.n = rate.shape[0]
+        self.col = rate.size
+        self.h = new_highs()
+        self.h.setOptionValue("random_seed", 0)
+        self.h.passModel(_max_min_lp(rate, sf, gpus, None))
+
+    def value(self, need: np.ndarray) -> float:
+        """s for these needs (each > 0)."""
+        h, col = self.h, self.col
+        for j, v in enumerate(need.tolist()):
+            h.changeCoeff(j, col, v)
+        h.run()
+        return float(h.getInfo().objective_function_value)
 
 
 def centre(rate: np.ndarray, sf: np.ndarray, gpus: np.ndarray, demand: np.ndarray,

@@ -16,7 +16,10 @@ in one of four ways (the policy's ``clock``), each the time model of one family 
 - ``slices`` (Gandiva): decisions at arrivals only; the policy's node sets time-slice their jobs
   (``sim.elasticflow.slices``), so it has no ``decide``.
 
-This module is part of the floor: it imports only ``sim.model``, ``sim.contracts`` and ``sim.registry``.
+A replay policy is a ``sim.contracts.Policy`` that declares ``time_model = "elasticflow"``: it is registered, listed,
+built and checked (``sim.testing.check_policy``) with every other policy, and the engine runs it on this time model.
+
+This module is part of the floor: it imports only ``sim.model`` and ``sim.contracts``.
 """
 
 from __future__ import annotations
@@ -26,12 +29,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from sim.contracts import Component
+from sim.contracts import Policy
 from sim.model import CapsimError
-from sim.registry import Registry
 
 __all__ = ["LEVELS", "SLOT", "ReplayCluster", "ReplayJob", "JobStatus", "ElasticView", "ElasticPlan", "LasView",
-           "RigidPlan", "ReplayPolicy", "REPLAY_POLICIES", "align", "next_level", "last_level"]
+           "RigidPlan", "ReplayPolicy", "align", "next_level", "last_level"]
 
 LEVELS = (1, 2, 4, 8, 16, 32, 64)
 """The GPU counts of ElasticFlow's throughput tables, in table order."""
@@ -182,23 +184,21 @@ class RigidPlan:
     order: tuple[int, ...] = ()
 
 
-class ReplayPolicy(Component):
+class ReplayPolicy(Policy):
     """A deadline policy of ElasticFlow's simulator (see the module docstring for the clocks and their hooks).
 
     It may keep private state between decisions of one run (``reset()`` is called before each run) and never sees
-    a job before it arrives or its progress beyond what the view says.
+    a job before it arrives or its progress beyond what the view says. It schedules the servers it is given
+    (``plans_capacity`` false) on ElasticFlow's time model (``time_model``), never on the engine's.
     """
 
     name: ClassVar[str] = "replay policy"
-    family: ClassVar[str] = "policy"
+    plans_capacity: ClassVar[bool] = False
+    time_model: ClassVar[str] = "elasticflow"
     clock: ClassVar[str] = "elastic"
 
     def reset(self, cluster: ReplayCluster) -> None:
         """Forget every run before this one."""
 
-    def decide(self, view: ElasticView | LasView) -> ElasticPlan | RigidPlan:
+    def decide(self, view: ElasticView | LasView) -> ElasticPlan | RigidPlan:  # type: ignore[override]
         raise NotImplementedError(self)
-
-
-REPLAY_POLICIES: Registry[ReplayPolicy] = Registry("policy")
-"""The registered deadline-replay policies; importing ``optim`` registers the built-in ones."""

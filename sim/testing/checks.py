@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sim.catalogue import configurations, job_types, vm_types
-from sim.contracts import Component, Policy, Predictor
+from sim.contracts import TIME_MODELS, Component, Policy, Predictor
 from sim.model import CapsimError, Config, JobSpec
+from sim.testing.replay import check_replay_policy
 from sim.testing.runs import World, check_plan_names, check_run, recorded_run, small_worlds
 from sim.testing.spot import check_spot_pricing
 from sim.traces.base import MEASURED, REQUIRED, TraceReader
@@ -85,15 +86,23 @@ def check_component(component: Component) -> None:
 
 def check_policy(policy: Policy, worlds: Sequence[World] | None = None) -> None:
     """Everything a policy must do: the parameter contract (``check_component``); capability flags declared on the
-    class as booleans, never set on the instance; on each of ``worlds`` (default ``small_worlds()``) a run through
-    the real engine that keeps its invariants (``check_run``), plans that name only known jobs, nodes and VM types,
-    and decisions that a clone replays identically on the same snapshots; and, for a policy that plans capacity, spot
-    priced at its expected cost (``check_spot_pricing``)."""
+    class (booleans, and a known ``time_model``), never set on the instance; on each of ``worlds`` (default
+    ``small_worlds()``) a run through the real engine that keeps its invariants (``check_run``), plans that name only
+    known jobs, nodes and VM types, and decisions that a clone replays identically on the same snapshots; and, for a
+    policy that plans capacity, spot priced at its expected cost (``check_spot_pricing``). A policy on ElasticFlow's
+    time model is checked on ``sim.testing.replay``'s worlds instead (``check_replay_policy``)."""
     label, cls = policy.describe(), type(policy)
     check_component(policy)
-    for flag in ("may_preempt", "may_share", "may_gang", "may_colocate", "plans_capacity"):
-        assert isinstance(getattr(cls, flag), bool), f"{label}: {flag} is not a boolean class attribute"
+    for flag in ("may_preempt", "may_share", "may_gang", "may_colocate", "prices_unplaceable", "plans_capacity",
+                 "time_model"):
+        kind = str if flag == "time_model" else bool
+        assert isinstance(getattr(cls, flag), kind), f"{label}: {flag} is not a {kind.__name__} class attribute"
         assert flag not in vars(policy), f"{label}: {flag} is set on the instance; declare it on the class"
+    assert cls.time_model in TIME_MODELS, f"{label}: time_model {cls.time_model!r} is none of {TIME_MODELS}"
+    if cls.time_model == "elasticflow":
+        assert not cls.plans_capacity, f"{label}: a policy on ElasticFlow's time model schedules given servers"
+        check_replay_policy(policy)
+        return
     single = bool(getattr(cls, "single_gpu_only", False))
     for i, world in enumerate(worlds if worlds is not None else small_worlds(single_gpu=single)):
         result, seen = recorded_run(world, policy.clone())

@@ -5,7 +5,8 @@ a round length, else ``EventDriven``). The run (``sim.run.Run``) applies every e
 boots ending, revocations, plans) and tells its time model through the hooks of ``TimeModel``; the time model
 answers by asking the policy (``Engine.decide``) when it sees fit and by scheduling each placed job's work. A new time
 model (decisions merged over a window, co-located jobs sharing GPUs, ...) is one subclass here, using only what
-``Engine`` lists.
+``Engine`` lists. A policy that declares ElasticFlow's time model (``Policy.time_model``) runs on ``sim.elasticflow``
+instead, not through a ``Run`` (docs/elasticflow.md says why).
 """
 
 from __future__ import annotations

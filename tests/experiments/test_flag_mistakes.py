@@ -49,9 +49,11 @@ def test_predict_flags_suggest_on_stderr_only(argv: list[str], hint: str, capsys
     assert hint in _refused(argv, capsys)
 
 
-def test_run_policies_suggest(tiny: Path, capsys) -> None:
-    assert "unknown policy 'insertoin'; did you mean 'insertion'?" in _refused(
-        ["run", str(tiny), "--policies", "insertoin"], capsys)
+@pytest.mark.parametrize("name, hint", [("insertoin", "insertion"), ("elasticflw", "elasticflow"),
+                                        ("tiresas", "tiresias")])
+def test_run_policies_suggest(tiny: Path, name: str, hint: str, capsys) -> None:
+    assert f"unknown policy {name!r}; did you mean {hint!r}?" in _refused(["run", str(tiny), "--policies", name],
+                                                                          capsys)
 
 
 @pytest.mark.parametrize("flags, hint", [

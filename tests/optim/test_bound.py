@@ -75,7 +75,7 @@ def test_bound_below_the_enumerated_optimum_below_every_policy(seed):
     assert 0.0 < bound <= best + 1e-9
     for kind, cls in optim.registry(aliases=False).items():
         if not cls.plans_capacity:
-            continue  # time-sliced policies of fixed clusters (Gavel's) do not rent VMs: not this instance's problem
+            continue  # policies of fixed clusters (Gavel's, ElasticFlow's) do not rent VMs: not this instance's problem
         cost = Simulation(cluster, jobs, make(kind), truth).run().summary["total_cost"]
         assert best <= cost + 1e-9 * max(1.0, cost), (kind, best, cost)
 

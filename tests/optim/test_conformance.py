@@ -2,8 +2,9 @@
 over every estimator, built on ``sim.testing.check_policy`` (the checks an outside author runs on their own policy).
 
 The kinds come from ``optim.registry(aliases=False)``, never a hand list: a policy is covered the moment it
-registers. One that cannot be built with its defaults here (a solver this machine lacks, a required argument)
-declares ``test_params``; it is never skipped. ``check_policy`` checks the parameter contract (stored as given under
+registers (ElasticFlow's policies, on their own time model, on worlds of that model: ``sim.testing.replay``). One
+that cannot be built with its defaults here (a solver this machine lacks, a required argument) declares
+``test_params``; it is never skipped. ``check_policy`` checks the parameter contract (stored as given under
 their own names, ``clone``/``set_params``/``get_params`` round trips, the label), capability flags on the class, runs
 on small worlds through the real engine keeping its invariants, deterministic replays, and spot priced at its
 expected cost. On top, random worlds (``tests/optim/worlds.py``, hypothesis) check the invariants and determinism
@@ -17,14 +18,18 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import optim
 from optim.base import Policy
 from sim.model import CapsimError
-from sim.testing import check_policy
+from sim.testing import check_policy, check_replay, replay_world
+from sim.testing.replay import run_replay_world
 from tests.optim.worlds import World, at_scale, check, check_plan_names, recorded_run, worlds
 
 KINDS = tuple(optim.registry(aliases=False))
+ENGINE = tuple(k for k in KINDS if optim.registry()[k].time_model == "engine")
+REPLAY = tuple(k for k in KINDS if optim.registry()[k].time_model == "elasticflow")
 EMPTY = inspect.Parameter.empty
 FEW = settings(max_examples=6, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 MANY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -104,7 +109,7 @@ PROPERTIES = {"engine_invariants": engine_run_keeps_the_invariants, "determinist
 
 @pytest.mark.parametrize("depth", [pytest.param(FEW, id="few"), pytest.param(MANY, id="many", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("prop", PROPERTIES)
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", ENGINE)
 def test_on_random_worlds(kind, prop, depth):
     @depth
     @given(world=worlds(single_gpu=getattr(optim.registry()[kind], "single_gpu_only", False),
@@ -115,8 +120,56 @@ def test_on_random_worlds(kind, prop, depth):
     holds()
 
 
+@pytest.mark.parametrize("depth", [pytest.param(FEW, id="few"), pytest.param(MANY, id="many", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("kind", REPLAY)
+def test_replays_on_random_worlds(kind, depth):
+    """A policy on ElasticFlow's time model keeps a replay's invariants, and decides the same again, on random
+    homogeneous clusters (2–8 servers of 2 or 4 GPUs) and workloads, with and without a truth unlike the estimate."""
+
+    @depth
+    @given(seed=st.integers(0, 2**31), servers=st.sampled_from([2, 4, 8]), vm=st.sampled_from(["NC12", "NC24"]),
+           n_jobs=st.integers(1, 20), noisy=st.booleans())
+    def holds(seed: int, servers: int, vm: str, n_jobs: int, noisy: bool) -> None:
+        world = replay_world(seed, servers, vm, n_jobs, noisy)
+        result = run_replay_world(world, make(kind))
+        check_replay(world, result)
+        assert result.jobs.equals(run_replay_world(world, make(kind)).jobs), f"{kind}: a second run differs"
+
+    holds()
+
+
+def test_the_replay_checks_catch_a_broken_run():
+    """``check_replay`` fails a replay whose records lose a job, run a rejected one or use more GPUs than there are;
+    and ElasticFlow's time model itself stops a policy that runs more jobs than fit."""
+    import dataclasses
+
+    from sim.elasticflow.vocabulary import LasView, ReplayPolicy, RigidPlan
+
+    world = replay_world(5, servers=2, n_jobs=12)
+    good = run_replay_world(world, make("tiresias"))
+    check_replay(world, good)
+    seg = good.segments
+    crowded = seg.assign(start_time=seg["start_time"].min(), end_time=seg["end_time"].max())
+    rejected = good.jobs.assign(status=["rejected"] + list(good.jobs["status"][1:]))
+    for broken, why in ((dataclasses.replace(good, jobs=good.jobs.iloc[1:]), "exactly once"),
+                        (dataclasses.replace(good, jobs=rejected), "rejected job ran"),
+                        (dataclasses.replace(good, segments=crowded), "GPUs in use")):
+        with pytest.raises(AssertionError, match=why):
+            check_replay(world, broken)
+
+    class Everyone(ReplayPolicy):
+        name = "everyone"
+        clock = "las"
+
+        def decide(self, view: LasView) -> RigidPlan:  # type: ignore[override]
+            return RigidPlan(tuple(s.id for s in view.runnable))
+
+    with pytest.raises(CapsimError, match="runs more than"):
+        check_policy(Everyone())
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", ENGINE)
 def test_engine_invariants_at_scale(kind):
     """The slow profile: the engine's invariants on ``AT_SCALE`` (1,000) random worlds per policy."""
     at_scale(lambda world: engine_run_keeps_the_invariants(kind, world), f"policy {kind}",

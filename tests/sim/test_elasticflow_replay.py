@@ -8,6 +8,7 @@ import csv
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import optim
@@ -21,7 +22,6 @@ from sim.elasticflow.replay import replay
 from sim.elasticflow.state import Run, overhead
 from sim.elasticflow.vocabulary import (
     LEVELS,
-    REPLAY_POLICIES,
     ElasticView,
     JobStatus,
     ReplayCluster,
@@ -64,6 +64,7 @@ def reference(run: str) -> dict[str, dict[str, str]]:
     return {r["job_id"]: r for r in csv.DictReader((REF / f"{run}.csv").open())}
 
 
+REPLAY_KINDS = sorted(k for k, c in optim.registry(aliases=False).items() if c.time_model == "elasticflow")
 SETTINGS = {"cluster10": (ReplayCluster(32, 8, "A100-40GB"), "A100", "n32g8"),
             "elasticVpollux_e": (ReplayCluster(16, 4, "T4"), "T4", "n16g4")}
 REF_NAMES = {"elasticflow_edf": "edf", "tiresias": "dlas-gpu", "elasticflow_gandiva": "gandiva", "themis": "themis",
@@ -73,7 +74,7 @@ REF_NAMES = {"elasticflow_edf": "edf", "tiresias": "dlas-gpu", "elasticflow_gand
 def compare(trace: str, kind: str) -> tuple[float, float, float, int]:
     """(our ratio, reference ratio, share of jobs with the same verdict, jobs whose completion differs)."""
     cluster, gpu, shape = SETTINGS[trace]
-    runs, _ = replay(trace_jobs(trace, gpu), cluster, REPLAY_POLICIES.build(kind))
+    runs, _ = replay(trace_jobs(trace, gpu), cluster, optim.build(kind))
     ref = reference(f"{trace}__{shape}__{REF_NAMES[kind]}")
     agree = differ = 0
     for r in runs:
@@ -119,7 +120,7 @@ def test_a_job_grown_by_the_hand_out_takes_the_grown_plans_exact_end():
     # alone on 32 x 8 GPUs: its minimum satisfactory share is 2 GPUs, the spare ones take it to its cap of 64; its
     # exact end (the cap on its progress and its verdict) is the 64-GPU plan's, not the 2-GPU one's
     j = _job()
-    ef = optim.build_any("elasticflow")
+    ef = optim.build("elasticflow")
     ef.reset(ReplayCluster(32, 8, "A100-40GB"))
     status = JobStatus(j, j.iterations, 0.0, 0, False)
     answer = ef.decide(ElasticView(0.0, (status,), (), ReplayCluster(32, 8, "A100-40GB"), 0))
@@ -132,11 +133,11 @@ def _small() -> list[ReplayJob]:
     return trace_jobs("elasticVpollux_e", "T4")[:20]
 
 
-@pytest.mark.parametrize("kind", sorted(REPLAY_POLICIES.kinds()))
+@pytest.mark.parametrize("kind", REPLAY_KINDS)
 def test_invariants_every_job_once_and_no_gpu_oversubscribed(kind):
     cluster = ReplayCluster(4, 4, "T4")
     jobs = _small()
-    runs, log = replay(jobs, cluster, REPLAY_POLICIES.build(kind))
+    runs, log = replay(jobs, cluster, optim.build(kind))
     assert len(runs) == len(jobs) and all(r.status in ("done", "rejected") for r in runs)
     assert kind == "elasticflow" or all(r.status == "done" for r in runs)
     edges = sorted({t for r in runs for _, _, a, b in r.segments for t in (a, b)})
@@ -150,10 +151,10 @@ def test_invariants_every_job_once_and_no_gpu_oversubscribed(kind):
     assert log.rows, "the policy was asked at least once"
 
 
-@pytest.mark.parametrize("kind", sorted(REPLAY_POLICIES.kinds()))
+@pytest.mark.parametrize("kind", REPLAY_KINDS)
 def test_replays_are_deterministic_and_parameters_round_trip(kind):
-    p = REPLAY_POLICIES.build(kind)
-    q = optim.build_any(kind, **p.get_params())
+    p = optim.build(kind)
+    q = optim.build(kind, **p.get_params())
     assert type(q) is type(p) and q.get_params() == p.get_params() and q.describe() == p.describe()
     first, _ = replay(_small(), ReplayCluster(4, 4, "T4"), p)
     again, _ = replay(_small(), ReplayCluster(4, 4, "T4"), q)
@@ -248,15 +249,53 @@ def test_the_timeline_without_a_jobs_own_gpus_is_built_as_coded(allocations, end
         assert list(_own_free(pj, timeline)) == sorted(_own_free(pj, timeline))
 
 
-def test_reusing_a_trials_marginal_changes_no_decision(monkeypatch):
-    # the hand-out reuses a job's last marginal when its trial would read the same timeline; with every trial laid
-    # afresh (no two reads ever equal) the run is the same, completions and verdicts included
+@pytest.mark.parametrize("trace,gpu,servers,gpus", [("cluster10", "A100", 32, 8), ("elasticVpollux_e", "T4", 16, 4)])
+def test_every_hand_out_trial_costs_what_plan_lays(monkeypatch, trace, gpu, servers, gpus):
+    # the hand-out works a trial's marginal out on lists (optim.elasticflow.trial); at every trial of two whole runs
+    # the literal plan on the same timeline gives the same value, to the last bit
+    import optim.elasticflow.elasticflow as ef
+
+    fast, laid = ef.marginal, []
+
+    def checked(job, now, times, free, n, q, gs_now):
+        value = fast(job, now, times, free, n, q, gs_now)
+        plan(job, now, dict(zip(times, free)), n, assign=q, trial=True)
+        laid.append(value is not None)
+        assert value is None or value == job.marginal, (job.id, now, value, job.marginal)
+        return value
+
+    monkeypatch.setattr(ef, "marginal", checked)
+    records, _ = replay(trace_jobs(trace, gpu), ReplayCluster(servers, gpus, "A100-40GB" if gpu == "A100" else "T4"),
+                        optim.build("elasticflow"))
+    assert len(laid) > 1000 and sum(laid) > 0.8 * len(laid)  # the lists' path is the usual one
+    assert sum(r.status == "done" for r in records) > 0
+
+
+def test_a_run_with_every_trial_laid_by_plan_decides_the_same(monkeypatch):
+    # the whole run, not only each value: with every trial laid by plan on the whole own timeline (no lists, no
+    # reuse of a trial that read the same), every job's GPUs, completion and verdict are the same
     import optim.elasticflow.elasticflow as ef
 
     jobs, cluster = trace_jobs("cluster10", "A100"), ReplayCluster(32, 8, "A100-40GB")
-    reused, _ = replay(jobs, cluster, REPLAY_POLICIES.build("elasticflow"))
-    monkeypatch.setattr(ef, "_reads", lambda *a: object())
-    fresh, _ = replay(jobs, cluster, REPLAY_POLICIES.build("elasticflow"))
-    assert [(r.status, r.finish, r.on_time, r.segments) for r in reused] == \
-        [(r.status, r.finish, r.on_time, r.segments) for r in fresh]
-    assert sum(r.status == "done" for r in fresh) > 0
+    fast, _ = replay(jobs, cluster, optim.build("elasticflow"))
+    monkeypatch.setattr(ef, "marginal", lambda *a: None)
+    laid, _ = replay(jobs, cluster, optim.build("elasticflow"))
+    assert [(r.status, r.finish, r.on_time, r.segments) for r in fast] == \
+        [(r.status, r.finish, r.on_time, r.segments) for r in laid]
+
+
+def test_the_own_timeline_up_to_a_time_is_the_whole_ones_beginning():
+    # a trial reads its own free-GPU timeline up to its aligned deadline only: that part equals the whole timeline's
+    from optim.elasticflow.trial import own_free
+
+    rng = np.random.default_rng(0)
+    for _ in range(2000):
+        tk = sorted(float(t) for t in rng.choice(np.arange(0, 2000, 60), rng.integers(1, 12), replace=False))
+        tv = [int(v) for v in rng.integers(-2, 17, len(tk))]
+        at = sorted(float(t) for t in rng.choice(np.arange(0, 2000, 30), rng.integers(0, 5), replace=False))
+        allocs = [(t, int(g)) for t, g in zip(at, rng.integers(0, 9, len(at)))]
+        end, upto = float(rng.choice(np.arange(0, 2100, 30))), float(rng.choice(np.arange(0, 2100, 30)))
+        times, free = own_free(allocs, end, tk, tv)
+        part = own_free(allocs, end, tk, tv, upto)
+        k = sum(t <= upto for t in times)
+        assert part == (times[:k], free[:k]), (allocs, end, upto, tk, tv)
