@@ -18,11 +18,16 @@ packing policy.
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-GAVEL_CPU_S: dict[tuple[int, float, str, int], dict[str, float]] = {}
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the studies live beside the installed packages
+
+GAVEL_CPU_S: dict[tuple[int, float, str, int], dict[str, float]] = {
+    (300, 200.0, "4:4:4", 21): {"fifo_perf": 2.27},
+}
 """Gavel's simulation CPU seconds per (jobs, lam, servers, seed) and policy, measured on this machine as the module
 docstring says (one run each, on a 2-core machine shared with other work)."""
 
