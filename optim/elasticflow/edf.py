@@ -34,7 +34,7 @@ class ElasticEDF(ReplayPolicy):
     clock: ClassVar[str] = "elastic"
 
     def reset(self, cluster: ReplayCluster) -> None:
-        self._jobs = PlanJobs(table_cap)
+        self._jobs = PlanJobs(table_cap, cluster.gpus, "elasticflow_edf")
 
     def decide(self, view: ElasticView) -> ElasticPlan:  # type: ignore[override]
         now, n = view.time, view.cluster.gpus

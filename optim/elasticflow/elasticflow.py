@@ -57,7 +57,7 @@ class ElasticFlow(ReplayPolicy):
         self.verdict = verdict
 
     def reset(self, cluster: ReplayCluster) -> None:
-        self._jobs = PlanJobs(lambda job: elasticflow_cap(job, cluster.gpu))
+        self._jobs = PlanJobs(lambda job: elasticflow_cap(job, cluster.gpu), cluster.gpus, "elasticflow")
 
     def decide(self, view: ElasticView) -> ElasticPlan:  # type: ignore[override]
         now, n = view.time, view.cluster.gpus

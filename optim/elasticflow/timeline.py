@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from sim.elasticflow.vocabulary import LEVELS, JobStatus, ReplayJob
+from sim.model import CapsimError
 
 __all__ = ["TOP", "Timeline", "PlanJob", "PlanJobs", "merged", "ordered", "gpu_seconds", "elasticflow_cap", "table_cap"]
 
@@ -121,14 +122,25 @@ class PlanJob:
 class PlanJobs:
     """The plan records of one run's jobs, built once per job (its cap, levels, rates) and renewed each decision."""
 
-    def __init__(self, cap: Callable[[ReplayJob], int]):
+    def __init__(self, cap: Callable[[ReplayJob], int], cluster_gpus: int | None = None, policy: str = ""):
         self._cap = cap
         self._jobs: dict[int, PlanJob] = {}
+        self._gpus = cluster_gpus
+        self._policy = policy
 
     def __call__(self, status: JobStatus) -> PlanJob:
         j = self._jobs.get(status.id)
         if j is None:
-            j = self._jobs[status.id] = PlanJob(status, self._cap(status.job))
+            cap = self._cap(status.job)
+            if self._gpus is not None and min(cap, self._gpus) not in LEVELS:
+                # ElasticFlow's elastic planners start a job at min(its cap, the cluster's GPUs) and look that count
+                # up in the throughput table, whose columns are LEVELS: its simulator fails there (a KeyError).
+                raise CapsimError(
+                    f"{self._policy}: job {status.id} may use up to {cap} GPUs and the cluster has {self._gpus}; "
+                    f"ElasticFlow's elastic planners then start it on {min(cap, self._gpus)} GPUs, which is not a "
+                    f"count of its throughput tables ({', '.join(map(str, LEVELS))}), and its simulator fails "
+                    f"there: give the cluster a power-of-two number of GPUs (or at least 64)")
+            j = self._jobs[status.id] = PlanJob(status, cap)
             return j
         return j.update(status)
 

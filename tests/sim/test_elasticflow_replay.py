@@ -28,6 +28,8 @@ from sim.elasticflow.vocabulary import (
     ReplayJob,
     align,
 )
+from sim.model import CapsimError
+from sim.testing.replay import replay_world, run_replay_world
 
 ROOT = Path(__file__).resolve().parents[2]
 REF = ROOT / "experiments" / "elasticflow" / "reference"
@@ -74,7 +76,7 @@ REF_NAMES = {"elasticflow_edf": "edf", "tiresias": "dlas-gpu", "elasticflow_gand
 def compare(trace: str, kind: str) -> tuple[float, float, float, int]:
     """(our ratio, reference ratio, share of jobs with the same verdict, jobs whose completion differs)."""
     cluster, gpu, shape = SETTINGS[trace]
-    runs, _ = replay(trace_jobs(trace, gpu), cluster, optim.build(kind))
+    runs, _ = replay(trace_jobs(trace, gpu), cluster, optim.optim.build(kind))
     ref = reference(f"{trace}__{shape}__{REF_NAMES[kind]}")
     agree = differ = 0
     for r in runs:
@@ -137,7 +139,7 @@ def _small() -> list[ReplayJob]:
 def test_invariants_every_job_once_and_no_gpu_oversubscribed(kind):
     cluster = ReplayCluster(4, 4, "T4")
     jobs = _small()
-    runs, log = replay(jobs, cluster, optim.build(kind))
+    runs, log = replay(jobs, cluster, optim.optim.build(kind))
     assert len(runs) == len(jobs) and all(r.status in ("done", "rejected") for r in runs)
     assert kind == "elasticflow" or all(r.status == "done" for r in runs)
     edges = sorted({t for r in runs for _, _, a, b in r.segments for t in (a, b)})
@@ -153,7 +155,7 @@ def test_invariants_every_job_once_and_no_gpu_oversubscribed(kind):
 
 @pytest.mark.parametrize("kind", REPLAY_KINDS)
 def test_replays_are_deterministic_and_parameters_round_trip(kind):
-    p = optim.build(kind)
+    p = optim.optim.build(kind)
     q = optim.build(kind, **p.get_params())
     assert type(q) is type(p) and q.get_params() == p.get_params() and q.describe() == p.describe()
     first, _ = replay(_small(), ReplayCluster(4, 4, "T4"), p)
@@ -299,3 +301,14 @@ def test_the_own_timeline_up_to_a_time_is_the_whole_ones_beginning():
         part = own_free(allocs, end, tk, tv, upto)
         k = sum(t <= upto for t in times)
         assert part == (times[:k], free[:k]), (allocs, end, upto, tk, tv)
+
+
+@pytest.mark.parametrize("kind", ["elasticflow_edf", "elasticflow"])
+def test_an_elastic_planner_on_a_cluster_that_is_no_table_level_is_a_clear_refusal(kind: str) -> None:
+    """3 servers of 4 GPUs: ElasticFlow's planners would start a job on min(cap, 12) = 12 GPUs, a count its tables
+    do not have (its simulator fails with a KeyError): capsim says so, naming the policy, the job and the counts."""
+    world = replay_world(5, servers=3)
+    refusal = rf"{kind}: job \d+ may use up to \d+ GPUs and the cluster has 12.*power-of-two"
+    with pytest.raises(CapsimError, match=refusal):
+        run_replay_world(world, optim.build(kind))
+    run_replay_world(replay_world(5, servers=4), optim.build(kind))  # 16 GPUs: a level, runs
