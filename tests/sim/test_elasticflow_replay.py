@@ -76,7 +76,7 @@ REF_NAMES = {"elasticflow_edf": "edf", "tiresias": "dlas-gpu", "elasticflow_gand
 def compare(trace: str, kind: str) -> tuple[float, float, float, int]:
     """(our ratio, reference ratio, share of jobs with the same verdict, jobs whose completion differs)."""
     cluster, gpu, shape = SETTINGS[trace]
-    runs, _ = replay(trace_jobs(trace, gpu), cluster, optim.optim.build(kind))
+    runs, _ = replay(trace_jobs(trace, gpu), cluster, optim.build(kind))
     ref = reference(f"{trace}__{shape}__{REF_NAMES[kind]}")
     agree = differ = 0
     for r in runs:
@@ -139,7 +139,7 @@ def _small() -> list[ReplayJob]:
 def test_invariants_every_job_once_and_no_gpu_oversubscribed(kind):
     cluster = ReplayCluster(4, 4, "T4")
     jobs = _small()
-    runs, log = replay(jobs, cluster, optim.optim.build(kind))
+    runs, log = replay(jobs, cluster, optim.build(kind))
     assert len(runs) == len(jobs) and all(r.status in ("done", "rejected") for r in runs)
     assert kind == "elasticflow" or all(r.status == "done" for r in runs)
     edges = sorted({t for r in runs for _, _, a, b in r.segments for t in (a, b)})
@@ -155,7 +155,7 @@ def test_invariants_every_job_once_and_no_gpu_oversubscribed(kind):
 
 @pytest.mark.parametrize("kind", REPLAY_KINDS)
 def test_replays_are_deterministic_and_parameters_round_trip(kind):
-    p = optim.optim.build(kind)
+    p = optim.build(kind)
     q = optim.build(kind, **p.get_params())
     assert type(q) is type(p) and q.get_params() == p.get_params() and q.describe() == p.describe()
     first, _ = replay(_small(), ReplayCluster(4, 4, "T4"), p)
