@@ -13,6 +13,7 @@ from optim import (  # noqa: F401  (fifo, edf, priority, ps, greedy, milp, the h
     gpu_assignment,  # even, gpu_priority
     greedy,
     heuristics,
+    mig,  # MIG slices before a base policy
     milp,
     spot,
 )

@@ -9,15 +9,17 @@ remaining time alone on the host's configuration and ``R`` the host's:
 - otherwise the host finishes at ``s_h R`` and the new job ``T - s_h R / s_a`` later.
 
 The host's VM is held until the later of the two ends instead of ``R``: that extra time at the VM's price (the whole
-VM, as D* prices a job alone), plus the new job's tardiness and the host's added tardiness, is the pair's cost. The job
+VM, as D* prices a job alone), plus the new job's tardiness and the host's added tardiness, plus the tardiness of the
+jobs queued behind the host (``queue_behind``: they start and end as much later), is the pair's cost. The job
 is paired when that is below its cost alone (``standalone_cost``: the cheapest whole-VM rental plus tardiness, from
 now where the cluster has room for it, else from the earliest moment a running job is expected to free its GPUs).
 """
 
 from __future__ import annotations
 
+import heapq
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -26,7 +28,7 @@ from optim.common import ConfigTable, config_table, standalone_cost
 from sim.model import Assignment, JobView, Plan, Snapshot
 
 __all__ = ["Host", "HostIndex", "pair_times", "pair_cost", "hosts", "best_host", "earliest_free", "pair_waiting",
-           "promising_pairs"]
+           "promising_pairs", "queue_behind", "Behind"]
 
 
 def pair_times(t_new: float, r_host: float, s_new: float, s_host: float) -> tuple[float, float]:
@@ -114,8 +116,46 @@ def _least(memories: Iterable[float]) -> float:
     return least
 
 
-def pair_cost(snapshot: Snapshot, jv: JobView, host: Host) -> float:
-    """The cost of starting ``jv`` on ``host``'s GPUs now (module docstring); inf where they may not share."""
+Behind = Mapping[int, Sequence[tuple[int, float, float, float]]]
+"""Per running job (by id), the waiting jobs projected to run on its GPUs after it: (job id, weight, deadline, projected
+end), in order (``queue_behind``)."""
+
+
+def queue_behind(snapshot: Snapshot, waiting: Iterable[JobView]) -> dict[int, list[tuple[int, float, float, float]]]:
+    """Where the ``waiting`` jobs are projected to run once running jobs free their GPUs (``Behind``): by deadline,
+    each takes the GPUs of the running job (alone on one node) that free up first among those it can run on (its GPU
+    count, a finite estimate there), and frees them in turn at its estimated end: a list schedule of the queue.
+    A slowed host delays every job behind it by as much as it ends later (``pair_cost``)."""
+    now, configs = snapshot.time, snapshot.configs
+    heaps: dict[int, list[tuple[float, int]]] = {}
+    for jv in snapshot.running:
+        if jv.partner is None and not jv.parts and jv.config is not None:
+            heapq.heappush(heaps.setdefault(jv.config, []), (now + jv.remaining_at(now), jv.id))
+    out: dict[int, list[tuple[int, float, float, float]]] = {}
+    if not heaps:
+        return out
+    for jv in sorted(waiting, key=lambda v: (v.job.deadline, v.id)):
+        asked, best = jv.job.spec.gpus, None
+        for k, heap in heaps.items():
+            if asked is not None and configs[k].gpus != asked:
+                continue
+            t = (1.0 - jv.done) * float(jv.estimates[k])
+            if math.isfinite(t) and (best is None or heap[0][0] < best[0]):
+                best = (heap[0][0], k, t)
+        if best is None:
+            continue
+        free, k, t = best
+        _, host = heapq.heappop(heaps[k])
+        end = free + t + (snapshot.rules.restart_overhead if jv.done > 0 else 0.0)
+        out.setdefault(host, []).append((jv.id, jv.job.weight, jv.job.deadline, end))
+        heapq.heappush(heaps[k], (end, host))
+    return out
+
+
+def pair_cost(snapshot: Snapshot, jv: JobView, host: Host, behind: Behind | None = None) -> float:
+    """The cost of starting ``jv`` on ``host``'s GPUs now (module docstring); inf where they may not share. With
+    ``behind`` (``queue_behind``), the tardiness the jobs projected to follow the host on its GPUs gain from its GPUs
+    freeing later counts too."""
     k = host.config
     if snapshot.colocation is None:
         return math.inf
@@ -130,8 +170,12 @@ def pair_cost(snapshot: Snapshot, jv: JobView, host: Host) -> float:
     now, r_host, hj = snapshot.time, host.remaining, host.view.job
     fin_new, fin_host = pair_times(t_new, r_host, s_new, s_host)
     held = max(fin_new, fin_host) - r_host
+    delayed = 0.0
+    if behind is not None and held > 0:
+        delayed = sum(_late(w, d, end + held) - _late(w, d, end)
+                      for j, w, d, end in behind.get(hj.id, ()) if j != jv.id)
     return (host.price * held + _late(jv.job.weight, jv.job.deadline, now + fin_new)
-            + _late(hj.weight, hj.deadline, now + fin_host) - _late(hj.weight, hj.deadline, now + r_host))
+            + _late(hj.weight, hj.deadline, now + fin_host) - _late(hj.weight, hj.deadline, now + r_host) + delayed)
 
 
 def hosts(snapshot: Snapshot) -> list[Host]:
@@ -156,13 +200,13 @@ def earliest_free(snapshot: Snapshot) -> float:
 
 
 def best_host(snapshot: Snapshot, jv: JobView, candidates: Sequence[Host], table: ConfigTable,
-              reachable: np.ndarray, later: float) -> tuple[Host, float] | None:
-    """The host among ``candidates`` (``HostIndex.for_job``) whose pair costs least, if that is below ``jv``'s cost
-    alone (from now on a ``reachable`` configuration, or from ``later`` on any when none is), with the pair's cost;
-    else None."""
+              reachable: np.ndarray, later: float, behind: Behind | None = None) -> tuple[Host, float] | None:
+    """The host among ``candidates`` (``HostIndex.for_job``) whose pair costs least (with the delay of the jobs
+    ``behind`` it), if that is below ``jv``'s cost alone (from now on a ``reachable`` configuration, or from ``later``
+    on any when none is), with the pair's cost; else None."""
     best, cost = None, math.inf
     for host in candidates:
-        c = pair_cost(snapshot, jv, host)
+        c = pair_cost(snapshot, jv, host, behind)
         if c < cost:
             best, cost = host, c
     if best is None:
@@ -187,8 +231,14 @@ def pair_waiting(snapshot: Snapshot, plan: Plan) -> Plan:
     nowhere = np.zeros(len(snapshot.configs), dtype=bool)
     later = earliest_free(snapshot)
     paired = []
-    for jv in sorted((jv for jv in snapshot.waiting if jv.id not in started), key=lambda v: (v.job.deadline, v.id)):
-        pair = best_host(snapshot, jv, free.for_job(jv), table, nowhere, later)
+    queue = sorted((jv for jv in snapshot.waiting if jv.id not in started), key=lambda v: (v.job.deadline, v.id))
+    behind = None
+    for jv in queue:
+        partners = free.for_job(jv)
+        if not partners:
+            continue
+        behind = behind if behind is not None else queue_behind(snapshot, queue)
+        pair = best_host(snapshot, jv, partners, table, nowhere, later, behind)
         if pair is None:
             continue
         free.remove(pair[0])
@@ -204,11 +254,15 @@ def promising_pairs(snapshot: Snapshot, penalties: dict[int, float], stays: set[
     ``per_job`` cheapest hosts among the running jobs alone on nodes that ``stays`` keeps, where the pair costs less
     than leaving the job waiting (its penalty); by job then cost."""
     candidates = HostIndex(snapshot, [h for h in hosts(snapshot) if h.node in stays])
-    out = []
+    out: list[tuple[int, int, float]] = []
+    if not candidates:
+        return out
+    behind = None
     for jv in snapshot.waiting:
-        if jv.id not in penalties or not candidates:
+        partners = candidates.for_job(jv) if jv.id in penalties else []
+        if not partners:
             continue
-        costs = sorted((c, h.view.id) for h in candidates.for_job(jv)
-                       if (c := pair_cost(snapshot, jv, h)) < penalties[jv.id])
+        behind = behind if behind is not None else queue_behind(snapshot, snapshot.waiting)
+        costs = sorted((c, h.view.id) for h in partners if (c := pair_cost(snapshot, jv, h, behind)) < penalties[jv.id])
         out += [(jv.id, h, c) for c, h in costs[:per_job]]
     return out

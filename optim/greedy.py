@@ -30,7 +30,7 @@ from typing import ClassVar
 import numpy as np
 
 from optim.base import Policy, register
-from optim.colocate import HostIndex, best_host, earliest_free, hosts
+from optim.colocate import HostIndex, best_host, earliest_free, hosts, queue_behind
 from optim.common import ConfigTable, config_table, d_star, d_star_ranking
 from optim.queue import JobColumns, order
 from optim.room import NodeIndex, Room
@@ -115,6 +115,7 @@ def construct(
     paired: list[Assignment] = []
     free_hosts = HostIndex(snapshot, hosts(snapshot))
     later = earliest_free(snapshot) if free_hosts else now
+    behind = None  # the queue behind the hosts, projected when a job first has a partner to weigh
     for jv in queue:
         if room.empty() and not free_hosts:
             break  # nothing left to place a job on
@@ -122,7 +123,10 @@ def construct(
         if room.empty() and not partners:
             continue
         mask = _reachable(table, room) if not room.empty() else np.zeros(len(configs), dtype=bool)
-        pair = best_host(snapshot, jv, partners, table, mask, later) if partners else None
+        pair = None
+        if partners:
+            behind = behind if behind is not None else queue_behind(snapshot, snapshot.waiting)
+            pair = best_host(snapshot, jv, partners, table, mask, later, behind)
         if pair is not None:
             host = pair[0]
             free_hosts.remove(host)

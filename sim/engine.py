@@ -28,6 +28,7 @@ from sim.records import DECISION_COLUMNS, JOB_COLUMNS, NODE_COLUMNS, SEGMENT_COL
 from sim.run import Run
 from sim.sharing import PairView, TruePairs
 from sim.timing import TimeModel, default_time_model
+from sim.vocabulary.mig import slice_speeds
 
 __all__ = ["Simulation", "RunResult", "Cluster", "NodeSlot", "JOB_COLUMNS", "NODE_COLUMNS", "DECISION_COLUMNS",
            "SEGMENT_COLUMNS"]
@@ -57,7 +58,8 @@ class Simulation:
 
     Where the cluster's rules let two jobs share a GPU (``ClusterRules.jobs_per_gpu`` 2), ``interference`` is the
     interference model the policy is told (``Snapshot.colocation``) and ``true_interference`` the one co-located jobs
-    run by (None: the same); both are required there and refused elsewhere.
+    run by (None: the same); both are required there and refused elsewhere. Where A100 and H100 GPUs may be cut into
+    MIG slices (``ClusterRules.mig``), jobs on slices run at the shipped slice speeds (``sim.vocabulary.mig``).
     """
 
     def __init__(self, cluster: Cluster, jobs: Sequence[Job], policy: Policy, estimator: Predictor,
@@ -172,7 +174,8 @@ class Simulation:
                 view = PairView(self.interference, pairs)
             self._last = run = Run(self.cluster, self.jobs, self._est, self._true, self.policy, self.time,
                                    label=self._label, truth=type(self.truth).__name__, seed=self.seed,
-                                   estimator=self.estimator, pairs=pairs, view=view)
+                                   estimator=self.estimator, pairs=pairs, view=view,
+                                   mig=slice_speeds() if self.cluster.rules.mig else None)
             tables = run.execute()
             segments = tables.segments if tables.segments is not None else Segments().frame()
             return RunResult(tables.jobs, tables.nodes, tables.decisions, summarise(tables), segments)

@@ -72,11 +72,14 @@ def _ordered_sum(values: Iterable[float] | np.ndarray) -> float:
 
 
 def _busy_gpu_seconds(t: RunTables) -> float:
-    """GPU-seconds some job held (a GPU two co-located jobs shared counts once)."""
+    """GPU-seconds some job held (a GPU two co-located jobs shared counts once, a MIG slice its compute share)."""
     if t.segments is not None:
         s = t.segments
         held = s["gpus"].to_numpy(dtype=float) * (s["end_time"].to_numpy() - s["start_time"].to_numpy())
         shared = _shared(s)
+        if "slice" in s.columns and s["slice"].notna().any():  # "0/3g.20gb@4": 3 of the GPU's 7 compute slices
+            held = held * s["slice"].map(lambda x: int(x.split("/")[1][0]) / 7 if isinstance(x, str) else 1.0)
+            held = held.to_numpy(dtype=float)
         return _ordered_sum(held if shared is None else np.where(shared, 0.5 * held, held))
     return _ordered_sum(t.nodes["busy_gpu_seconds"].to_numpy())
 

@@ -15,11 +15,12 @@ from typing import Protocol, TypeVar
 
 import numpy as np
 
+from sim.vocabulary.mig import Layout, Slice, SliceSpeeds
 from sim.vocabulary.resources import MAX_BILLING_QUANTUM, Billing, CapsimError, ClusterRules, GPUModel, VMType
 
 __all__ = ["CapsimError", "GPUModel", "Billing", "VMType", "ClusterRules", "MAX_BILLING_QUANTUM", "Measured", "JobSpec",
            "Job", "Config", "per_configs", "JobView", "NodeView", "Colocation", "Snapshot", "Assignment",
-           "DecisionInfo", "Plan", "INFEASIBLE"]
+           "DecisionInfo", "Plan", "INFEASIBLE", "Slice", "Layout", "SliceSpeeds", "NodeMig"]
 
 T = TypeVar("T")
 
@@ -142,6 +143,8 @@ class JobView:
     ``partner`` is the job sharing its GPUs (co-location, ``ClusterRules.jobs_per_gpu``), if any, and ``pace`` the
     estimated slowdown that sharing costs it (``Snapshot.colocation``; 1 alone): its run takes ``pace`` times its
     estimate. A running job's view is renewed when a partner arrives or leaves (``since`` and ``done`` then).
+    ``slice`` is the MIG slice it runs on (``ClusterRules.mig``), if any: ``config`` is then its VM type with one GPU
+    and ``pace`` 1 over the slice's speed (``Snapshot.mig``).
     """
 
     job: Job
@@ -154,6 +157,7 @@ class JobView:
     parts: tuple[tuple[int, int], ...] = ()
     partner: int | None = None
     pace: float = 1.0
+    slice: Slice | None = None
 
     @property
     def id(self) -> int:
@@ -190,11 +194,22 @@ class JobView:
 
 
 @dataclass(frozen=True, slots=True)
+class NodeMig:
+    """A node's GPUs where they may be cut into MIG slices: each GPU's ``layouts`` (``()``: whole), when each is
+    ``ready`` after a repartition, and the ``idle`` GPUs (holding no job)."""
+
+    layouts: tuple[Layout, ...]
+    ready: tuple[float, ...]
+    idle: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class NodeView:
     """A node slot at a decision: which VM types it may host, the VM on it now, when that VM is ready, GPUs in use.
 
     A ``fixed`` node is a server that is always present: its VM runs from the start to the end of the run and no plan
-    stops or changes it.
+    stops or changes it. Where GPUs may be cut into MIG slices (``ClusterRules.mig``), ``mig`` holds its GPUs' state
+    (``NodeMig``; read as ``layouts``, ``devices_ready``, ``idle_gpus``); a partitioned GPU counts in ``used_gpus``.
     """
 
     index: int
@@ -204,6 +219,22 @@ class NodeView:
     ready_at: float = 0.0
     used_gpus: int = 0
     fixed: bool = False
+    mig: NodeMig | None = None
+
+    @property
+    def layouts(self) -> tuple[Layout, ...]:
+        """Each GPU's MIG layout (``()``: whole); empty without MIG."""
+        return self.mig.layouts if self.mig is not None else ()
+
+    @property
+    def devices_ready(self) -> tuple[float, ...]:
+        """When each GPU is done being repartitioned; empty without MIG."""
+        return self.mig.ready if self.mig is not None else ()
+
+    @property
+    def idle_gpus(self) -> tuple[int, ...]:
+        """The GPUs that hold no job (which a plan may repartition); empty without MIG."""
+        return self.mig.idle if self.mig is not None else ()
 
     @property
     def free_gpus(self) -> int:
@@ -257,6 +288,7 @@ class Snapshot:
     (``sim.spot_market``): a plan may not start one, and the jobs' estimates are ``inf`` on their configurations
     for this decision (no VM of such a type is running: a running one's zone has VMs). ``colocation`` is the
     estimator's interference model where two jobs may share a GPU (``ClusterRules.jobs_per_gpu``), else None.
+    ``mig`` is the slice speeds where GPUs may be cut into MIG slices (``ClusterRules.mig``), else None.
     """
 
     time: float
@@ -272,6 +304,7 @@ class Snapshot:
     spot_expected: bool = False
     unavailable: frozenset[str] = frozenset()
     colocation: Colocation | None = None
+    mig: SliceSpeeds | None = None
 
     def vm_type(self, name: str) -> VMType:
         for v in self.vm_types:
@@ -291,6 +324,9 @@ class Assignment:
     ``partner`` co-locates the job (policies with ``may_colocate``, on a cluster whose ``ClusterRules.jobs_per_gpu`` is
     2): it runs on the very GPUs of job ``partner``, which runs alone on ``node`` with the same GPU count after the plan
     (staying there, or started or moved there by the same plan), and both run at their co-located speed.
+
+    ``slice`` runs the job on one MIG slice of one GPU of ``node`` (``gpus`` 1, on a cluster with ``ClusterRules.mig``):
+    a slice of that GPU's layout once the plan's ``layouts`` are applied, which no other job holds.
     """
 
     job_id: int
@@ -299,6 +335,7 @@ class Assignment:
     _: KW_ONLY
     gang: tuple[tuple[int, int], ...] = ()
     partner: int | None = None
+    slice: Slice | None = None
 
     @property
     def parts(self) -> tuple[tuple[int, int], ...]:
@@ -342,6 +379,9 @@ class Plan:
       the work already done, plus the engine's restart overhead.
     - ``preempt``: running jobs sent back to the queue (policies with ``may_preempt``), keeping the work done.
     - ``keep_idle``: nodes whose VM stays on although no job runs there; every other idle VM is stopped.
+    - ``layouts``: ``(node, GPU)`` → the MIG layout that GPU is repartitioned into (``()``: whole again), on a cluster
+      with ``ClusterRules.mig`` (None: no GPU is repartitioned); the GPU must hold no job after the plan's preempt and
+      move, and it is ready ``ClusterRules.mig_reconfigure_time`` seconds later (jobs placed on it start then).
     """
 
     vms: Mapping[int, str | None] = field(default_factory=dict)
@@ -350,6 +390,7 @@ class Plan:
     preempt: tuple[int, ...] = ()
     keep_idle: frozenset[int] = frozenset()
     info: DecisionInfo = DecisionInfo()
+    layouts: Mapping[tuple[int, int], Layout] | None = None
 
     def __post_init__(self) -> None:
         setattr_ = object.__setattr__
@@ -362,3 +403,6 @@ class Plan:
             setattr_(self, "preempt", tuple(self.preempt))
         if self.keep_idle.__class__ is not frozenset:
             setattr_(self, "keep_idle", frozenset(self.keep_idle))
+        if self.layouts is not None and self.layouts.__class__ is not MappingProxyType:
+            setattr_(self, "layouts", MappingProxyType({(n, d): tuple(tuple(s) for s in lay)
+                                                       for (n, d), lay in dict(self.layouts).items()}))

@@ -25,6 +25,11 @@
     there by the plan without a partner of its own), named by one assignment only; and the pair may share those GPUs
     (``Snapshot.colocation`` gives them finite slowdowns: their memory fits, they can run together). A co-located job
     takes no GPU of its own.
+11. MIG (``ClusterRules.mig``): ``layouts`` and ``Assignment.slice`` need a cluster with MIG. A layout names a GPU of
+    an existing node whose VM after the plan is an A100 or H100, is valid (``sim.model.layout_problem``), and is given
+    to a GPU that holds no job after the plan. A job on a slice is not a gang or a partner, takes one GPU, and names a
+    slice of that GPU's layout after the plan that no other job holds and on which it fits (its speed there is above
+    0). A partitioned GPU counts as used: whole-GPU jobs take only whole GPUs (rule 8).
 
 Node indices and GPU counts may be any integer type (``int``, numpy integers); a ``bool`` or ``float`` is not one.
 """
@@ -36,6 +41,7 @@ from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 from sim.model import CapsimError, Plan, VMType
+from sim.vocabulary.mig import PROFILES, layout_problem, mig_capable
 
 if TYPE_CHECKING:
     from sim.contracts import Policy
@@ -126,6 +132,10 @@ def check_plan(plan: Plan, world: World, policy: Policy) -> None:
             raise PlanRejected(f"job {jid} appears in two assignments")
         seen.add(jid)
     if not plan.start and not plan.move:
+        if plan.layouts and world.mig is None:
+            raise PlanRejected("it cuts GPUs into MIG slices (layouts), but the cluster has no MIG")
+        if plan.layouts:
+            _slices(plan, (), world, changes, seen)
         return
 
     # 7. Each placement: an existing node with a VM after the plan, a GPU count that VM has, a feasible estimate.
@@ -135,10 +145,19 @@ def check_plan(plan: Plan, world: World, policy: Policy) -> None:
     g: int | None
     placed = plan.move + plan.start if plan.move else plan.start
     shared = world.colocation is not None
+    cut = world.mig is not None
+    if cut:
+        load = _slices(plan, placed, world, changes, seen)
+    elif plan.layouts:
+        raise PlanRejected("it cuts GPUs into MIG slices (layouts), but the cluster has no MIG")
     for a in placed:
         if a.partner is not None:
             _partner(a, placed, world, policy, changes, seen)
             continue
+        if a.slice is not None:
+            if not cut:
+                raise PlanRejected(f"job {a.job_id} is put on MIG slice {a.slice!r}, but the cluster has no MIG")
+            continue  # rule 11, checked with the layouts
         if a.gang:
             vm, g, parts = _gang(a, world, changes, policy)
         else:
@@ -164,7 +183,7 @@ def check_plan(plan: Plan, world: World, policy: Policy) -> None:
                 node = nodes[n]
                 if n in changes:
                     slot = load[n] = [0, 0, vm]
-                elif shared:
+                elif shared or cut:
                     slot = load[n] = [*_staying(node, n, seen), vm]
                 elif n in leaving:
                     gone = [s.gpus_on(n) for j, s in node.jobs.items() if j in seen]
@@ -277,3 +296,99 @@ def _gang(a: Any, world: World, changes: dict[int, VMType | None], policy: Polic
         raise PlanRejected(f"job {jid} is spread over {total} GPUs of {first.name}, more than the cluster's "
                            f"configurations of that type reach")
     return first, total, tuple(parts)
+
+
+def _slices(plan: Plan, placed: tuple[Any, ...], world: World, changes: dict[int, VMType | None],
+            seen: set[int]) -> dict[int, list]:
+    """Rule 11 (MIG): the plan's layouts and its jobs on slices; return, for every node the plan repartitions or
+    places a job on, [GPUs used after the plan by partitioned GPUs and whole-GPU jobs staying, jobs staying and
+    started on slices, VM] (``check_plan``'s ``load`` before its whole-GPU jobs)."""
+    nodes = world.nodes
+    last = len(nodes) - 1
+    after: dict[int, list] = {}  # node -> layouts of its GPUs after the plan
+
+    def layouts(n: int) -> list:
+        got = after.get(n)
+        if got is None:
+            node = nodes[n]
+            vm = changes[n] if n in changes else node.vm
+            if vm is None:
+                raise PlanRejected(f"it puts MIG slices on node {n}, which has no VM after the plan")
+            kept = node.layouts if n not in changes and node.layouts is not None else [()] * vm.gpus
+            got = after[n] = list(kept)
+        return got
+
+    busy: dict[int, set[int]] = {}  # node -> GPUs holding a job that stays
+    held: dict[int, set[tuple[int, str, int]]] = {}  # node -> slices held after the plan
+    given = plan.layouts or {}
+    touched = {_as_index(k[0]) for k in given if isinstance(k, tuple)}
+    touched.update(_as_index(m) for a in placed for m, _ in a.parts)
+    for n in touched:
+        if n is None or not 0 <= n <= last:
+            continue  # rule 7 names it
+        busy[n], held[n] = set(), set()
+        for j, st in nodes[n].jobs.items():
+            if j not in seen and n not in changes:
+                busy[n].update(d for devs in st.devices for d in devs)
+                if st.slice is not None:
+                    held[n].add((st.slice.device, st.slice.profile, st.slice.start))
+    for key, layout in given.items():
+        n, d = (_as_index(k) for k in key) if isinstance(key, tuple) and len(key) == 2 else (None, None)
+        if n is None or d is None or not 0 <= n <= last:
+            raise PlanRejected(f"layouts names GPU {key!r}; expected (node, GPU) with nodes 0..{last}")
+        gpus = layouts(n)
+        vm = changes[n] if n in changes else nodes[n].vm
+        assert vm is not None
+        if not mig_capable(vm.gpu):
+            raise PlanRejected(f"layouts cuts a GPU of node {n} into MIG slices, but its {vm.name} has "
+                               f"{vm.gpu.name} GPUs (MIG: A100 and H100 only)")
+        if not 0 <= d < len(gpus):
+            raise PlanRejected(f"layouts names GPU {d} of node {n}, whose {vm.name} has GPUs 0..{len(gpus) - 1}")
+        why = layout_problem(layout)
+        if why is not None:
+            raise PlanRejected(f"layouts gives GPU {d} of node {n} an invalid MIG layout {layout!r}: {why}")
+        if d in busy[n] and tuple(layout) != tuple(gpus[d]):
+            raise PlanRejected(f"layouts repartitions GPU {d} of node {n}, where a job still runs after the plan "
+                               f"(a GPU is repartitioned only with all its slices idle)")
+        gpus[d] = tuple(layout)
+    mig = world.mig
+    assert mig is not None
+    counts = {n: sum(1 for j in nodes[n].jobs if j not in seen) if n not in changes else 0 for n in busy}
+    for a in placed:
+        cut = a.slice
+        if cut is None:
+            continue
+        jid = a.job_id
+        if a.gang or a.partner is not None or a.gpus != 1:
+            raise PlanRejected(f"job {jid} is put on MIG slice {cut!r} with a gang, a partner or {a.gpus!r} GPUs: a "
+                               f"job on a slice takes one GPU's slice alone")
+        n = _as_index(a.node)
+        if n is None or not 0 <= n <= last:
+            raise PlanRejected(f"job {jid} is assigned to node {a.node!r}, but the cluster has nodes 0..{last}")
+        gpus = layouts(n)
+        vm = changes[n] if n in changes else nodes[n].vm
+        assert vm is not None
+        if cut.profile not in PROFILES or not 0 <= cut.device < len(gpus) or \
+                (cut.profile, cut.start) not in gpus[cut.device]:
+            raise PlanRejected(f"job {jid} is put on MIG slice {cut.label()} of node {n}, which is not in that GPU's "
+                               f"layout after the plan ({gpus[cut.device] if 0 <= cut.device < len(gpus) else 'none'})")
+        if (cut.device, cut.profile, cut.start) in held[n]:
+            raise PlanRejected(f"job {jid} is put on MIG slice {cut.label()} of node {n}, which another job holds")
+        held[n].add((cut.device, cut.profile, cut.start))
+        k = world.config_index.get((vm.name, 1))
+        spec = world.jobs[jid].job.spec
+        if k is None or not math.isfinite(world.jobs[jid].est[k]) or \
+                not mig.speed(spec, vm.gpu, cut.profile) > 0:
+            raise PlanRejected(f"job {jid} does not fit on MIG slice {cut.label(vm.gpu)} of {vm.name} (its speed there "
+                               f"is 0 or the estimator marks {vm.name}x1 infeasible)")
+        counts[n] += 1
+    out = {}
+    for n in busy:
+        vm = changes[n] if n in changes else nodes[n].vm
+        if vm is None:
+            continue
+        gpus = after.get(n) or (list(nodes[n].layouts or ()) if n not in changes else [])
+        whole = {d for j, st in nodes[n].jobs.items() if j not in seen and n not in changes and st.slice is None
+                 for devs in st.devices for d in devs}
+        out[n] = [sum(1 for lay in gpus if lay) + len(whole - {d for d, lay in enumerate(gpus) if lay}), counts[n], vm]
+    return out

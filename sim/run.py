@@ -28,7 +28,7 @@ its partner's GPUs (the run keeps each GPU's jobs: ``NodeState.devices``). Both 
 (``sim.sharing.TruePairs``) from that moment, and the partner alone again once one of them leaves; at each change the
 partner's run segment is closed (its ``partner`` recorded) and the time model reschedules its work
 (``TimeModel.paced``). A shared GPU's time is split evenly between the two jobs, in their cost shares and in the node's
-busy GPU-seconds.
+busy GPU-seconds. MIG slices (``ClusterRules.mig``, GPUs cut by a plan's layouts) are kept there too (``sim.sharing``).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from sim.clock import Call, Clock
 from sim.cluster import Cluster
 from sim.contracts import Policy, Predictor, Progress
 from sim.metrics import RunTables
-from sim.model import CapsimError, Job, JobSpec, JobView, Plan, Snapshot, VMType
+from sim.model import CapsimError, Job, JobSpec, JobView, Plan, Slice, SliceSpeeds, Snapshot, VMType
 from sim.records import Decisions, Jobs, Nodes, Segments
 from sim.rules import PlanRejected, check_plan
 from sim.sharing import PairView, SharedGPUs, TruePairs
@@ -74,7 +74,8 @@ class Run:
 
     def __init__(self, cluster: Cluster, jobs: Sequence[Job], est: dict[JobSpec, np.ndarray],
                  true: dict[JobSpec, np.ndarray], policy: Policy, time: TimeModel, *, label: str, truth: str,
-                 seed: int, estimator: Predictor, pairs: TruePairs | None = None, view: PairView | None = None):
+                 seed: int, estimator: Predictor, pairs: TruePairs | None = None, view: PairView | None = None,
+                 mig: SliceSpeeds | None = None):
         self.cluster = cluster
         self.estimator = estimator
         self.rules = cluster.rules
@@ -88,8 +89,9 @@ class Run:
         self.world.colocation = view
         self._nodes = Nodes()
         self._segments = Segments()
-        self.sharing = SharedGPUs(self.world, time, self._segments, pairs) if pairs is not None else None
-        """Who shares which GPUs, where GPUs may be shared (``sim.sharing.SharedGPUs``)."""
+        self.world.mig = mig
+        self.sharing = SharedGPUs.of(self.world, time, self._segments, pairs, mig)
+        """Who shares which GPUs and slices, where GPUs may be shared or cut (``sim.sharing.SharedGPUs``)."""
         self._fixed = frozenset(i for i, s in enumerate(cluster.slots) if s.fixed)
         self._next_arrival = 0
         self._completed = 0
@@ -142,6 +144,7 @@ class Run:
         decisions, self._decisions = self._decisions.frame(), Decisions()
         nodes, self._nodes = self._nodes.frame(), Nodes()
         segments, self._segments = self._segments.frame(), Segments()
+        segments = segments if self.sharing is None else self.sharing.framed(segments)
         return RunTables(Jobs.of(self.states, self.cluster.configs, self.estimator).frame(), nodes, decisions, segments)
 
     def stuck(self, now: float, why: str) -> CapsimError:
@@ -254,7 +257,7 @@ class Run:
         wall = perf_counter() - t0
         if not isinstance(plan, Plan):
             raise self._rejected(f"decide() returned {type(plan).__name__}, not a sim.model.Plan", now)
-        if plan.start or plan.vms or plan.move or plan.preempt or plan.keep_idle:
+        if plan.start or plan.vms or plan.move or plan.preempt or plan.keep_idle or plan.layouts:
             try:
                 check_plan(plan, self.world, self.policy)
             except PlanRejected as e:
@@ -308,9 +311,10 @@ class Run:
 
     # ------------------------------------------------------------------ mutations
 
-    def _place(self, st: JobState, parts: tuple[tuple[int, int], ...], now: float, partner: int | None = None) -> None:
-        """Run job ``st`` on ``parts`` ((node, GPUs) each, one VM type) from ``now`` (or once every VM is ready); with
-        ``partner``, on that job's GPUs."""
+    def _place(self, st: JobState, parts: tuple[tuple[int, int], ...], now: float, partner: int | None = None,
+               cut: Slice | None = None) -> None:
+        """Run job ``st`` on ``parts`` ((node, GPUs) each, one VM type) from ``now`` (or once its VMs and GPUs are
+        ready); with ``partner``, on that job's GPUs; with ``cut``, on that MIG slice."""
         world = self.world
         nodes = world.nodes
         n, g = parts[0]
@@ -332,6 +336,9 @@ class Run:
             ready = nodes[m].ready_at
             if ready > since:
                 since = ready
+        sharing, devices, speed = self.sharing, None, 1.0
+        if sharing is not None:  # its GPUs or slice (MIG: from when its GPUs are repartitioned)
+            since, devices, speed = sharing.devices_for(st, parts, vm, since, partner, cut)
         overhead = self.rules.restart_overhead if st.ran else 0.0
         st.node, st.cfg, st.gpus, st.since, st.overhead, st.parts = n, k, g, since, overhead, parts
         st.run_start = st.steps if self.rules.rounds else int(st.done * st.job.spec.iterations + 1e-9)
@@ -339,9 +346,9 @@ class Run:
         if st.runs == 1 or st.first_start != st.first_start:  # first run, or every earlier one lifted before it began
             st.first_start = since
         jid = st.job.id
-        if partner is not None:
-            assert self.sharing is not None
-            self.sharing.join(st, world.jobs[partner], k, now)
+        if partner is not None or cut is not None:
+            assert sharing is not None
+            sharing.cut_in(st, cut, k, now, speed) if cut else sharing.join(st, world.jobs[partner or 0], k, now)
             return
         self.time.placed(st, true)
         for m, gm in parts:
@@ -349,8 +356,7 @@ class Run:
             node.jobs[jid] = st
             node.used += gm
             world.job_placed(m)
-        if self.sharing is not None:
-            st.devices = tuple(self.sharing.take(nodes[m], gm) for m, gm in parts)
+        st.devices = devices if devices is not None else st.devices
         world.add_running(JobView(st.job, st.est, done=st.done, node=n, config=k, since=since) if single else
                           JobView(st.job, st.est, done=st.done, node=n, config=k, since=since, parts=parts))
 
@@ -407,7 +413,7 @@ class Run:
         node.vm = vm
         node.interval = iv = Interval(vm, now)
         if self.sharing is not None:
-            node.devices = [0] * vm.gpus
+            self.sharing.started(node, vm)
         node.ready_at = iv.ready
         self.world.vm_started(node.index)
         if iv.booting:
@@ -446,7 +452,7 @@ class Run:
         self._nodes.add(node.index, iv, now, billed, rate, cost, busy, revoked)
         node.vm = None
         node.interval = None
-        node.devices = None
+        node.devices = node.layouts = node.devices_ready = None
         node.ready_at = 0.0
         self.world.vm_stopped(node.index)
 
@@ -491,5 +497,4 @@ def observe(world: World, now: float, estimator: Predictor, rounds: bool) -> Non
             continue
         seen = Progress(st.cfg, total, run, run * true / iterations / jv.pace, now)
         st.est = estimator.refine(st.job, st.est, seen)
-        world.add_running(JobView(st.job, st.est, done=total / iterations, node=st.node, config=st.cfg, since=now,
-                                  parts=jv.parts, partner=jv.partner, pace=jv.pace))
+        world.add_running(replace(jv, estimates=st.est, done=total / iterations, since=now))  # where and how it runs

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sim.model import Job, JobView, NodeView, Snapshot, VMType
+from sim.model import Job, JobView, Layout, NodeMig, NodeView, Slice, SliceSpeeds, Snapshot, VMType
 
 if TYPE_CHECKING:
     from sim.clock import Call
@@ -42,12 +42,13 @@ class JobState:
 
     Co-location (``ClusterRules.jobs_per_gpu`` 2): ``partner`` is the job sharing its GPUs, ``slow`` its true
     slowdown now (its run goes ``slow`` times slower than ``true`` says; 1 alone), ``devices`` the indices of its GPUs
-    on each of its nodes (one tuple per part; kept only where GPUs may be shared).
+    on each of its nodes (one tuple per part; kept only where GPUs may be shared). ``slice`` is the MIG slice it runs
+    on (``ClusterRules.mig``), if any: ``slow`` is then 1 over the slice's speed.
     """
 
     __slots__ = ("job", "est", "true", "done", "node", "cfg", "gpus", "since", "overhead", "event", "runs", "ran",
                  "first_start", "end", "cost_share", "parts", "steps", "pending", "final", "revoked", "lost", "base",
-                 "run_start", "partner", "slow", "devices")
+                 "run_start", "partner", "slow", "devices", "slice")
 
     def __init__(self, job: Job, est: np.ndarray, true: np.ndarray):
         self.job = job
@@ -76,6 +77,7 @@ class JobState:
         self.partner: JobState | None = None
         self.slow = 1.0
         self.devices: tuple[tuple[int, ...], ...] = ()
+        self.slice: Slice | None = None
 
     def gpus_on(self, node: int) -> int:
         """GPUs the current run uses on ``node``."""
@@ -106,9 +108,11 @@ class NodeState:
     """One node slot: the VM it hosts (if any) and since when, GPUs in use, and the jobs running there.
 
     Where GPUs may be shared, ``devices`` holds the number of jobs on each GPU of the VM (GPU ``i`` of the VM is
-    device ``i``) and ``used`` counts the GPUs holding at least one job; otherwise ``devices`` is None."""
+    device ``i``) and ``used`` counts the GPUs holding at least one job; otherwise ``devices`` is None. Where GPUs may
+    be cut into MIG slices, ``layouts`` holds each GPU's layout (``()``: whole) and ``devices_ready`` when each is done
+    being repartitioned (``used`` counts the GPUs whole-GPU jobs hold); otherwise both are None."""
 
-    __slots__ = ("index", "slot", "vm", "ready_at", "used", "jobs", "interval", "devices")
+    __slots__ = ("index", "slot", "vm", "ready_at", "used", "jobs", "interval", "devices", "layouts", "devices_ready")
 
     def __init__(self, index: int, slot: NodeSlot):
         self.index = index
@@ -119,6 +123,8 @@ class NodeState:
         self.jobs: dict[int, JobState] = {}
         self.interval: Interval | None = None
         self.devices: list[int] | None = None
+        self.layouts: list[Layout] | None = None
+        self.devices_ready: list[float] | None = None
 
 
 class World:
@@ -150,6 +156,8 @@ class World:
         """Spot VM types that cannot be started now (set by the run before each decision)."""
         self.colocation: PairView | None = None
         """What the policy knows of co-location (``Snapshot.colocation``), where GPUs may be shared."""
+        self.mig: SliceSpeeds | None = None
+        """The slice speeds (``Snapshot.mig``), where GPUs may be cut into MIG slices."""
 
     # The engine reports every change through these, so the snapshot knows what to rebuild.
 
@@ -198,14 +206,23 @@ class World:
             self._idle_t = None
         self._dirty.add(n)
 
+    def layout_changed(self, n: int) -> None:
+        """A GPU of node ``n`` was repartitioned (MIG)."""
+        self._dirty.add(n)
+
     def snapshot(self, now: float, trigger: str) -> Snapshot:
         """What the policy may know now, rebuilding only the parts that changed since the last snapshot."""
         if self._dirty:
             views = self._node_views
             for n in self._dirty:
                 node = self.nodes[n]
-                views[n] = NodeView(n, allowed=node.slot.allowed, vm=node.vm, ready_at=node.ready_at,
-                                    used_gpus=node.used, fixed=node.slot.fixed)
+                views[n] = (NodeView(n, allowed=node.slot.allowed, vm=node.vm, ready_at=node.ready_at,
+                                     used_gpus=node.used, fixed=node.slot.fixed) if node.layouts is None else
+                            NodeView(n, allowed=node.slot.allowed, vm=node.vm, ready_at=node.ready_at,
+                                     used_gpus=node.used + sum(1 for lay in node.layouts if lay),
+                                     fixed=node.slot.fixed, mig=NodeMig(
+                                         tuple(node.layouts), tuple(node.devices_ready or ()),
+                                         tuple(d for d, k in enumerate(node.devices or ()) if not k))))
             self._dirty.clear()
             self._nodes_t = tuple(views)
         if self._waiting_t is None:
@@ -219,4 +236,4 @@ class World:
         return Snapshot(time=now, trigger=trigger, configs=self.configs, vm_types=self._vm_types_t,
                         nodes=self._nodes_t, waiting=self._waiting_t, running=self._running_t,
                         empty_nodes=self._empty_t, idle_nodes=self._idle_t, rules=self._rules,
-                        colocation=self.colocation)
+                        colocation=self.colocation, mig=self.mig)

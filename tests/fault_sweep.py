@@ -2,12 +2,14 @@
 
 ``sleepy`` plans as FIFO but sleeps ``CAPSIM_SLEEPY`` seconds (default 0.05) at each decision, so a sweep of a few
 tiny runs lasts long enough to be killed part-way, and its results are still FIFO's, byte for byte (wall-clock
-columns aside).
+columns aside). SIGUSR1 makes the command write every thread's stack to stderr (how a stuck stop is diagnosed).
 """
 
 from __future__ import annotations
 
+import faulthandler
 import os
+import signal
 import sys
 import time
 
@@ -38,5 +40,7 @@ register()
 
 if __name__ == "__main__":
     from experiments.cli import console
+
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # a stuck command's stacks, on demand (test_interrupts)
 
     console(sys.argv[1:])

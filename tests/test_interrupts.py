@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -48,19 +49,73 @@ def start(argv: list[str], log: Path, sleepy: float = 0.2) -> subprocess.Popen:
                                 stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
 
 
-def stop(proc: subprocess.Popen, sig: signal.Signals) -> tuple[float, int | None]:
-    """Send ``sig`` as a terminal or a scheduler would (SIGINT to the whole group, SIGTERM to the command) and wait;
-    return the seconds until the command ended (capped) and its exit code (None if it did not end)."""
+@dataclass
+class Stopped:
+    """How a command ended after a signal: seconds until it ended, its exit code (None: it had not ended
+    ``10 * STOP_WITHIN`` s later), and of those seconds the CPU its main thread used and the time it waited, ready
+    to run, for a CPU (``/proc/PID/schedstat``, read from the exited process before it is reaped)."""
+
+    took: float
+    code: int | None
+    cpu: float = 0.0
+    queued: float = 0.0
+
+    def within(self) -> bool:
+        """Stopped within ``STOP_WITHIN`` seconds, not counting time spent waiting for a CPU while ready to run: on
+        a machine loaded past its cores a stop is delayed by the load, not by capsim (on an idle machine ``queued`` is
+        about 0 and this is the plain 2-s rule)."""
+        return self.code is not None and self.took - self.queued <= STOP_WITHIN
+
+    def __str__(self) -> str:
+        return f"{self.took:.2f} s ({self.cpu:.2f} s CPU, {self.queued:.2f} s waiting for a CPU)"
+
+
+def _schedstat(pid: int) -> tuple[float, float]:
+    try:
+        run, wait, _ = Path(f"/proc/{pid}/schedstat").read_text().split()
+    except (OSError, ValueError):
+        return 0.0, 0.0
+    return int(run) / 1e9, int(wait) / 1e9
+
+
+def stop(proc: subprocess.Popen, sig: signal.Signals) -> Stopped:
+    """Send ``sig`` as a terminal or a scheduler would (SIGINT to the whole group, SIGTERM to the command) and wait
+    for the command to end (a stuck one has its stacks dumped: ``dump_stuck``)."""
+    before = _schedstat(proc.pid)
     t0 = time.monotonic()
     if sig == signal.SIGINT:
         os.killpg(proc.pid, sig)
     else:
         proc.send_signal(sig)
+    while time.monotonic() - t0 < 10 * STOP_WITHIN:
+        if os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT | os.WNOHANG):  # ended, not yet reaped
+            took = time.monotonic() - t0
+            after = _schedstat(proc.pid)
+            return Stopped(took, proc.wait(), after[0] - before[0], after[1] - before[1])
+        time.sleep(0.01)
+    took = time.monotonic() - t0
+    dump_stuck(proc)
+    return Stopped(took, None)
+
+
+def dump_stuck(proc: subprocess.Popen) -> None:
+    """A command that did not end: have it write every thread's stack to its stderr (``tests.fault_sweep`` registers
+    SIGUSR1 with faulthandler), and print its session's process table, for the failure's message."""
+    rows = []
+    for pid in sorted(session_processes(proc.pid)):
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            wchan = Path(f"/proc/{pid}/wchan").read_text()
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:150]
+        except OSError:
+            continue
+        rows.append(f"{pid} ppid={stat[1]} state={stat[0]} wchan={wchan} {cmd}")
+    print("stuck session:\n" + "\n".join(rows))
     try:
-        code = proc.wait(10 * STOP_WITHIN)
-    except subprocess.TimeoutExpired:
-        return time.monotonic() - t0, None
-    return time.monotonic() - t0, code
+        proc.send_signal(signal.SIGUSR1)
+    except ProcessLookupError:
+        return
+    time.sleep(2.0)
 
 
 def wait_for(cond, timeout: float) -> bool:  # noqa: ANN001
@@ -78,7 +133,7 @@ def gone(sid: int) -> set[int]:
     return session_processes(sid)
 
 
-def interrupt_many(mode: str, n: int, tmp_path: Path) -> list[float]:
+def interrupt_many(mode: str, n: int, tmp_path: Path) -> list[Stopped]:
     """Start and interrupt the sweep ``n`` times in a row into one folder; the stop times."""
     rng = np.random.default_rng(18)
     f, out = sweep_file(tmp_path, seeds="0-40"), tmp_path / f"out-{mode}"
@@ -89,23 +144,27 @@ def interrupt_many(mode: str, n: int, tmp_path: Path) -> list[float]:
         sig = signal.SIGINT if k % 2 else signal.SIGTERM
         try:
             time.sleep(float(rng.uniform(1.0, 6.0)))
-            took, code = stop(proc, sig)
+            stopped = stop(proc, sig)
         finally:
             os.killpg(proc.pid, signal.SIGKILL) if proc.poll() is None else None
         text = log.read_text(errors="replace")
+        code = stopped.code
         if code == 0:  # it finished first: start again from an empty folder next time
             import shutil
 
             shutil.rmtree(out)
             continue
+        if code is None:
+            keep = tmp_path.parent / f"stuck-{mode}-{k}.log"  # outlives the test's folder clean-up
+            keep.write_text(text)
         assert code == (130 if sig == signal.SIGINT else 143), f"{mode} #{k} {sig.name}: exit {code}\n{text}"
-        assert took <= STOP_WITHIN, f"{mode} #{k} {sig.name}: stopped after {took:.2f} s\n{text}"
+        assert stopped.within(), f"{mode} #{k} {sig.name}: stopped after {stopped}\n{text}"
         assert "Traceback" not in text and "Error" not in text.replace("capsim: error", ""), text
         left = gone(proc.pid)
         assert not left, f"{mode} #{k}: left {left}"
         if out.exists():
             assert ResultStore(out).load_checked(all_runs=True)[1] == {}, "every finished run is intact"
-        times.append(took)
+        times.append(stopped)
     return times
 
 
@@ -122,8 +181,11 @@ def test_a_few_interrupts_in_a_row(mode: str, tmp_path: Path) -> None:
 @pytest.mark.parametrize("mode", list(MODES))
 def test_a_hundred_interrupts_in_a_row(mode: str, tmp_path: Path) -> None:
     n = int(os.environ.get("CAPSIM_STRESS_N", "100"))
-    times = interrupt_many(mode, n, tmp_path)
-    print(f"{mode}: {len(times)} interrupts, stop time median {np.median(times):.2f} s, max {max(times):.2f} s")
+    stops = interrupt_many(mode, n, tmp_path)
+    took, cpu, queued = (np.array([getattr(s, f) for s in stops]) for f in ("took", "cpu", "queued"))
+    print(f"{mode}: {len(stops)} interrupts; stop time median {np.median(took):.2f} s, max {took.max():.2f} s; "
+          f"CPU after the signal median {np.median(cpu):.2f} s, max {cpu.max():.2f} s; waiting for a CPU median "
+          f"{np.median(queued):.2f} s, max {queued.max():.2f} s; over {STOP_WITHIN} s: {(took > STOP_WITHIN).sum()}")
 
 
 def _evaluate(tmp_path: Path, k: int) -> subprocess.Popen:
@@ -137,11 +199,11 @@ def test_predict_evaluate_stops_and_leaves_nothing(sig: signal.Signals, tmp_path
     try:
         assert wait_for(lambda: len(session_processes(proc.pid)) >= 4, 60)  # command, server, tracker, workers
         time.sleep(1.0)
-        took, code = stop(proc, sig)
+        stopped = stop(proc, sig)
     finally:
         os.killpg(proc.pid, signal.SIGKILL) if proc.poll() is None else None
     text = (tmp_path / "ev0.log").read_text(errors="replace")
-    assert code == (130 if sig == signal.SIGINT else 143) and took <= STOP_WITHIN, (code, took, text)
+    assert stopped.code == (130 if sig == signal.SIGINT else 143) and stopped.within(), (str(stopped), text)
     assert "Traceback" not in text
     assert wait_for(lambda: not session_processes(proc.pid), STOP_WITHIN), session_processes(proc.pid)
 

@@ -4,7 +4,9 @@ per file.
 A batch is made from runs' records (``running.records``) in the order given, its rows in that order; its name is a
 hash of its runs and their outcome, so the same runs give the same file names. A batch that lost some of its runs
 (stored again elsewhere) is written again without them. Runs whose tables cannot share one schema (a column typed
-differently) go to separate batches.
+differently) go to separate batches. Making one may be stopped at any point by a signal (``interrupts.check()``
+between tables and while gathering): until its journal line is written, a batch's runs are in the spool, and files no
+line records are removed by the next command.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import pyarrow.parquet as pq
 
 from experiments.results.files import atomic_write_bytes, sha256
 from experiments.results.journal import Batch
+from experiments.running import interrupts
 from experiments.running.records import FAILURES, decode_meta, decode_tables
 
 __all__ = ["make", "check", "read_tables", "without", "frame", "batch_name", "TABLE_ORDER", "NEEDED"]
@@ -46,6 +49,7 @@ def _write(root: Path, tables: Mapping[str, list[pa.Table]], runs: dict[str, str
     b = Batch(batch_name(runs, failed), {})
     b.runs, b.failed = runs, failed
     for name in sorted(tables, key=lambda t: (TABLE_ORDER + (t,)).index(t)):
+        interrupts.check()
         data = _parquet(pa.concat_tables(tables[name], promote_options="permissive").combine_chunks())
         atomic_write_bytes(b.path(root, name), data)
         b.files[name] = sha256(data)
@@ -69,6 +73,7 @@ def _gather(blobs: Sequence[bytes]) -> tuple[dict[str, list[pa.Table]], dict[str
         for name, t in decode_tables(blob).items():
             tables.setdefault(name, []).append(t)
         if i % _FOLD == 0 or i == len(blobs):
+            interrupts.check()
             try:
                 for name, parts in tables.items():
                     if len(parts) > 1:

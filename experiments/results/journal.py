@@ -206,8 +206,11 @@ class Journal:
             self._file.flush()
             os.fsync(self._file.fileno())
 
-    def close(self) -> None:
+    def close(self, sync: bool = True) -> None:
+        """Close the journal, flushed to disk unless ``sync`` is False (its lines are with the OS already, which
+        is enough when only the process stops, not the machine)."""
         if self._file is not None:
-            self.sync()
+            if sync:
+                self.sync()
             self._file.close()
             self._file = None

@@ -56,9 +56,6 @@ BATCH_RUNS = 1000
 """Runs per batch at most (a 100,000-run folder: a hundred files per table)."""
 BATCH_BYTES = 32 << 20
 """Bytes of records (Arrow, uncompressed) per batch at most, so a batch of large runs stays a few tens of MB."""
-STOP_BYTES = 4 << 20
-"""A command stopped by a signal compacts its spooled runs only up to this many bytes (well within the 2 s a stop may
-take); the next command compacts a larger rest."""
 
 
 def new_manifest(kind: str, name: str, file: str, fields: Sequence[str], policies: Sequence[str],
@@ -188,8 +185,12 @@ class ResultStore:
             raise
         finally:
             try:
-                self.close(stopped or interrupts.exit_code() is not None, log)
-                self.export_summary()
+                stopped = stopped or interrupts.exit_code() is not None
+                self.close(stopped, log)
+                if stopped:  # a stop does no more work than it must; an older summary.csv would miss runs
+                    (self.root / "summary.csv").unlink(missing_ok=True)
+                else:
+                    self.export_summary()
             finally:
                 lock.release()
 
@@ -265,8 +266,8 @@ class ResultStore:
             return
         blobs = [spool.read(self.root, e) for e in entries]
         touched: set[str] = set()
+        made = batches.make(self.root, blobs)  # a signal may stop it: the runs are still in the spool
         with interrupts.writing():
-            made = batches.make(self.root, blobs)
             for b in made:
                 touched |= self._line(b.line())
                 self._checked.add(b.name)
@@ -317,9 +318,9 @@ class ResultStore:
             runs, failed = ledger.live(b)
             if len(runs) == len(b.runs) and len(failed) == len(b.failed):
                 continue
-            with interrupts.writing():
+            new, why = batches.without(self.root, b, runs, failed) if runs or failed else (None, None)
+            with interrupts.writing():  # the batch written again (or a signal stopped it: files no line records)
                 if runs or failed:
-                    new, why = batches.without(self.root, b, runs, failed)
                     if new is not None:
                         self._line(new.line(moved=True))
                         self._checked.add(new.name)
@@ -353,13 +354,13 @@ class ResultStore:
                         p.unlink(missing_ok=True)
 
     def close(self, stopped: bool = False, log: Any = None) -> None:
-        """Compact what is still in the spool (after a signal only a small rest: the command must stop at once) and
-        flush the journal to disk."""
+        """Compact what is still in the spool and flush the journal to disk; after a signal (``stopped``) neither:
+        the command must end at once, and the spool and journal outlive the process as they are (the next command
+        into the folder compacts the spool; readers read it meanwhile)."""
         if self._spool is not None and self._spooled is not None:
             rest = [r for r in self._order[self._cursor - len(self._ready):] if r in self._spooled]
             rest += [r for r in self._spooled if r not in self._placed]
-            size = sum(self._spooled[r].length for r in rest)
-            if rest and (not stopped or size <= STOP_BYTES):
+            if rest and not stopped:
                 self._compact_all(rest)
             elif rest and log:
                 log(f"capsim: {len(rest)} finished runs stay in {self.root / spool.SPOOL}/ (read by report and "
@@ -368,7 +369,7 @@ class ResultStore:
             self._spool = None
         self._ready, self._ready_bytes, self._order, self._placed, self._cursor = [], 0, [], set(), 0
         if self._journal is not None:
-            self._journal.close()
+            self._journal.close(sync=not stopped)
             self._journal = None
 
     def verify(self, tasks: Mapping[str, Task]) -> tuple[set[str], dict[str, str]]:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from collections.abc import Callable
 from itertools import islice
 from typing import Any
 
 from experiments.running import interrupts
-from experiments.running.pool import init_worker, quiet_resource_tracker, run_parallel
+from experiments.running.pool import init_worker, quiet_resource_tracker, run_parallel, sigint_blocked
 from experiments.running.tasks import Outcome, Task, run_task
 from predictors.base import adopt_fits, shared_fits
 
@@ -18,12 +19,26 @@ __all__ = ["run_tasks"]
 IN_FLIGHT = 4
 """Tasks handed to Dask per worker at a time: enough to keep workers busy, few enough that the scheduler's state
 does not grow with the sweep."""
+CHUNK_SECONDS = 0.25
+"""On Dask, runs go to a worker in chunks of about this many CPU seconds of work (estimated from the runs finished
+so far; the first go alone): Dask's own cost per task, about 20 ms of CPU across client, scheduler and worker, is
+then paid once per chunk of tiny runs, and a run longer than this goes alone. CPU, not wall time, so that a loaded
+machine (where a tiny run's wall time is ten times its CPU) does not shrink chunks to one run. A chunk's runs come
+back together, so a SIGKILL of the command loses at most about this much of a worker's finished work."""
+MAX_CHUNK = 64
+"""Runs in one Dask task at most."""
 
 
 def _run_single_thread(task: Task) -> tuple[str | None, float, bytes | None]:
     """A run in a worker: what goes back is its error, wall time and record (the command has the task already)."""
     o = run_task(task, single_thread=True)
     return o.error, o.wall, o.record
+
+
+def _run_chunk(tasks: list[Task]) -> tuple[list[tuple[str | None, float, bytes | None]], float]:
+    """Runs of one Dask task, in a worker, and the CPU seconds they took."""
+    cpu = time.process_time()
+    return [_run_single_thread(t) for t in tasks], time.process_time() - cpu
 
 
 def _outcome(task: Task, done: tuple[str | None, float, bytes | None]) -> Outcome:
@@ -85,13 +100,10 @@ def _run_dask(tasks: list[Task], on_outcome: Callable[[Outcome], None], address:
         except ValueError:
             raise CapsimError(f"--dask {address!r}: expected local:N with N a number of workers") from None
         quiet_resource_tracker()
-        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})  # inherited by the workers
-        try:
+        with sigint_blocked():  # inherited by the workers
             cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
                                    local_directory=tmp)
             client = Client(cluster)
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     else:
         try:
             client = Client(address, timeout=20)
@@ -102,20 +114,28 @@ def _run_dask(tasks: list[Task], on_outcome: Callable[[Outcome], None], address:
         client.run(adopt_fits, shared_fits())
         width = IN_FLIGHT * max(1, len(client.scheduler_info().get("workers", {})))
         queue = iter(tasks)
-        owner: dict[Any, Task] = {}
+        owner: dict[Any, list[Task]] = {}
+        cost = [0.0, 0]  # CPU seconds of the runs finished, how many
 
-        def submit(t: Task) -> Any:
-            fut = client.submit(_run_single_thread, t, pure=False)
-            owner[fut.key] = t
+        def submit(chunk: list[Task]) -> Any:
+            fut = client.submit(_run_chunk, chunk, pure=False)
+            owner[fut.key] = chunk
             return fut
 
-        running = as_completed([submit(t) for t in islice(queue, width)])
+        running = as_completed([submit([t]) for t in islice(queue, width)])
         for fut in running:
             interrupts.check()
-            on_outcome(_outcome(owner.pop(fut.key), fut.result()))
+            chunk = owner.pop(fut.key)
+            results, cpu = fut.result()
+            cost[0] += cpu
+            cost[1] += len(chunk)
+            for t, done in zip(chunk, results):
+                on_outcome(_outcome(t, done))
             fut.release()
-            for t in islice(queue, 1):
-                running.add(submit(t))
+            size = max(1, min(MAX_CHUNK, int(CHUNK_SECONDS * cost[1] / max(cost[0], 1e-6))))
+            more = list(islice(queue, size))
+            if more:
+                running.add(submit(more))
     finally:
         _close(client, cluster)
 

@@ -19,7 +19,8 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
@@ -28,7 +29,7 @@ from experiments.scenario.components import register_extras, registered_extras
 from predictors.base import adopt_fits, shared_fits
 
 __all__ = ["run_parallel", "die_with_parent", "init_worker", "start_method", "quiet_resource_tracker",
-           "end_helpers", "PRELOAD"]
+           "end_helpers", "sigint_blocked", "PRELOAD"]
 
 PRELOAD = ["experiments.running.server", "experiments.running.tasks", "sim.engine", "optim", "predictors"]
 """Modules the fork server imports once, so every worker starts with them loaded (``server`` first: see there)."""
@@ -57,6 +58,8 @@ def init_worker(command: int | None = None) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
     except ValueError:  # not the main thread of the worker (a Dask worker runs this on its event loop)
         pass
+    else:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # a spawned worker starts with it blocked
     die_with_parent()
     if command is not None and not interrupts.pid_alive(command):
         os._exit(1)
@@ -120,7 +123,11 @@ class _Worker:
         self.conn: Connection = ours
         self.process = ctx.Process(target=_worker, args=(fn, theirs, os.getpid(), registered_extras(), fits),
                                    daemon=True, name="capsim-worker")
-        self.process.start()
+        if ctx.get_start_method() == "spawn":  # a new interpreter: Ctrl-C blocked until it ignores it
+            with sigint_blocked():
+                self.process.start()
+        else:  # forked by the server, which ignores Ctrl-C; a start waits on the server: a signal raises here
+            self.process.start()
         theirs.close()
         self.job: int | None = None
 
@@ -141,22 +148,29 @@ def _context() -> Any:
 
         method = start_method()
         ctx = mp.get_context(method)
-        # The fork server and the resource tracker start with Ctrl-C ignored, which they keep across their start
-        # (and pass on to their children): a Ctrl-C at the terminal reaches the whole process group, and only the
-        # command should act on it (a server interrupted while importing printed a traceback).
-        handler = signal.signal(signal.SIGINT, signal.SIG_IGN) if _main_thread() else None
-        try:
-            quiet_resource_tracker()
-            if method == "forkserver":
-                from multiprocessing import forkserver
+        quiet_resource_tracker()  # started with Ctrl-C blocked by multiprocessing itself
+        if method == "forkserver":
+            from multiprocessing import forkserver
 
-                ctx.set_forkserver_preload(PRELOAD)
+            ctx.set_forkserver_preload(PRELOAD)
+            with sigint_blocked():
                 forkserver.ensure_running()
-        finally:
-            if handler is not None:
-                signal.signal(signal.SIGINT, handler)
         _CONTEXT = ctx
     return _CONTEXT
+
+
+@contextmanager
+def sigint_blocked() -> Iterator[None]:
+    """Start a helper process with Ctrl-C blocked (``pthread_sigmask``), which it keeps across its start until it
+    has set Ctrl-C to be ignored (``running.server``, ``init_worker``): a Ctrl-C at the terminal reaches the whole
+    process group, and only the command should act on it (a server interrupted while importing printed a
+    traceback). Blocked, not ignored, in the command: a Ctrl-C that arrives meanwhile waits, then is handled as
+    usual (ignoring it here for that moment lost it, and the command ran on as if never interrupted)."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def quiet_resource_tracker() -> None:
@@ -215,12 +229,6 @@ class _Feed:
 def _chain(first: list[Any], rest: Iterable[Any]) -> Any:
     yield from first
     yield from rest
-
-
-def _main_thread() -> bool:
-    import threading
-
-    return threading.current_thread() is threading.main_thread()
 
 
 def run_parallel(fn: Callable[[Any], Any], items: Iterable[Any], on_result: Callable[[int, Any], None],

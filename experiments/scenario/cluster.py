@@ -38,7 +38,7 @@ class RoundsSpec(StrictModel):
 
 
 _FIXED_CLUSTER = ("servers", "gpus_per_server", "server_price", "gang", "rounds", "spot", "checkpoint_interval",
-                  "max_gang_gpus", "gpu")
+                  "max_gang_gpus", "gpu", "mig", "mig_reconfigure_time")
 """ClusterSpec fields left out of the scenario's data when unset, so that scenarios without them keep their run ids."""
 
 
@@ -81,6 +81,10 @@ class ClusterSpec(StrictModel):
     max_gang_gpus: PositiveInt | None = None
     gpu: str | None = None
     """The GPU model of a ``servers: "NxG"`` cluster (N servers of G GPUs of one model)."""
+    mig: bool | None = None
+    """A100 and H100 GPUs may be cut into MIG slices (``ClusterRules.mig``, docs/sharing.md)."""
+    mig_reconfigure_time: NonNeg | None = None
+    """Seconds a repartitioned GPU is unavailable (``ClusterRules.mig_reconfigure_time``; default 10)."""
 
     @field_validator("servers", mode="before")
     @classmethod

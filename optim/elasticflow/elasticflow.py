@@ -25,8 +25,9 @@ from bisect import bisect_right
 from typing import ClassVar
 
 from optim.base import register
-from optim.elasticflow.plan import fits, free_at, plan
+from optim.elasticflow.plan import free_at, plan
 from optim.elasticflow.timeline import PlanJob, PlanJobs, Timeline, elasticflow_cap, gpu_seconds, merged, ordered
+from optim.elasticflow.trial import marginal, own_free
 from sim.elasticflow.vocabulary import (
     ElasticPlan,
     ElasticView,
@@ -108,86 +109,42 @@ def _estimate(jobs: list[PlanJob], now: float, n: int) -> bool:
 def _own_free(job: PlanJob, timeline: Timeline) -> Timeline:
     """The free GPUs with ``job``'s own GPUs (its allocations in time order) given back until its end, merged:
     ``get_marginal``'s timeline in one pass (from the job's end on it is ``timeline`` itself)."""
-    allocs = sorted(job.allocations.items())
-    end = job.end
-    tk = list(timeline)
-    cut = bisect_right(tk, end)
-    keys = sorted(set(tk[:cut]) | {t for t, _ in allocs if t < end} | {end})
-    out: Timeline = {}
-    i = a = 0
-    base = mine = 0
-    last: int | None = None
-    n_allocs = len(allocs)
-    for t in keys:
-        while i < cut and tk[i] <= t:
-            base = timeline[tk[i]]
-            i += 1
-        while a < n_allocs and allocs[a][0] <= t:
-            mine = allocs[a][1]
-            a += 1
-        value = base + mine if t < end else base
-        if value != last:
-            out[t] = value
-            last = value
-    for t in tk[cut:]:
-        out[t] = timeline[t]
-    return out
+    times, free = own_free(sorted(job.allocations.items()), job.end, list(timeline), list(timeline.values()))
+    return dict(zip(times, free))
 
 
-def _first_change(own: Timeline, now: float) -> float | None:
-    """The first time after ``now`` at which the free GPUs change once the job's own GPUs are given back (the first
-    key after ``now`` of ``get_marginal``'s merged timeline), None if they never do."""
-    for t in own:
-        if t > now:
-            return t
-    return None
-
-
-def _marginal(job: PlanJob, spare: int, now: float, timeline: Timeline, n: int) -> None:
+def _marginal(job: PlanJob, spare: int, now: float, timeline: Timeline, n: int, tk: list[float],
+              tv: list[int]) -> None:
     """The job's added GPU-seconds per added GPU if it grew to its next level now (ElasticFlow's ``get_marginal``):
-    -inf where it cannot grow, +inf for a job without GPUs. ``job.trial`` says whether its ``next_*`` plan was laid
-    (a job that finishes at the next level before anything else changes needs only its end: ``_grow`` lays it)."""
+    -inf where it cannot grow, +inf for a job without GPUs. Only the value is worked out (``optim.elasticflow.trial``,
+    or ``plan`` where the trial leaves the usual path); ``job.trial`` says whether its ``next_*`` plan was laid too
+    (if not, ``_hand_out`` lays it when the job grows). ``tk``, ``tv``: the timeline's times and free GPUs."""
+    job.trial = False
     if job.next_gpus - job.gpus > spare or job.next_gpus == job.gpus:
         job.marginal = -math.inf
+        return
+    if job.gpus == 0:
+        job.marginal = math.inf
         return
     q = job.next_gpus
     real_end = math.ceil(now + job.left / job.rate[q])
     end = align(now, real_end)
-    own = _own_free(job, timeline)
-    fet = _first_change(own, now)
-    if (align(now, job.ddl) if fet is None else fet) >= end and job.ddl >= real_end:
-        job.marginal = math.inf if job.gpus == 0 else (q * (end - now) - gpu_seconds(job.allocations, job.end)) / (
-            q - job.gpus)
-        job.trial = False
+    allocs = list(job.allocations.items())
+    if any(allocs[k][0] >= allocs[k + 1][0] for k in range(len(allocs) - 1)):
+        _lay(job, now, timeline, n)  # allocations out of time order: given back one after another, as coded
         return
-    keys = list(job.allocations)
-    in_order = all(keys[k] < keys[k + 1] for k in range(len(keys) - 1))
-    seen = None
-    if in_order and job.memo is not None and job.memo[0] == (now, job.gpus):
-        seen = _reads(job, own, now, fet, job.memo[2])
-        if seen == job.memo[1]:
-            job.marginal = job.memo[3]  # (its trial plan is laid again if it is adopted)
-            job.trial = False
-            return
-    _lay(job, now, timeline, n, own)
-    if in_order:
-        horizon = math.inf if job.reads_all else align(now, job.ddl)
-        if seen is None or job.memo is None or job.memo[2] != horizon:
-            seen = _reads(job, own, now, fet, horizon)
-        job.memo = ((now, job.gpus), seen, horizon, job.marginal)
-
-
-def _reads(job: PlanJob, own: Timeline, now: float, fet: float | None, horizon: float) -> tuple[object, ...]:
-    """All that a trial plan of ``job`` reads of its free-GPU timeline ``own`` up to ``horizon``: its first change,
-    each later time, the largest level that fits there, and the one at ``horizon``. A trial whose reads are those of
-    the last trial laid at the same decision with the same GPUs has that trial's marginal (plans are
-    deterministic)."""
-    top = job.levels[-1]
-    times = list(own)
-    free = list(own.values())
-    lo, hi = bisect_right(times, now), bisect_right(times, horizon)
-    levels = tuple(fits(v, top) for v in free[lo:hi])
-    return fet, tuple(times[lo:hi]), levels, fits(free[hi - 1], top) if hi else None
+    times, free = own_free(allocs, job.end, tk, tv)
+    k = bisect_right(times, now)
+    fet = times[k] if k < len(times) else None
+    gs_now = gpu_seconds(job.allocations, job.end)
+    if (align(now, job.ddl) if fet is None else fet) >= end and job.ddl >= real_end:
+        job.marginal = (q * (end - now) - gs_now) / (q - job.gpus)
+        return
+    value = marginal(job, now, times, free, n, q, gs_now)
+    if value is None:
+        _lay(job, now, timeline, n, dict(zip(times, free)))
+    else:
+        job.marginal = value
 
 
 def _lay_literal(job: PlanJob, timeline: Timeline, n: int) -> Timeline:
@@ -243,8 +200,9 @@ def _hand_out(runnable: list[PlanJob], now: float, timeline: Timeline, n: int) -
     if timeline.get(now) != spare:
         raise CapsimError(f"elasticflow: the plans hold {used} of {n} GPUs at t={now:g} but the timeline says "
                           f"{timeline.get(now)} are free")
+    tk, tv = list(timeline), list(timeline.values())
     for j in runnable:
-        _marginal(j, spare, now, timeline, n)
+        _marginal(j, spare, now, timeline, n, tk, tv)
     runnable.sort(key=lambda j: j.marginal, reverse=True)
     grew = True
     while spare > 0 and grew:
@@ -263,8 +221,9 @@ def _hand_out(runnable: list[PlanJob], now: float, timeline: Timeline, n: int) -
             j.next_gpus = next_level(j.levels, j.gpus)
             grew = True
             break
+        tk, tv = list(timeline), list(timeline.values())
         for j in runnable:
             if j.next_gpus - j.gpus > 0:
-                _marginal(j, spare, now, timeline, n)
+                _marginal(j, spare, now, timeline, n, tk, tv)
         runnable.sort(key=lambda j: j.marginal, reverse=True)
     return timeline

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import math
 
+from optim.elasticflow.timeline import TOP as _TOP
 from optim.elasticflow.timeline import PlanJob, Timeline, gpu_seconds, merged, ordered
 from sim.elasticflow.vocabulary import align, last_level, next_level
 from sim.model import CapsimError
 
-__all__ = ["plan", "free_at", "fits"]
+__all__ = ["plan", "free_at"]
 
 
 def free_at(t: float, timeline: Timeline, n_gpus: int) -> int:
@@ -32,19 +33,6 @@ def free_at(t: float, timeline: Timeline, n_gpus: int) -> int:
         if k <= t:
             out = v
     return out
-
-
-_TOP = [0] + [1 << (v.bit_length() - 1) for v in range(1, 4097)]
-"""The largest power of two at most v, for the free-GPU counts of clusters up to 4,096 GPUs (0 for 0)."""
-
-
-def fits(free: int, top: int) -> int:
-    """The largest power of two in ``free`` GPUs, at most ``top`` (0 when none is free): all a plan reads of a free-GPU
-    count, for a job whose levels end at ``top``."""
-    if free < 1:
-        return 0
-    a = _TOP[free] if free < 4097 else 1 << (free.bit_length() - 1)
-    return top if a > top else a
 
 
 def _fit(job: PlanJob, q: int, free: int) -> int:
@@ -73,7 +61,6 @@ def plan(job: PlanJob, start: float, timeline: Timeline, n_gpus: int, assign: in
     alloc: dict[float, int] = {event_time: 0}
     new = dict(timeline)
     a_ddl = align(start, ddl)
-    job.reads_all = False  # a plan that meets a level reads the timeline up to its aligned deadline, _miss all of it
     last_event_gpu: int | None = None
     if a_ddl not in new and a_ddl >= start:
         for t, v in new.items():
@@ -161,7 +148,6 @@ def plan(job: PlanJob, start: float, timeline: Timeline, n_gpus: int, assign: in
         quota = next_level(levels, quota)
         if quota == last_quota:
             break
-    job.reads_all = True
     return _miss(job, alloc, new, timeline, start, event_time, a_ddl, point, last_quota, last_last_quota, left,
                  last_event_gpu, n_gpus, assign, trial)
 

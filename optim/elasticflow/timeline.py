@@ -10,9 +10,12 @@ from collections.abc import Callable
 
 from sim.elasticflow.vocabulary import LEVELS, JobStatus, ReplayJob
 
-__all__ = ["Timeline", "PlanJob", "PlanJobs", "merged", "ordered", "gpu_seconds", "elasticflow_cap", "table_cap"]
+__all__ = ["TOP", "Timeline", "PlanJob", "PlanJobs", "merged", "ordered", "gpu_seconds", "elasticflow_cap", "table_cap"]
 
 Timeline = dict[float, int]
+
+TOP = [0] + [1 << (v.bit_length() - 1) for v in range(1, 4097)]
+"""The largest power of two at most v, for the free-GPU counts of clusters up to 4,096 GPUs (0 for 0)."""
 
 
 def merged(d: dict[float, int]) -> dict[float, int]:
@@ -78,7 +81,7 @@ class PlanJob:
 
     __slots__ = ("id", "job", "left", "ddl", "cap", "levels", "rate", "gpus", "allocations", "end", "real_end",
                  "next_gpus", "marginal", "next_allocations", "next_timeline", "next_end", "next_real_end", "running",
-                 "trial", "reads_all", "memo")
+                 "trial")
 
     def __init__(self, status: JobStatus, cap: int):
         job = status.job
@@ -105,8 +108,6 @@ class PlanJob:
         self.next_end = 0.0
         self.next_real_end = 0.0
         self.trial = False
-        self.reads_all = False
-        self.memo: tuple[tuple[float, int], tuple[object, ...], float, float] | None = None
         return self
 
 

@@ -17,6 +17,7 @@ from sim.cluster import Cluster, NodeSlot
 from sim.contracts import Interference, Policy, Predictor
 from sim.engine import RunResult, Simulation
 from sim.model import INFEASIBLE, ClusterRules, Job, JobSpec, Plan, Snapshot, VMType
+from sim.vocabulary.mig import maximal_layouts, mig_capable, parse_label
 
 __all__ = ["World", "RuntimeTable", "small_worlds", "run", "recorded_run", "check_run", "check_plan_names"]
 
@@ -182,19 +183,22 @@ def check_run(world: World, r: RunResult) -> None:
             host = iv[(iv.ready_time <= row.start_time) & (row.end_time <= iv.stop_time) & (iv.vm_type == row.vm_type)]
             assert len(host) >= 1, f"segment {row} outside any ready VM interval on node {node}"
         held = sg.gpus * sg.partner.isna().map({True: 1.0, False: 0.5})  # a pair holds its GPUs once
+        if "slice" in sg.columns:  # a MIG slice holds its compute share of one GPU
+            held = held.where(sg.slice.isna(), sg.slice.map(lambda x: x and int(x.split("/")[1][0]) / 7))
         events = sorted([(float(t), 1, float(g)) for t, g in zip(sg.end_time, held)]
                         + [(float(t), 2, float(g)) for t, g in zip(sg.start_time, held)])
         used = 0.0
         for t, kind, g in events:
             used += g if kind == 2 else -g
             cap = iv[(iv.start_time <= t) & (t <= iv.stop_time)].vm_type.map(gpus).max()
-            assert used <= cap, f"node {node} uses {used} GPUs at t={t}"
+            assert used <= cap + 1e-9, f"node {node} uses {used} GPUs at t={t}"
     markets = cluster.markets
     if markets is not None:  # its series start with the run, at the first arrival
         spot, t0 = r.nodes[r.nodes.spot], min(j.submit_time for j in jobs)
         for vm, start in zip(spot.vm_type, spot.start_time):
             assert markets.available(str(vm), float(start) - t0), f"a {vm} VM started with no zone free"
     _check_sharing(world, r)
+    _check_slices(world, r)
     regular = r.decisions[r.decisions.trigger != "stall"]
     assert not regular.time.duplicated().any(), "two decisions at one instant: simultaneous triggers not folded"
     _check_money(cluster, r)
@@ -218,6 +222,31 @@ def _check_sharing(world: World, r: RunResult) -> None:
         vm = types[str(vm_type)]
         total = sum(model.memory_gb(specs[int(j)], vm, int(gpus)) for j in (job_id, partner))
         assert not total > vm.gpu.memory_gb, f"jobs {job_id} and {partner} need {total} GiB on one GPU"
+
+
+def _check_slices(world: World, r: RunResult) -> None:
+    """MIG: slices only where the rules allow them, on A100 or H100 GPUs, one GPU each; and at every instant the slices
+    running on one GPU are part of one of NVIDIA's maximal layouts (the shipped enumeration)."""
+    seg = r.segments
+    if "slice" not in seg.columns or seg.slice.isna().all():
+        return
+    assert world.cluster.rules.mig
+    maximal = [set(lay) for lay in maximal_layouts()]
+    types = {v.name: v for v in world.cluster.vm_types}
+    cut = seg[seg.slice.notna()]
+    assert (cut.gpus == 1).all() and cut.partner.isna().all()
+    rows = []
+    for node, vm_type, label, begin, end in zip(cut.node, cut.vm_type, cut.slice, cut.start_time, cut.end_time):
+        gpu = types[str(vm_type)].gpu
+        assert mig_capable(gpu), f"a slice on {gpu.name}"
+        sl = parse_label(str(label), gpu)
+        rows.append((int(node), sl.device, float(begin), float(end), (sl.profile, sl.start)))
+    for key in {(n, d) for n, d, *_ in rows}:
+        mine = [(s, e, p) for n, d, s, e, p in rows if (n, d) == key and e > s]
+        for s, _, _ in mine:
+            live = [p for a, b, p in mine if a <= s < b]
+            assert len(live) == len(set(live)), f"two jobs on one slice of GPU {key} at t={s}"
+            assert any(set(live) <= m for m in maximal), f"slices {live} of GPU {key} at t={s} are no valid layout"
 
 
 def _check_money(cluster: Cluster, r: RunResult) -> None:

@@ -130,6 +130,10 @@ class ClusterRules:
     - ``jobs_per_gpu``: how many jobs may share one GPU at once: 1 (the default: a GPU runs one job), or 2, co-location
       (``docs/sharing.md``): a policy with ``may_colocate`` may start a job on the GPUs of another
       (``Assignment.partner``); each then runs at its co-located speed (``Snapshot.colocation``).
+    - ``mig``: the A100 and H100 GPUs may be cut into MIG slices (``docs/sharing.md``, "MIG slices"): a plan sets a
+      GPU's layout (``Plan.layouts``) and starts a job on a slice (``Assignment.slice``), where it runs at the slice's
+      measured speed (``Snapshot.mig``). ``mig_reconfigure_time``: seconds a repartitioned GPU is unavailable before
+      its slices can run (an assumption: NVIDIA publishes no figure; the GPU's slices must be idle to repartition).
     - ``owned_price_per_hour``: owned servers' VM types with their amortised $/server-hour. Each is a fixed slot whose
       type is priced 0 for the policies (using it costs nothing more); ``bill`` bills its whole time on at this rate.
     """
@@ -143,6 +147,8 @@ class ClusterRules:
     max_gang_gpus: int | None = None
     unplaceable_gangs: bool = False
     jobs_per_gpu: int = 1
+    mig: bool = False
+    mig_reconfigure_time: float = 10.0
     owned_price_per_hour: Mapping[str, float] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
@@ -168,6 +174,12 @@ class ClusterRules:
         if self.jobs_per_gpu not in (1, 2) or isinstance(self.jobs_per_gpu, bool):
             raise CapsimError(f"cluster: jobs_per_gpu must be 1 (no sharing) or 2 (co-location: the interference "
                               f"models describe pairs), got {self.jobs_per_gpu!r}")
+        if not (self.mig_reconfigure_time >= 0 and math.isfinite(self.mig_reconfigure_time)):
+            raise CapsimError(f"cluster: mig_reconfigure_time must be a finite number of seconds >= 0, got "
+                              f"{self.mig_reconfigure_time!r}")
+        if self.mig and (self.jobs_per_gpu != 1 or self.rounds):
+            raise CapsimError("cluster: MIG slices (mig) exclude co-location (jobs_per_gpu 2) and round mode "
+                              "(round_length): give one of them")
         if self.max_gang_gpus is not None and not (isinstance(self.max_gang_gpus, int) and self.max_gang_gpus >= 1):
             raise CapsimError(f"cluster: max_gang_gpus must be a whole number >= 1 (or None), got "
                               f"{self.max_gang_gpus!r}")

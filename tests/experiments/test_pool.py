@@ -1,10 +1,16 @@
-"""The process pool hands its workers what the command already computed: the predictors' fits."""
+"""The process pool hands its workers what the command already computed (the predictors' fits), and a Ctrl-C that
+lands while it starts its fork server is acted on, not lost."""
 
 from __future__ import annotations
 
+import os
+import signal
 from typing import Any
 
+import pytest
+
 import predictors
+from experiments.running import interrupts, pool
 from experiments.running.pool import run_parallel
 
 KEY = ("capsim-test: a fit made once", 1)
@@ -29,3 +35,23 @@ def test_a_fit_the_command_never_made_is_made_in_the_worker() -> None:
     got: dict[int, Any] = {}
     run_parallel(_a_new_fit, [0], got.__setitem__, workers=2)
     assert got == {0: "made here"}
+
+
+def test_a_ctrl_c_while_the_fork_server_starts_stops_the_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C reaches the whole process group; while the server starts, the command used to ignore it (so the
+    server would not print a traceback) and then ran on as if never interrupted (the 100-interrupts stress test
+    saw a sweep go on after a group SIGINT)."""
+    from multiprocessing import forkserver
+
+    real = forkserver.ensure_running
+
+    def ensure_running() -> None:
+        os.kill(os.getpid(), signal.SIGINT)  # the terminal's Ctrl-C, exactly while the server starts
+        real()
+
+    monkeypatch.setattr(forkserver, "ensure_running", ensure_running)
+    monkeypatch.setattr(pool, "_CONTEXT", None)
+    got: dict[int, Any] = {}
+    with pytest.raises(KeyboardInterrupt), interrupts.install():
+        run_parallel(abs, [-1, -2], got.__setitem__, workers=2)
+    assert got == {}

@@ -265,6 +265,81 @@ def test_runs_a_killed_writer_left_in_the_spool_are_read_and_stored_by_the_next_
     _same_results(reference, out)
 
 
+def test_a_stopped_sweep_does_no_file_work_after_the_signal_and_the_next_command_stores_its_runs(
+        sweep_file: Path, tmp_path: Path, monkeypatch, capsys) -> None:
+    """SIGTERM after the third run of a ``--force`` sweep: the command ends with those runs in the spool (no batch
+    written, the older summary.csv removed: it would not hold them), readers see each run once, and the next command
+    stores them without running them again."""
+    import signal
+
+    from experiments.results import spool
+    from experiments.running import interrupts
+
+    out = tmp_path / "out"
+    assert main(["sweep", str(sweep_file), "--out", str(out), "--workers", "1", "--quiet"]) == 0
+    before = files_of(out)
+    assert (out / "summary.csv").exists()
+    write = ResultStore.write
+
+    def write_then_stop(self: ResultStore, o: Any) -> None:
+        write(self, o)
+        if len(self._spooled or {}) == 3:
+            interrupts.on_signal(signal.SIGTERM, None)
+
+    with monkeypatch.context() as m:
+        m.setattr(ResultStore, "write", write_then_stop)
+        assert main(["sweep", str(sweep_file), "--out", str(out), "--workers", "1", "--force", "--quiet"]) == 143
+    assert files_of(out) == before and not (out / "summary.csv").exists()
+    assert len(list((out / spool.SPOOL).glob("*.log"))) == 1
+    assert read_results(out).tables["summary"]["run_id"].is_unique
+    assert len(read_results(out).tables["summary"]) == 8
+    capsys.readouterr()
+    assert main(["sweep", str(sweep_file), "--out", str(out), "--workers", "1"]) == 0
+    err = capsys.readouterr().err
+    assert "stored 3 finished runs that a stopped command left" in err and "8 already done, 0 to run" in err
+    assert not (out / spool.SPOOL).exists() and (out / "summary.csv").exists()
+    reference = tmp_path / "ref"
+    assert main(["sweep", str(sweep_file), "--out", str(reference), "--workers", "1", "--quiet"]) == 0
+    ta, tb = read_results(reference).tables, read_results(out).tables
+    for name in ("summary", "jobs", "nodes", "decisions"):
+        cols = [c for c in ta[name].columns if "wall" not in c]
+        pd.testing.assert_frame_equal(ta[name][cols], tb[name][cols])
+
+
+def test_a_signal_in_the_middle_of_writing_a_batch_stops_at_once_and_loses_no_run(
+        sweep_file: Path, tmp_path: Path, monkeypatch, capsys) -> None:
+    """Writing a batch is not waited for: a signal stops it between two of its files (the command must end within
+    2 s, and a batch of 1,000 runs takes seconds under load); its runs stay in the spool, the file already written
+    is recorded by no line and removed by the next command, which stores the runs as one batch."""
+    import signal
+
+    from experiments.results import batches, store
+    from experiments.running import interrupts
+
+    monkeypatch.setattr(store, "BATCH_RUNS", 4)
+    parquet, calls = batches._parquet, []
+
+    def parquet_then_stop(table: Any) -> bytes:
+        calls.append(1)
+        if len(calls) == 2:  # the batch's summary file is written, its jobs file is being encoded
+            interrupts.on_signal(signal.SIGTERM, None)
+        return parquet(table)
+
+    out = tmp_path / "out"
+    with monkeypatch.context() as m:
+        m.setattr(batches, "_parquet", parquet_then_stop)
+        assert main(["sweep", str(sweep_file), "--out", str(out), "--workers", "1", "--quiet"]) == 143
+    assert len(list((out / "summary").glob("part-*.parquet"))) == 1 and not (out / "jobs").exists()
+    assert len(read_results(out).tables["summary"]) == 4, "the batch's runs are read from the spool"
+    capsys.readouterr()
+    assert main(["sweep", str(sweep_file), "--out", str(out), "--workers", "1"]) == 0
+    assert "stored 4 finished runs that a stopped command left" in capsys.readouterr().err
+    reference = tmp_path / "ref"
+    assert main(["sweep", str(sweep_file), "--out", str(reference), "--workers", "1", "--quiet"]) == 0
+    assert sorted(files_of(out)) == sorted(files_of(reference))
+    _same_results(reference, out)
+
+
 @pytest.mark.slow
 def test_killed_sweep_process_resumes(sweep_file: Path, tmp_path: Path) -> None:
     """Kill a real sweep process part-way (SIGKILL), then run again: everything finishes, nothing is corrupt."""
@@ -339,12 +414,25 @@ def _same_results(a: Path, b: Path) -> None:
         pd.testing.assert_frame_equal(ta[name][cols], tb[name][cols])
 
 
-def test_dask_and_process_pool_agree(sweep_file: Path, tmp_path: Path) -> None:
-    pytest.importorskip("distributed")
+def test_dask_and_process_pool_agree(tmp_path: Path, monkeypatch) -> None:
+    """The same results on Dask, whose tiny runs go in chunks (here: the first 8 alone, then the other 4 in one)."""
+    distributed = pytest.importorskip("distributed")
+    from experiments.running import dispatch
+
+    sweep_file = write_yaml(tmp_path / "sweep.yaml", sweep_data(seeds="0-2"))
     os.environ.setdefault("DASK_TEMPORARY_DIRECTORY", str(tmp_path / "dask"))
     pool, dsk = tmp_path / "pool", tmp_path / "dask-out"
     assert main(["sweep", str(sweep_file), "--out", str(pool), "--workers", "2", "--quiet"]) == 0
+    monkeypatch.setattr(dispatch, "CHUNK_SECONDS", 1e6)
+    submit, chunks = distributed.Client.submit, []
+
+    def spy(self: Any, fn: Any, *args: Any, **kw: Any) -> Any:
+        chunks.append(len(args[0]))
+        return submit(self, fn, *args, **kw)
+
+    monkeypatch.setattr(distributed.Client, "submit", spy)
     assert main(["sweep", str(sweep_file), "--out", str(dsk), "--dask", "local:2", "--quiet"]) == 0
+    assert chunks == [1] * 8 + [4]
     _same_results(pool, dsk)
     assert not (dsk / ".dask-tmp").exists()
 

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, note, settings
 
 from optim import colocate
-from optim.colocate import Host, HostIndex, hosts, pair_cost, pair_times
+from optim.colocate import Host, HostIndex, hosts, pair_cost, pair_times, queue_behind
 from optim.greedy import Greedy
 from optim.heuristics.insertion import Insertion
 from optim.milp import MILP
@@ -69,6 +69,44 @@ def test_greedy_pairs_for_a_deadline_what_it_would_not_pair_for_money(policy) ->
     assert j.loc[0, "end_time"] == pytest.approx(124.0)
 
 
+@pytest.mark.parametrize("policy", POLICIES)
+def test_no_pair_when_the_slowed_host_makes_the_job_queued_behind_it_late(policy) -> None:
+    """As in the first case (slowdowns 1.2: the pair holds the GPU 28 s longer, $0.028 against B's $0.1 alone), but
+    C (50 s, shares with no one) also waits, due at 160 at $0.01/s: by deadline C is next on A's GPU, 100 to 150, on
+    time. Paired, A's GPU frees at 128 and C ends at 178, 18 s late ($0.18): the pair costs $0.208 > $0.1, so B waits
+    (which of B and C then runs first is each policy's own choice). With C's deadline far away the pair is as cheap as
+    before and B joins A at 10."""
+    b = A.__class__(A.application, A.framework, A.iterations, A.batch_size, name="B")
+    c = A.__class__(A.application, A.framework, A.iterations, A.batch_size, name="C")
+    pairs = GivenPairs({"A+B": [1.2, 1.2]})
+    for c_due, pairs_b in ((160.0, False), (1e9, True)):
+        jobs = [job(0, A, 0.0), job(1, b, 10.0), job(2, c, 10.0, deadline=c_due)]
+        sim = Simulation(cluster(1, (SMALL,), jobs_per_gpu=2), jobs, policy(),
+                         table(B_small_1=100.0, C_small_1=50.0), interference=pairs)
+        j = sim.run().jobs.set_index("job_id")
+        assert (j.loc[1, "start_time"] == 10.0) == pairs_b, f"C due at {c_due}"
+        assert j.loc[0, "end_time"] == pytest.approx(118.0 if pairs_b else 100.0)
+
+
+def test_the_queue_behind_a_host_is_a_list_schedule_by_deadline() -> None:
+    """Two 1-GPU hosts ending at 30 and 50; waiting jobs due at 100, 200, 300 (40 s, 10 s, 20 s): the first takes the
+    GPU freed at 30 (ends 70), the second the one freed at 50 (ends 60), the third the first to free again (at 60,
+    ends 80)."""
+    from tests.optim import helpers as h
+
+    small = [c.vm.name for c in h.CONFIGS].index("small")
+
+    def only_small(t: float) -> list[float]:
+        return [t if k == small else math.inf for k in range(len(h.CONFIGS))]
+
+    running = [h.job(i, only_small(t), node=i, config=small, since=0.0) for i, t in enumerate((30.0, 50.0))]
+    waiting = [h.job(10 + i, only_small(t), deadline=d) for i, (d, t) in enumerate(((300.0, 20.0), (100.0, 40.0),
+                                                                                      (200.0, 10.0)))]
+    behind = queue_behind(h.snapshot(waiting, running), waiting)
+    assert [(j, end) for j, _, _, end in behind[0]] == [(11, 70.0)]
+    assert [(j, end) for j, _, _, end in behind[1]] == [(12, 60.0), (10, 80.0)]
+
+
 def _every_host(snapshot) -> list[Host]:
     """Every running job alone on one node's GPUs, unfiltered: what the index must not lose a partner of."""
     out = []
@@ -106,9 +144,9 @@ def test_a_job_no_one_can_share_with_is_not_priced(monkeypatch) -> None:
     asked: list[int] = []
     real = colocate.pair_cost
 
-    def counting(snapshot, jv, host):
+    def counting(snapshot, jv, host, behind=None):
         asked.append(jv.id)
-        return real(snapshot, jv, host)
+        return real(snapshot, jv, host, behind)
 
     monkeypatch.setattr(colocate, "pair_cost", counting)
     jobs = [job(0, A, 0.0), job(1, b, 10.0)]

@@ -248,15 +248,23 @@ def test_the_timeline_without_a_jobs_own_gpus_is_built_as_coded(allocations, end
         assert list(_own_free(pj, timeline)) == sorted(_own_free(pj, timeline))
 
 
-def test_reusing_a_trials_marginal_changes_no_decision(monkeypatch):
-    # the hand-out reuses a job's last marginal when its trial would read the same timeline; with every trial laid
-    # afresh (no two reads ever equal) the run is the same, completions and verdicts included
+@pytest.mark.parametrize("trace,gpu,servers,gpus", [("cluster10", "A100", 32, 8), ("elasticVpollux_e", "T4", 16, 4)])
+def test_every_hand_out_trial_costs_what_plan_lays(monkeypatch, trace, gpu, servers, gpus):
+    # the hand-out works a trial's marginal out on lists (optim.elasticflow.trial); at every trial of two whole runs
+    # the literal plan on the same timeline gives the same value, to the last bit
     import optim.elasticflow.elasticflow as ef
 
-    jobs, cluster = trace_jobs("cluster10", "A100"), ReplayCluster(32, 8, "A100-40GB")
-    reused, _ = replay(jobs, cluster, optim.build("elasticflow"))
-    monkeypatch.setattr(ef, "_reads", lambda *a: object())
-    fresh, _ = replay(jobs, cluster, optim.build("elasticflow"))
-    assert [(r.status, r.finish, r.on_time, r.segments) for r in reused] == \
-        [(r.status, r.finish, r.on_time, r.segments) for r in fresh]
-    assert sum(r.status == "done" for r in fresh) > 0
+    fast, laid = ef.marginal, []
+
+    def checked(job, now, times, free, n, q, gs_now):
+        value = fast(job, now, times, free, n, q, gs_now)
+        plan(job, now, dict(zip(times, free)), n, assign=q, trial=True)
+        laid.append(value is not None)
+        assert value is None or value == job.marginal, (job.id, now, value, job.marginal)
+        return value
+
+    monkeypatch.setattr(ef, "marginal", checked)
+    records, _ = replay(trace_jobs(trace, gpu), ReplayCluster(servers, gpus, "A100-40GB" if gpu == "A100" else "T4"),
+                        optim.build("elasticflow"))
+    assert len(laid) > 1000 and sum(laid) > 0.8 * len(laid)  # the lists' path is the usual one
+    assert sum(r.status == "done" for r in records) > 0
