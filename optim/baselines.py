@@ -24,13 +24,15 @@ from optim.common import config_table, d_star
 from optim.queue import WaitingQueue
 from optim.room import NodeIndex, Room
 from optim.spot.fleet import check_spot_rule, uniform_progress_snapshot
-from sim.model import Assignment, JobView, Plan, Snapshot
+from sim.model import Assignment, JobView, Plan, Snapshot, positional
 from sim.risk import expected_view
 
 __all__ = ["ListScheduler", "FIFO", "EDF", "Priority"]
 
 _NOTHING = Plan()
 """The plan that starts nothing (plans are immutable: one serves every such decision)."""
+_assignment = positional(Assignment)
+"""``Assignment(job_id, node, gpus, gang, partner, slice)``, positionally (one per job started)."""
 
 
 class ListScheduler(Policy):
@@ -68,7 +70,7 @@ class ListScheduler(Policy):
         table = config_table(snapshot.configs)
         if self._index is None or self._index.table is not table:
             self._index = NodeIndex(table)
-        self._index.follow(snapshot.nodes)
+        self._index.follow(snapshot.nodes, snapshot.node_changes)
         room = Room(self._index, self.pack)
         if room.empty():
             return _NOTHING
@@ -90,7 +92,7 @@ class ListScheduler(Policy):
             if c is None:
                 break
             parts = room.place(c, vms)
-            start.append(Assignment(jv.id, parts[0][0], parts[0][1], gang=parts[1:]))
+            start.append(_assignment(jv.job.id, parts[0][0], parts[0][1], parts[1:], None, None))
         self._queue.started(len(start))
         return Plan(vms=vms, start=tuple(start))
 

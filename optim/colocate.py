@@ -28,7 +28,7 @@ from optim.common import ConfigTable, config_table, standalone_cost
 from sim.model import Assignment, JobView, Plan, Snapshot
 
 __all__ = ["Host", "HostIndex", "pair_times", "pair_cost", "hosts", "best_host", "earliest_free", "pair_waiting",
-           "promising_pairs", "queue_behind", "Behind"]
+           "promising_pairs", "queue_behind", "Behind", "next_cost"]
 
 
 def pair_times(t_new: float, r_host: float, s_new: float, s_host: float) -> tuple[float, float]:
@@ -152,6 +152,21 @@ def queue_behind(snapshot: Snapshot, waiting: Iterable[JobView]) -> dict[int, li
     return out
 
 
+def _time_on(snapshot: Snapshot, jv: JobView, k: int) -> float:
+    """``jv``'s remaining time alone on configuration ``k`` (with the restart overhead once it has run)."""
+    t = (1.0 - jv.done) * float(jv.estimates[k])
+    return t + snapshot.rules.restart_overhead if jv.done > 0 and math.isfinite(t) else t
+
+
+def _delay_behind(jv: JobView, host: Host, held: float, behind: Behind | None) -> float:
+    """The tardiness the jobs projected to follow ``host`` on its GPUs (``jv`` aside) gain when they free ``held``
+    seconds later."""
+    if behind is None or held <= 0:
+        return 0.0
+    return sum(_late(w, d, end + held) - _late(w, d, end)
+               for j, w, d, end in behind.get(host.view.id, ()) if j != jv.id)
+
+
 def pair_cost(snapshot: Snapshot, jv: JobView, host: Host, behind: Behind | None = None) -> float:
     """The cost of starting ``jv`` on ``host``'s GPUs now (module docstring); inf where they may not share. With
     ``behind`` (``queue_behind``), the tardiness the jobs projected to follow the host on its GPUs gain from its GPUs
@@ -159,23 +174,30 @@ def pair_cost(snapshot: Snapshot, jv: JobView, host: Host, behind: Behind | None
     k = host.config
     if snapshot.colocation is None:
         return math.inf
-    t_new = (1.0 - jv.done) * float(jv.estimates[k])
+    t_new = _time_on(snapshot, jv, k)
     if not math.isfinite(t_new):
         return math.inf
     s_new, s_host = snapshot.colocation.slowdowns(jv.job.spec, host.view.job.spec, k)
     if not math.isfinite(s_new):
         return math.inf
-    if jv.done > 0:
-        t_new += snapshot.rules.restart_overhead
     now, r_host, hj = snapshot.time, host.remaining, host.view.job
     fin_new, fin_host = pair_times(t_new, r_host, s_new, s_host)
     held = max(fin_new, fin_host) - r_host
-    delayed = 0.0
-    if behind is not None and held > 0:
-        delayed = sum(_late(w, d, end + held) - _late(w, d, end)
-                      for j, w, d, end in behind.get(hj.id, ()) if j != jv.id)
     return (host.price * held + _late(jv.job.weight, jv.job.deadline, now + fin_new)
-            + _late(hj.weight, hj.deadline, now + fin_host) - _late(hj.weight, hj.deadline, now + r_host) + delayed)
+            + _late(hj.weight, hj.deadline, now + fin_host) - _late(hj.weight, hj.deadline, now + r_host)
+            + _delay_behind(jv, host, held, behind))
+
+
+def next_cost(snapshot: Snapshot, jv: JobView, host: Host, behind: Behind | None = None) -> float:
+    """The cost, in ``pair_cost``'s terms, of ``jv`` running alone on ``host``'s GPUs next, once the host ends: the
+    VM held ``jv``'s time beyond the host's end, ``jv``'s tardiness then, and the jobs ``behind`` the host delayed by
+    as much. Sharing is only worth it where it beats this (``promising_pairs``): a pair whose slowdowns leave less
+    than one GPU's worth of progress holds the GPUs longer than the two jobs one after the other."""
+    t_new = _time_on(snapshot, jv, host.config)
+    if not math.isfinite(t_new):
+        return math.inf
+    return (host.price * t_new + _late(jv.job.weight, jv.job.deadline, snapshot.time + host.remaining + t_new)
+            + _delay_behind(jv, host, t_new, behind))
 
 
 def hosts(snapshot: Snapshot) -> list[Host]:
@@ -252,7 +274,10 @@ def promising_pairs(snapshot: Snapshot, penalties: dict[int, float], stays: set[
                     ) -> list[tuple[int, int, float]]:
     """(waiting job, host, pair cost) for the MILP's pair variables: each waiting job in ``penalties`` with its
     ``per_job`` cheapest hosts among the running jobs alone on nodes that ``stays`` keeps, where the pair costs less
-    than leaving the job waiting (its penalty); by job then cost."""
+    than leaving the job waiting: its penalty, and its cost running next on the GPUs of whichever of those hosts
+    it could share with is cheapest (``next_cost``; the penalty prices waiting from the mean running end, so a pair
+    checked against it alone may cost more than waiting for the first of the GPUs it could share to free); by job
+    then cost."""
     candidates = HostIndex(snapshot, [h for h in hosts(snapshot) if h.node in stays])
     out: list[tuple[int, int, float]] = []
     if not candidates:
@@ -263,6 +288,7 @@ def promising_pairs(snapshot: Snapshot, penalties: dict[int, float], stays: set[
         if not partners:
             continue
         behind = behind if behind is not None else queue_behind(snapshot, snapshot.waiting)
-        costs = sorted((c, h.view.id) for h in partners if (c := pair_cost(snapshot, jv, h, behind)) < penalties[jv.id])
+        wait = min(penalties[jv.id], min(next_cost(snapshot, jv, h, behind) for h in partners))
+        costs = sorted((c, h.view.id) for h in partners if (c := pair_cost(snapshot, jv, h, behind)) < wait)
         out += [(jv.id, h, c) for c, h in costs[:per_job]]
     return out

@@ -100,7 +100,7 @@ def construct(
     cfg = table.index
     if index is None or index.table is not table:
         index = NodeIndex(table)
-    index.follow(snapshot.nodes)
+    index.follow(snapshot.nodes, snapshot.node_changes)
     room = Room(index, pack=True)  # free nodes (no VM, or an idle one) and the free GPUs of VMs that run jobs
     opened: dict[int, list[tuple[JobView, int]]] = {}
     vm_of: dict[int, VMType] = {}

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from functools import lru_cache
 from typing import Any, ClassVar
 
 import numpy as np
@@ -69,6 +70,16 @@ def choose_layout(speeds: list[dict[str, float]]) -> tuple[Layout, list[tuple[in
         if total > best[0] + 1e-12 or (total > best[0] - 1e-12 and compute < best[1]):
             best = (total, compute, layout, matched)
     return best[2], best[3]
+
+
+_CUTS = tuple(p for p in PROFILES if p != "7g")
+"""The profiles a cut GPU's jobs may take (a 7g slice is the whole GPU, the base policy's)."""
+
+
+@lru_cache(maxsize=4096)
+def _choose(speeds: tuple[tuple[float, ...], ...]) -> tuple[Layout, list[tuple[int, tuple[str, int]]]]:
+    """``choose_layout`` for speeds given per job in ``PROFILES`` order, cached (a trace's jobs share few specs)."""
+    return choose_layout([dict(zip(PROFILES, sp)) for sp in speeds])
 
 
 @register("mig")
@@ -246,16 +257,19 @@ class MigSlicing(Policy):
 
     def _cut(self, s: Snapshot, vm: VMType, node: int, d: int, begin: float, left: list[JobView], cost: Any,
              alone: dict[int, float]) -> tuple[Layout, list[tuple[JobView, Slice]]] | None:
-        """The layout MISO's rule gives GPU ``d`` of ``node`` for the waiting jobs, and the matched jobs whose slice
-        there costs less than running alone; None if no job would take a slice."""
+        """The layout MISO's rule gives GPU ``d`` of ``node`` for the first 7 waiting jobs, and the matched jobs whose
+        slice there costs less than running alone; None if no job would take a slice."""
         mig = s.mig
         assert mig is not None
         group = left[:7]
+        if not any(cost(jv, vm, node, PROFILES[p].compute, mig.speed(jv.job.spec, vm.gpu, p), begin, 7) < alone[jv.id]
+                   for jv in group for p in _CUTS):
+            return None  # no slice could serve any of them even were the cut shared by 7: a lower bound on its cost
         out: list[tuple[JobView, Slice]] = []
         layout: Layout = ()
         for _ in range(2):  # once more with the jobs a slice served, which may then get larger ones
             speeds = [{p: mig.speed(jv.job.spec, vm.gpu, p) for p in PROFILES} for jv in group]
-            layout, matches = choose_layout(speeds)
+            layout, matches = _choose(tuple(tuple(sp.values()) for sp in speeds))
             out = [(group[i], Slice(d, start, p)) for i, (p, start) in matches
                    if cost(group[i], vm, node, PROFILES[p].compute, speeds[i][p], begin, len(matches))
                    < alone[group[i].id]]

@@ -4,7 +4,9 @@ A cluster of a production trace has a thousand servers and sees a hundred thousa
 one or two nodes. ``NodeIndex`` keeps, per node slot class, the free nodes (no VM, or an idle one) in index order,
 per VM type its idle nodes, and (for packing) the free GPUs of the VMs running jobs; it follows a snapshot by
 re-reading only the node views that are new objects (the engine makes a new view exactly when its node changed), so
-it is correct for any snapshot and costs, per decision, a comparison of the views plus the nodes that changed.
+it is correct for any snapshot. It learns which those are from the snapshot's ``node_changes`` when the nodes it
+followed last are among the engine's recent ones (the cost is then that of the nodes that changed), else by comparing
+every view.
 ``Room`` is one decision's use of it: what the decision's placements have taken so far, without touching the index.
 """
 
@@ -19,7 +21,7 @@ from operator import is_not
 import numpy as np
 
 from optim.common import ConfigTable
-from sim.model import NodeView
+from sim.model import NodeChanges, NodeView
 
 __all__ = ["NodeIndex", "Room"]
 
@@ -46,16 +48,20 @@ class NodeIndex:
         """VM type → the slot classes that accept it, in first-seen order."""
         self._state: list[tuple[_Class, str | None, bool, int]] = []
 
-    def follow(self, nodes: tuple[NodeView, ...]) -> None:
-        """Bring the index up to ``nodes``, re-reading the views that changed."""
+    def follow(self, nodes: tuple[NodeView, ...], changes: NodeChanges | None = None) -> None:
+        """Bring the index up to ``nodes``, re-reading the views that changed (``changes``: the snapshot's
+        ``node_changes``, which may name them)."""
         if nodes is self.views:
             return
+        changed: Iterator[int] | range | set[int] | None = None
         if len(nodes) != len(self.views):
             self.free, self.hosting, self.spare, self.classes_of = {}, {}, {}, {}
             self.buckets, self.spare_total = {}, {}
             self._state = [(None, None, False, 0)] * len(nodes)
-            changed: Iterator[int] | range = range(len(nodes))
-        else:
+            changed = range(len(nodes))
+        elif changes is not None and changes.after is nodes:
+            changed = changes.since(self.views)
+        if changed is None:
             changed = compress(range(len(nodes)), map(is_not, nodes, self.views))
         for n in changed:
             self._set(n, nodes[n])

@@ -49,6 +49,10 @@ class Call(Event):
         def value(self) -> Any: ...
 
 
+def _with_time(call: Call) -> None:
+    call.value(call.time)
+
+
 class _DelayTo(float):
     """A delay whose sum with the time it was computed from is exactly ``target`` (see the module docstring)."""
 
@@ -102,6 +106,18 @@ class Clock:
             delay = _DelayTo(delay)
             delay.target = time
         return Call(env, time, delay, priority, callback, value)
+
+    def soon(self, callback: Callable[[float], Any], priority: EventPriority = NORMAL) -> None:
+        """Call ``callback(now)`` after every call due now: at once when none is (what a call at ``now`` would do,
+        being processed next, without scheduling one; the calling event must do nothing after), else as a call at
+        ``now`` with ``priority``. Counted in ``calls`` either way."""
+        env = self.env
+        now = env.now
+        if env.peek() > now:
+            self.calls += 1
+            callback(now)
+        else:
+            self.at(now, _with_time, callback, priority)
 
     @staticmethod
     def cancel(call: Call) -> None:

@@ -174,7 +174,11 @@ class Policy(Component):
       nothing" (idle VMs not kept with ``keep_idle`` are then stopped). It **may** keep private state between calls
       (a warm start, a rotation), read any field of the snapshot and take as long as it needs (the wall time is
       recorded). It **may not** mutate the snapshot or its arrays, see true runtimes or future arrivals (it is never
-      given them), advance time or spend money: only the engine does, by applying the plan.
+      given them), advance time or spend money: only the engine does, by applying the plan. The engine keeps a
+      view object (``NodeView``, ``JobView``) across snapshots while its node or job does not change and makes a new
+      one when it does, so a policy may follow the cluster across decisions by identity; ``Snapshot.node_changes``
+      names the nodes whose views are new since its preceding snapshots (``sim.model.NodeChanges``; what
+      ``optim.room.NodeIndex`` reads instead of comparing every view).
 
     and declares on its class what its plans may contain, checked by the engine's plan rules (``sim.rules``); a
     parameter may make an instance do less than its class declares (``fifo`` shares VMs only with ``pack``), never

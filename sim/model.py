@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import KW_ONLY, dataclass, field, replace
+from dataclasses import KW_ONLY, MISSING, dataclass, field, fields, replace
 from types import MappingProxyType
 from typing import Protocol, TypeVar
 
@@ -19,8 +19,8 @@ from sim.vocabulary.mig import Layout, Slice, SliceSpeeds
 from sim.vocabulary.resources import MAX_BILLING_QUANTUM, Billing, CapsimError, ClusterRules, GPUModel, VMType
 
 __all__ = ["CapsimError", "GPUModel", "Billing", "VMType", "ClusterRules", "MAX_BILLING_QUANTUM", "Measured", "JobSpec",
-           "Job", "Config", "per_configs", "JobView", "NodeView", "Colocation", "Snapshot", "Assignment",
-           "DecisionInfo", "Plan", "INFEASIBLE", "Slice", "Layout", "SliceSpeeds", "NodeMig"]
+           "Job", "Config", "per_configs", "JobView", "NodeView", "NodeChanges", "Colocation", "Snapshot", "Assignment",
+           "DecisionInfo", "Plan", "INFEASIBLE", "positional", "Slice", "Layout", "SliceSpeeds", "NodeMig"]
 
 T = TypeVar("T")
 
@@ -244,6 +244,74 @@ class NodeView:
         return self.allowed is None or vm_name in self.allowed
 
 
+def positional(cls: type[T]) -> Callable[..., T]:
+    """A constructor of the frozen, slotted dataclass ``cls`` taking its fields positionally, in declaration order
+    (those with a default may be left out at the end, as with the keyword constructor):
+    for the engine, which builds views at every event (keyword arguments and ``object.__setattr__`` by name cost about
+    twice as much as this, which sets each slot through its own descriptor). ``cls`` has no ``__post_init__``, so the
+    object is the one ``cls(...)`` makes of the same values."""
+    if hasattr(cls, "__post_init__"):
+        raise TypeError(f"positional({cls.__name__}): it has a __post_init__")
+    names, params = [], []
+    space: dict[str, object] = {"_new": object.__new__, "cls": cls}
+    for f in fields(cls):  # type: ignore[arg-type]
+        n = f.name
+        slot = cls.__dict__.get(n)
+        if not hasattr(slot, "__set__"):
+            raise TypeError(f"positional({cls.__name__}): field {n!r} is not a slot")
+        space[f"_set_{n}"] = slot.__set__  # type: ignore[union-attr]
+        names.append(n)
+        if f.default is not MISSING:  # a field added later with a default leaves every call as it was
+            space[f"_default_{n}"] = f.default
+            params.append(f"{n}=_default_{n}")
+        elif f.default_factory is not MISSING or (params and "=" in params[-1]):
+            raise TypeError(f"positional({cls.__name__}): field {n!r} has a default factory or follows a default")
+        else:
+            params.append(n)
+    body = "".join(f"    _set_{n}(o, {n})\n" for n in names)
+    exec(f"def make({', '.join(params)}):\n    o = _new(cls)\n{body}    return o\n", space)
+    make: Callable[..., T] = space["make"]  # type: ignore[assignment]
+    make.__qualname__ = f"positional({cls.__name__})"
+    return make
+
+
+@dataclass(frozen=True, slots=True)
+class NodeChanges:
+    """Which node views changed over the engine's last few snapshots (``Snapshot.node_changes``), so a policy that
+    keeps what it derived from an earlier snapshot's ``nodes`` re-reads only the nodes that changed since.
+
+    ``after`` is the snapshot's ``nodes``; ``before`` the ``nodes`` tuples of the engine's preceding snapshots whose
+    nodes differed (oldest first, at most ``NodeChanges.KEEP``) and ``changed[i]`` the indices whose views are new
+    objects from ``before[i]`` to the next tuple (``after`` for the last). A view not named is the very same object.
+    """
+
+    before: tuple[tuple[NodeView, ...], ...]
+    after: tuple[NodeView, ...]
+    changed: tuple[tuple[int, ...], ...]
+
+    KEEP = 8
+    """The earlier tuples kept."""
+
+    def since(self, nodes: tuple[NodeView, ...]) -> set[int] | None:
+        """Indices of the views of ``after`` that are not the same objects as in ``nodes``, if ``nodes`` is
+        ``after`` or one of ``before`` (compared by identity), else None (unknown: compare every view)."""
+        if nodes is self.after:
+            return set()
+        before = self.before
+        for i in range(len(before) - 1, -1, -1):
+            if before[i] is nodes:
+                return set().union(*self.changed[i:])
+        return None
+
+    def then(self, nodes: tuple[NodeView, ...], changed: tuple[int, ...]) -> NodeChanges:
+        """The changes of the next snapshot, whose ``nodes`` are ``after`` with the views at ``changed`` new."""
+        keep = self.KEEP - 1
+        return _node_changes(self.before[-keep:] + (self.after,), nodes, self.changed[-keep:] + (changed,))
+
+
+_node_changes = positional(NodeChanges)
+
+
 class Colocation(Protocol):
     """What a policy may know about two jobs sharing GPUs (``Snapshot.colocation``, on a cluster whose
     ``ClusterRules.jobs_per_gpu`` is 2): the estimator's interference model, read per configuration index.
@@ -289,6 +357,8 @@ class Snapshot:
     for this decision (no VM of such a type is running: a running one's zone has VMs). ``colocation`` is the
     estimator's interference model where two jobs may share a GPU (``ClusterRules.jobs_per_gpu``), else None.
     ``mig`` is the slice speeds where GPUs may be cut into MIG slices (``ClusterRules.mig``), else None.
+    ``node_changes`` says which node views changed since the engine's preceding snapshots (``NodeChanges``), for a
+    policy that follows the nodes across decisions; None where unknown (a snapshot not made by the engine).
     """
 
     time: float
@@ -305,6 +375,7 @@ class Snapshot:
     unavailable: frozenset[str] = frozenset()
     colocation: Colocation | None = None
     mig: SliceSpeeds | None = None
+    node_changes: NodeChanges | None = None
 
     def vm_type(self, name: str) -> VMType:
         for v in self.vm_types:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Iterable, Sequence
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, ClassVar, get_args, get_type_hints
 
 import numpy as np
@@ -33,6 +34,7 @@ __all__ = ["Table", "Jobs", "Nodes", "Segments", "Decisions", "JOB_COLUMNS", "NO
 _DTYPES: dict[Any, str] = {int: "int64", float: "float64", str: "object", str | None: "object",
                            float | None: "float64", int | None: "Int64", bool: "bool"}
 _ARRAYS: dict[Any, str] = {int: "q", float: "d"}
+_JOB, _SPEC = attrgetter("job"), attrgetter("spec")
 """Column types kept as an ``array.array`` of this typecode (``q``: int64, ``d``: float64), not a list."""
 
 
@@ -138,16 +140,19 @@ class Jobs(Table):
         ``estimator`` says its source for each one's last configuration (asked once per job spec and configuration).
         Numeric columns are filled straight into arrays (no Python float per value: a million jobs' table).
         """
-        memo: dict[tuple[JobSpec, int], Source] = {}
+        memo: dict[tuple[int, int], Source] = {}  # by the spec's id: its hash costs more (``states`` hold the specs)
+        sources = []
         for st in states:
-            if (st.job.spec, st.cfg) not in memo:
+            spec = st.job.spec
+            source = memo.get((id(spec), st.cfg))
+            if source is None:
                 c = configs[st.cfg]
-                memo[(st.job.spec, st.cfg)] = estimator.source(st.job.spec, c.vm, c.gpus)
-        sources = [memo[(st.job.spec, st.cfg)] for st in states]
+                source = memo[(id(spec), st.cfg)] = estimator.source(spec, c.vm, c.gpus)
+            sources.append(source)
         t = cls()
         n = len(states)
-        jobs = [st.job for st in states]
-        specs = [j.spec for j in jobs]
+        jobs = list(map(_JOB, states))
+        specs = list(map(_SPEC, jobs))
 
         def ints(values: Iterable[int]) -> np.ndarray:
             return np.fromiter(values, dtype=np.int64, count=n)
@@ -156,34 +161,37 @@ class Jobs(Table):
             return np.fromiter(values, dtype=np.float64, count=n)
 
         lateness = [max(0.0, st.end - j.deadline) for st, j in zip(states, jobs)]
+        submit = floats(map(attrgetter("submit_time"), jobs))
+        start = floats(map(attrgetter("first_start"), states))
+        end = floats(map(attrgetter("end"), states))
         cols: dict[str, Any] = {
-            "job_id": ints(j.id for j in jobs),
-            "name": [s.name for s in specs],
-            "application": [s.application for s in specs],
-            "framework": [s.framework for s in specs],
-            "iterations": ints(s.iterations for s in specs),
-            "batch_size": ints(s.batch_size for s in specs),
-            "submit_time": floats(j.submit_time for j in jobs),
-            "start_time": floats(st.first_start for st in states),
-            "end_time": floats(st.end for st in states),
-            "deadline": floats(j.deadline for j in jobs),
-            "weight": floats(j.weight for j in jobs),
+            "job_id": ints(map(attrgetter("id"), jobs)),
+            "name": list(map(attrgetter("name"), specs)),
+            "application": list(map(attrgetter("application"), specs)),
+            "framework": list(map(attrgetter("framework"), specs)),
+            "iterations": ints(map(attrgetter("iterations"), specs)),
+            "batch_size": ints(map(attrgetter("batch_size"), specs)),
+            "submit_time": submit,
+            "start_time": start,
+            "end_time": end,
+            "deadline": floats(map(attrgetter("deadline"), jobs)),
+            "weight": floats(map(attrgetter("weight"), jobs)),
             "vm_type": [configs[st.cfg].vm.name for st in states],
             "gpus": ints(configs[st.cfg].gpus for st in states),
-            "node": ints(st.node for st in states),
-            "runs": ints(st.runs for st in states),
-            "wait_time": floats(st.first_start - j.submit_time for st, j in zip(states, jobs)),
-            "jct": floats(st.end - j.submit_time for st, j in zip(states, jobs)),
+            "node": ints(map(attrgetter("node"), states)),
+            "runs": ints(map(attrgetter("runs"), states)),
+            "wait_time": start - submit,  # float64 arithmetic: the same values as Python's
+            "jct": end - submit,
             "lateness": floats(lateness),
             "tardiness_cost": floats(j.weight * late for j, late in zip(jobs, lateness)),
-            "cost_share": floats(st.cost_share for st in states),
+            "cost_share": floats(map(attrgetter("cost_share"), states)),
             "est_runtime": floats(float(st.base[st.cfg]) for st in states),
             "est_source": [s.kind for s in sources],
             "est_error": floats(s.error for s in sources),
             "true_runtime": floats(float(st.true[st.cfg]) for st in states),
-            "final_round_iterations": [st.final for st in states],
-            "revocations": ints(st.revoked for st in states),
-            "lost_gpu_seconds": floats(st.lost for st in states),
+            "final_round_iterations": list(map(attrgetter("final"), states)),
+            "revocations": ints(map(attrgetter("revoked"), states)),
+            "lost_gpu_seconds": floats(map(attrgetter("lost"), states)),
             "status": ["on_time" if late <= 0 else "late" for late in lateness],
             "gpu_request": floats(cls.request(s) for s in specs),
         }

@@ -51,7 +51,7 @@ from sim.model import CapsimError, Job, JobSpec, JobView, Plan, Slice, SliceSpee
 from sim.records import Decisions, Jobs, Nodes, Segments
 from sim.rules import PlanRejected, check_plan
 from sim.sharing import PairView, SharedGPUs, TruePairs
-from sim.state import Interval, JobState, NodeState, World
+from sim.state import Interval, JobState, NodeState, World, job_states, job_view
 from sim.streams import spot_streams
 from sim.timing import TimeModel
 
@@ -84,7 +84,7 @@ class Run:
         self.label = label
         self._truth = truth
         self.clock = Clock(jobs[0].submit_time if jobs else 0.0)
-        self.states = [JobState(j, est[j.spec], true[j.spec]) for j in jobs]
+        self.states = job_states(jobs, est, true)
         self.world = World(cluster, self.states)
         self.world.colocation = view
         self._nodes = Nodes()
@@ -105,6 +105,7 @@ class Run:
         """A recorded market's series starts with the run (its first arrival), ``Cluster.markets.offset`` into it."""
         self._wake: dict[str, Call] = {}
         self._masks: dict[frozenset[str], np.ndarray] = {}
+        self._observes, self._rounds = estimator.observes, self.rules.rounds
 
     @property
     def waking(self) -> int:
@@ -247,8 +248,8 @@ class Run:
         """Ask the policy, check its plan against the rules, apply it, and record the decision."""
         if gc.get_count()[0] > _YOUNG_LIMIT:
             gc.collect(1)
-        if self.estimator.observes:
-            observe(self.world, now, self.estimator, self.rules.rounds)
+        if self._observes:
+            observe(self.world, now, self.estimator, self._rounds)
         snap = self.world.snapshot(now, trigger)
         if self.markets is not None:
             snap = self._market_view(snap, now)
@@ -341,7 +342,7 @@ class Run:
             since, devices, speed = sharing.devices_for(st, parts, vm, since, partner, cut)
         overhead = self.rules.restart_overhead if st.ran else 0.0
         st.node, st.cfg, st.gpus, st.since, st.overhead, st.parts = n, k, g, since, overhead, parts
-        st.run_start = st.steps if self.rules.rounds else int(st.done * st.job.spec.iterations + 1e-9)
+        st.run_start = st.steps if self._rounds else int(st.done * st.job.spec.iterations + 1e-9)
         st.runs += 1
         if st.runs == 1 or st.first_start != st.first_start:  # first run, or every earlier one lifted before it began
             st.first_start = since
@@ -357,8 +358,7 @@ class Run:
             node.used += gm
             world.job_placed(m)
         st.devices = devices if devices is not None else st.devices
-        world.add_running(JobView(st.job, st.est, done=st.done, node=n, config=k, since=since) if single else
-                          JobView(st.job, st.est, done=st.done, node=n, config=k, since=since, parts=parts))
+        world.add_running(job_view(st.job, st.est, st.done, n, k, since, () if single else parts, None, 1.0, None))
 
     def _end_segment(self, st: JobState, now: float) -> None:
         """Record the job's current run segment (one per node) up to ``now``, credit its GPU-seconds, and take it

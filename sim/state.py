@@ -11,18 +11,38 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, insort
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sim.model import Job, JobView, Layout, NodeMig, NodeView, Slice, SliceSpeeds, Snapshot, VMType
+from sim.model import (
+    Job,
+    JobSpec,
+    JobView,
+    Layout,
+    NodeChanges,
+    NodeMig,
+    NodeView,
+    Slice,
+    SliceSpeeds,
+    Snapshot,
+    VMType,
+    positional,
+)
 
 if TYPE_CHECKING:
     from sim.clock import Call
     from sim.cluster import Cluster, NodeSlot
     from sim.sharing.view import PairView
 
-__all__ = ["JobState", "Interval", "NodeState", "World"]
+__all__ = ["JobState", "Interval", "NodeState", "World", "job_states", "job_view"]
+
+_NONE: frozenset[str] = frozenset()
+job_view = positional(JobView)
+"""``JobView(job, estimates, done, node, config, since, parts, partner, pace, slice)``, every field in order."""
+_node_view = positional(NodeView)
+_snapshot = positional(Snapshot)
 
 
 class JobState:
@@ -89,6 +109,21 @@ class JobState:
         return 0
 
 
+def job_states(jobs: Sequence[Job], est: dict[JobSpec, np.ndarray], true: dict[JobSpec, np.ndarray]
+               ) -> list[JobState]:
+    """A ``JobState`` per job, its rows looked up once per spec object (hashing a ``JobSpec`` costs more than the
+    state itself: a million jobs share a few dozen specs)."""
+    rows: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    out = []
+    for j in jobs:
+        spec = j.spec
+        pair = rows.get(id(spec))  # ``jobs`` holds every spec, so no id is reused while this runs
+        if pair is None:
+            pair = rows[id(spec)] = (est[spec], true[spec])
+        out.append(JobState(j, *pair))
+    return out
+
+
 class Interval:
     """One VM on one node from start to stop, with the GPU-seconds each job ran on it (its billing shares) and, for a
     spot VM, its pending revocation."""
@@ -146,13 +181,14 @@ class World:
         self._node_views = [NodeView(i, allowed=s.allowed, fixed=s.fixed) for i, s in enumerate(cluster.slots)]
         self._dirty: set[int] = set()
         self._nodes_t = tuple(self._node_views)
+        self._changes = NodeChanges((), self._nodes_t, ())
         self._waiting_t: tuple[JobView, ...] | None = None
         self._running_t: tuple[JobView, ...] | None = None
         self._empty_t: tuple[int, ...] | None = tuple(self.empty)
         self._idle_t: tuple[int, ...] | None = ()
         self._vm_types_t = cluster.vm_types
         self._rules = cluster.rules
-        self.unavailable: frozenset[str] = frozenset()
+        self.unavailable: frozenset[str] = _NONE
         """Spot VM types that cannot be started now (set by the run before each decision)."""
         self.colocation: PairView | None = None
         """What the policy knows of co-location (``Snapshot.colocation``), where GPUs may be shared."""
@@ -214,17 +250,20 @@ class World:
         """What the policy may know now, rebuilding only the parts that changed since the last snapshot."""
         if self._dirty:
             views = self._node_views
-            for n in self._dirty:
+            changed = tuple(self._dirty)
+            for n in changed:
                 node = self.nodes[n]
-                views[n] = (NodeView(n, allowed=node.slot.allowed, vm=node.vm, ready_at=node.ready_at,
-                                     used_gpus=node.used, fixed=node.slot.fixed) if node.layouts is None else
-                            NodeView(n, allowed=node.slot.allowed, vm=node.vm, ready_at=node.ready_at,
+                slot = node.slot
+                views[n] = (_node_view(n, slot.allowed, node.vm, node.ready_at, node.used, slot.fixed, None)
+                            if node.layouts is None else
+                            NodeView(n, allowed=slot.allowed, vm=node.vm, ready_at=node.ready_at,
                                      used_gpus=node.used + sum(1 for lay in node.layouts if lay),
-                                     fixed=node.slot.fixed, mig=NodeMig(
+                                     fixed=slot.fixed, mig=NodeMig(
                                          tuple(node.layouts), tuple(node.devices_ready or ()),
                                          tuple(d for d, k in enumerate(node.devices or ()) if not k))))
             self._dirty.clear()
             self._nodes_t = tuple(views)
+            self._changes = self._changes.then(self._nodes_t, changed)
         if self._waiting_t is None:
             self._waiting_t = tuple(self.waiting.values())
         if self._running_t is None:
@@ -233,7 +272,6 @@ class World:
             self._empty_t = tuple(self.empty)
         if self._idle_t is None:
             self._idle_t = tuple(sorted(self.idle))
-        return Snapshot(time=now, trigger=trigger, configs=self.configs, vm_types=self._vm_types_t,
-                        nodes=self._nodes_t, waiting=self._waiting_t, running=self._running_t,
-                        empty_nodes=self._empty_t, idle_nodes=self._idle_t, rules=self._rules,
-                        colocation=self.colocation, mig=self.mig)
+        return _snapshot(now, trigger, self.configs, self._vm_types_t, self._nodes_t, self._waiting_t,
+                         self._running_t, self._empty_t, self._idle_t, self._rules, False, _NONE, self.colocation,
+                         self.mig, self._changes)

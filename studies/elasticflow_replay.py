@@ -26,7 +26,7 @@ from experiments.scenario import build_policy, validate_scenario
 from experiments.scenario.loading import raise_problems, read_yaml
 
 __all__ = ["EF_DIR", "REPLAY", "SETTINGS", "POLICIES", "REFERENCE_NAMES", "FIG8B", "build", "replay", "reference",
-           "agreement", "agreement_table", "fig8b", "plot", "main"]
+           "agreement", "agreement_table", "fig8b", "fig8b_table", "FIG8B_PUBLISHED", "plot", "main"]
 
 EF_DIR = Path(__file__).resolve().parents[1] / "experiments" / "elasticflow"
 REPLAY = EF_DIR / "replay.yaml"
@@ -46,6 +46,14 @@ COLOURS = {"elasticflow_edf": "#4C72B0", "tiresias": "#DD8452", "elasticflow_gan
 FIG8B = {"cluster01": "64x8", "cluster02": "64x8", "cluster03": "64x8", "cluster04": "128x8", "cluster05": "64x8",
          "cluster06": "64x8", "cluster07": "128x8", "cluster08": "128x8", "cluster09": "128x8", "cluster10": "32x8"}
 """Fig. 8b's clusters per trace (ElasticFlow's ``run_fig8b.sh``): servers of 8 A100s."""
+FIG8B_PUBLISHED = {"elasticflow_edf": (0.182, 0.228, 0.095, 0.007, 0.375, 0.105, 0.046, 0.252, 0.800, 0.769),
+                   "tiresias": (0.478, 0.470, 0.401, 0.120, 0.420, 0.466, 0.346, 0.373, 0.468, 0.473),
+                   "elasticflow_gandiva": (0.246, 0.286, 0.314, 0.228, 0.228, 0.381, 0.351, 0.325, 0.329, 0.354),
+                   "themis": (0.464, 0.431, 0.389, 0.432, 0.430, 0.425, 0.437, 0.423, 0.456, 0.431),
+                   "chronus": (0.474, 0.445, 0.426, 0.450, 0.453, 0.432, 0.460, 0.447, 0.466, 0.454),
+                   "elasticflow": (0.788, 0.822, 0.455, 0.631, 0.832, 0.607, 0.665, 0.896, 0.938, 0.981)}
+"""The deadline ratios the paper plots in Fig. 8b, traces 1-10 (``pkusys/ElasticFlow``,
+``plot_figure/scripts/plot_fig8b.py``, Apache-2.0)."""
 
 
 def build(trace: str | Path, servers: str, gpu: str, policy: str,
@@ -148,7 +156,27 @@ def fig8b(traces: Path, policies: tuple[str, ...] = POLICIES, settings: tuple[st
     return rows
 
 
-def plot(rows: list[dict[str, Any]], path: Path, with_reference: bool = True) -> None:
+def fig8b_table(rows: list[dict[str, Any]]) -> str:
+    """A markdown table of Fig. 8b rows: per trace, capsim's deadline ratio / the paper's for each policy run, and
+    the CPU seconds of the runs."""
+    policies = [p for p in POLICIES if any(r["policy"] == p for r in rows)]
+    lines = ["| trace | cluster | jobs | " + " | ".join(LABELS[p] for p in policies) + " | CPU s |",
+             "|---|---|---:|" + "---|" * len(policies) + "---:|"]
+    for name in FIG8B:
+        mine = {r["policy"]: r for r in rows if r["setting"] == name}
+        if not mine:
+            continue
+        k = int(name[-2:]) - 1
+        cells = [f"{mine[p]['deadline_met']:.3f} / {FIG8B_PUBLISHED[p][k]:.3f}" if p in mine else
+                 f"– / {FIG8B_PUBLISHED[p][k]:.3f}" for p in policies]
+        first = next(iter(mine.values()))
+        lines.append(f"| {name} | {FIG8B[name]} | {int(first['jobs']):,} | " + " | ".join(cells) +
+                     f" | {sum(float(r['cpu_s']) for r in mine.values()):,.1f} |")
+    return "\n".join(lines)
+
+
+def plot(rows: list[dict[str, Any]], path: Path, with_reference: bool = True,
+         reference: str = "ElasticFlow's simulator") -> None:
     """Fig. 8-style bars: the deadline ratio per policy, one group per setting (the reference hatched beside)."""
     import matplotlib
 
@@ -176,7 +204,7 @@ def plot(rows: list[dict[str, Any]], path: Path, with_reference: bool = True) ->
     ax.set_ylim(0, 1.05)
     ax.legend(ncols=len(policies), fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
     if with_reference:
-        ax.text(0.99, 0.97, "capsim solid, ElasticFlow's simulator hatched", transform=ax.transAxes, fontsize=7,
+        ax.text(0.99, 0.97, f"capsim solid, {reference} hatched", transform=ax.transAxes, fontsize=7,
                 ha="right", va="top")
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=200)
@@ -190,7 +218,18 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--policies", help="with --fig8b: these policies only (comma-separated kinds)")
     ap.add_argument("--traces", help="with --fig8b: these traces only (comma-separated, e.g. cluster01,cluster10)")
     ap.add_argument("--out", type=Path, help="with --fig8b: append each run's row to this CSV")
+    ap.add_argument("--rows", type=Path, nargs="+", help="Fig. 8b rows (--out files): print the table against the "
+                    "paper's values and, with --plot, draw them")
     a = ap.parse_args(argv)
+    if a.rows:
+        table = pd.concat([pd.read_csv(f) for f in a.rows])
+        rows = [{str(k): v for k, v in r.items()} for r in table.to_dict("records")]
+        for r in rows:
+            r["ref_deadline_met"] = FIG8B_PUBLISHED[r["policy"]][int(r["setting"][-2:]) - 1]
+        print(fig8b_table(rows))
+        if a.plot:
+            plot(sorted(rows, key=lambda r: list(FIG8B).index(r["setting"])), a.plot, reference="the paper's Fig. 8b")
+        return
     if a.fig8b is not None:
         t0, c0 = time.perf_counter(), time.process_time()
         rows = fig8b(a.fig8b, tuple(a.policies.split(",")) if a.policies else POLICIES,

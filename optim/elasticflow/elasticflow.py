@@ -129,19 +129,29 @@ def _marginal(job: PlanJob, spare: int, now: float, timeline: Timeline, n: int, 
     q = job.next_gpus
     real_end = math.ceil(now + job.left / job.rate[q])
     end = align(now, real_end)
-    allocs = list(job.allocations.items())
-    if any(allocs[k][0] >= allocs[k + 1][0] for k in range(len(allocs) - 1)):
+    if job.held is not job.allocations or job.held_end != job.end:  # a new plan: its GPUs in time order (None
+        items = list(job.allocations.items())                         # if they are not) and its GPU-seconds
+        in_order = all(items[k][0] < items[k + 1][0] for k in range(len(items) - 1))
+        job.held, job.held_end = job.allocations, job.end
+        job.held_list, job.held_gs = items if in_order else None, gpu_seconds(job.allocations, job.end)
+    allocs = job.held_list
+    if allocs is None:
         _lay(job, now, timeline, n)  # allocations out of time order: given back one after another, as coded
         return
-    times, free = own_free(allocs, job.end, tk, tv)
+    gs_now = job.held_gs
+    a_ddl = align(now, job.ddl)
+    times, free = own_free(allocs, job.end, tk, tv, a_ddl)  # all a trial on the usual path reads
     k = bisect_right(times, now)
+    if k == len(times) or times[k] >= a_ddl:  # no change before the aligned deadline: the whole timeline
+        times, free = own_free(allocs, job.end, tk, tv)
+        k = bisect_right(times, now)
     fet = times[k] if k < len(times) else None
-    gs_now = gpu_seconds(job.allocations, job.end)
-    if (align(now, job.ddl) if fet is None else fet) >= end and job.ddl >= real_end:
+    if (a_ddl if fet is None else fet) >= end and job.ddl >= real_end:
         job.marginal = (q * (end - now) - gs_now) / (q - job.gpus)
         return
     value = marginal(job, now, times, free, n, q, gs_now)
     if value is None:
+        times, free = own_free(allocs, job.end, tk, tv)
         _lay(job, now, timeline, n, dict(zip(times, free)))
     else:
         job.marginal = value

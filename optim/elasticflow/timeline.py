@@ -81,7 +81,8 @@ class PlanJob:
 
     __slots__ = ("id", "job", "left", "ddl", "cap", "levels", "rate", "gpus", "allocations", "end", "real_end",
                  "next_gpus", "marginal", "next_allocations", "next_timeline", "next_end", "next_real_end", "running",
-                 "trial")
+                 "trial", "held", "held_end", "held_list", "held_gs", "seen",
+                 "seen_value")
 
     def __init__(self, status: JobStatus, cap: int):
         job = status.job
@@ -108,6 +109,12 @@ class PlanJob:
         self.next_end = 0.0
         self.next_real_end = 0.0
         self.trial = False
+        self.held: dict[float, int] | None = None  # the allocations the three below were read from
+        self.held_end = 0.0
+        self.held_list: list[tuple[float, int]] | None = None
+        self.held_gs = 0.0
+        self.seen: tuple[object, ...] | None = None  # what the last trial read (optim.elasticflow.trial)
+        self.seen_value: float | None = None
         return self
 
 

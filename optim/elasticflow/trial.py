@@ -19,13 +19,18 @@ from sim.elasticflow.vocabulary import align
 
 __all__ = ["own_free", "marginal"]
 
-def own_free(allocs: list[tuple[float, int]], end: float, tk: list[float],
-             tv: list[int]) -> tuple[list[float], list[int]]:
+def own_free(allocs: list[tuple[float, int]], end: float, tk: list[float], tv: list[int],
+             upto: float = math.inf) -> tuple[list[float], list[int]]:
     """Times and free GPUs of the timeline (``tk``, ``tv``) with a job's GPUs (its allocations in time order, held
-    until ``end``) given back, merged up to ``end``; after it the timeline's own keys follow unchanged."""
-    cut = bisect_right(tk, end)
+    until ``end``) given back, merged up to ``end``; after it the timeline's own keys follow unchanged. Only the keys
+    up to ``upto`` (the same as the whole one's up to there)."""
+    lim = end if end < upto else upto
+    cut = bisect_right(tk, lim)
     times, free = tk[:cut], tv[:cut]
-    for t in [t for t, _ in allocs if t < end] + [end]:  # a key at every change of the job's GPUs
+    edges = [t for t, _ in allocs if t < end and t <= upto]
+    if end <= upto:
+        edges.append(end)
+    for t in edges:  # a key at every change of the job's GPUs
         i = bisect_left(times, t)
         if i == len(times) or times[i] != t:
             times.insert(i, t)
@@ -33,16 +38,18 @@ def own_free(allocs: list[tuple[float, int]], end: float, tk: list[float],
     n_allocs = len(allocs)
     for a in range(n_allocs):
         t, g = allocs[a]
-        if g == 0 or t >= end:
+        if g == 0 or t >= end or t > upto:
             continue
         stop = allocs[a + 1][0] if a + 1 < n_allocs else end
-        i, j = bisect_left(times, t), bisect_left(times, min(stop, end))
+        i, j = bisect_left(times, t), bisect_left(times, stop if stop < end else end)
         free[i:j] = [v + g for v in free[i:j]]
     keep = [k for k in range(1, len(free)) if free[k] != free[k - 1]]
     times = [times[0]] + [times[k] for k in keep] if times else times
     free = [free[0]] + [free[k] for k in keep] if free else free
-    times.extend(tk[cut:])
-    free.extend(tv[cut:])
+    if end <= upto:
+        stop = bisect_right(tk, upto)
+        times.extend(tk[cut:stop])
+        free.extend(tv[cut:stop])
     return times, free
 
 
@@ -66,18 +73,28 @@ def marginal(job: PlanJob, now: float, times: list[float], free: list[int], n: i
     ruled out a job without GPUs and one that finishes at ``q`` before the first change."""
     if len(times) < 2 or times[0] != now or job.left <= 0:
         return None
-    ddl, rate = job.ddl, job.rate
-    a_ddl = align(now, ddl)
+    a_ddl = align(now, job.ddl)
     fet = times[1]
     if not fet < a_ddl:
         return None
-    left = job.left - (fet - now) * rate[q]
+    left = job.left - (fet - now) * job.rate[q]
     m = bisect_left(times, a_ddl)
     keys = times[1:m]
     keys.append(a_ddl)
     fit = _fitted(free[1:m], job.levels[-1])
     fit.append(_fitted([free[m] if m < len(times) and times[m] == a_ddl else free[m - 1]], job.levels[-1])[0])
-    periods = m - 1  # keys[0..periods-1] start the periods before the deadline; keys[periods] is the aligned deadline
+    seen = (now, q, job.left, gs_now, keys, fit)  # all the trial reads: the same as last time, the same value
+    if job.seen == seen:
+        return job.seen_value
+    job.seen = seen
+    job.seen_value = value = _backward(job, now, q, keys, fit, left, m - 1, n, gs_now)
+    return value
+
+
+def _backward(job: PlanJob, now: float, q: int, keys: list[float], fit: list[int], left: float, periods: int, n: int,
+              gs_now: float) -> float | None:
+    """``plan``'s backward fill from the aligned deadline, level by level, until one meets the iterations left."""
+    ddl, rate = job.ddl, job.rate
     dur = [keys[k + 1] - keys[k] for k in range(periods - 1)]
     dur.append(ddl - keys[periods - 1])
     most = max(fit[:periods])

@@ -58,6 +58,10 @@ class TimeModel:
     - ``ready(node, now)``: the VM of ``node`` (a ``NodeState``) finished booting.
     - ``revoked(now)``: a spot VM was revoked; its jobs wait again.
     - ``available(now)``: a recorded spot market can supply VMs again while jobs wait (``sim.spot_market``).
+
+    The run calls ``arrived``, ``completed``, ``ready``, ``revoked`` and ``available`` as the last act of the event
+    that caused them, so a model may decide within the hook, as if in an event of its own processed next, when no
+    other call is due at ``now`` (``Clock.soon``).
     - ``paced(st, now, slow)``: running job ``st`` runs ``slow`` times slower than alone from ``now`` on (a partner
       started on its GPUs or left them: co-location, ``ClusterRules.jobs_per_gpu``); ``st.slow`` is still the old
       pace. Account the work done at the old pace as the model counts it, set ``st.slow = slow`` and reschedule the

@@ -3,9 +3,13 @@ were placed on the booting VM), spot revocation, recorded spot market coming bac
 every ``ClusterRules.decision_interval`` seconds.
 
 Triggers falling at one instant are folded into one decision taken after every other event of that instant (its
-trigger names them all, e.g. ``arrival+completion``). A placed job runs until its work is done: its completion is
-due ``(1 - done) x runtime + restart overhead`` after it starts (once its VMs are ready). When a co-located job's
-partner arrives or leaves, its work so far is accounted at the old pace and its completion moved (``paced``).
+trigger names them all, e.g. ``arrival+completion``). A trigger with no other call due at its instant is decided at
+once, within its event (which the run ends with it, ``TimeModel``): the same decision, in the same order, as an event
+of its own processed next, without the cost of scheduling one.
+
+A placed job runs until its work is done: its completion is due ``(1 - done) x runtime + restart overhead`` after it
+starts (once its VMs are ready). When a co-located job's partner arrives or leaves, its work so far is accounted at
+the old pace and its completion moved (``paced``).
 
 A policy that leaves jobs waiting while nothing runs, nothing boots and no job is yet to arrive is asked once more
 (trigger ``stall``; with periodic decisions, after two idle ticks); if that plan starts nothing either, the run stops
@@ -18,7 +22,7 @@ import math
 from typing import TYPE_CHECKING
 
 from sim.clock import LAST, Call
-from sim.model import JobView
+from sim.state import job_view
 from sim.timing.base import Engine, TimeModel
 
 if TYPE_CHECKING:
@@ -45,7 +49,7 @@ class EventDriven(TimeModel):
             run.clock.at(run.clock.now + interval, self._on_periodic)
 
     def arrived(self, st: JobState, now: float) -> None:
-        self.run.world.add_waiting(JobView(st.job, st.est))
+        self.run.world.add_waiting(job_view(st.job, st.est, 0.0, None, None, None, (), None, 1.0, None))
         self._trigger(_ARRIVAL, now)
 
     def placed(self, st: JobState, true: float) -> None:
@@ -83,24 +87,33 @@ class EventDriven(TimeModel):
             run.clock.cancel(st.event)
         st.event = run.clock.at(begin + ((1.0 - st.done) * true * slow + st.overhead), run.complete, st)
 
-    def _trigger(self, bit: int, now: float) -> None:
-        """Fold ``bit`` into the decision at ``now``, scheduling it after every other event of this instant."""
-        if not self._pending:
+    def _trigger(self, bit: int, now: float, last: bool = True) -> None:
+        """Fold ``bit`` into the decision at ``now``, taken after every other event of this instant: at once if no
+        other call is due at ``now`` and the calling event does nothing after (``last``), else as an event."""
+        if self._pending:
+            self._pending |= bit
+            return
+        self._pending = bit
+        if last:
+            self.run.clock.soon(self._decide, LAST)
+        else:
             self.run.clock.at(now, self._on_decide, priority=LAST)
-        self._pending |= bit
 
     def _on_periodic(self, call: Call) -> None:
         if self.run.all_done:
             if self._pending:
                 self._pending |= _PERIODIC
             return
-        self._trigger(_PERIODIC, call.time)
+        self._trigger(_PERIODIC, call.time, last=False)
         self.run.clock.at(call.time + self._interval, self._on_periodic)
 
     def _on_decide(self, call: Call) -> None:
+        self._decide(call.time)
+
+    def _decide(self, now: float) -> None:
         mask, self._pending = self._pending, 0
         run = self.run
-        run.decide(_TRIGGER_NAMES[mask], call.time)
+        run.decide(_TRIGGER_NAMES[mask], now)
         world = run.world
         if (world.waiting and not world.running and not self._pending and not run.booting and not run.waking
                 and run.all_arrived):
@@ -109,6 +122,6 @@ class EventDriven(TimeModel):
                 self._idle_ticks += bool(mask & _PERIODIC)
                 if self._idle_ticks < 2:
                     return
-            run.decide("stall", call.time)
+            run.decide("stall", now)
             if not world.running:
-                raise run.stuck(call.time, "no event is pending")
+                raise run.stuck(now, "no event is pending")

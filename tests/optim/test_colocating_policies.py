@@ -88,6 +88,26 @@ def test_no_pair_when_the_slowed_host_makes_the_job_queued_behind_it_late(policy
         assert j.loc[0, "end_time"] == pytest.approx(118.0 if pairs_b else 100.0)
 
 
+@pytest.mark.parametrize("policy", POLICIES)
+def test_no_pair_that_holds_the_gpu_longer_than_waiting_for_it(policy) -> None:
+    """Two slots: A (100 s) and L (1000 s, shares with no one) run from 0; B (100 s, due 300) arrives at 10. At
+    slowdowns 2.2 the pair does less than one GPU's work: A ends at 10 + 2.2 * 90 = 208, B 10 s after, the VM held
+    118 s past A's end ($0.118), B on time. B waiting for A's GPU runs 100 to 200: $0.1, on time, so B must wait.
+    The MILP's waiting penalty prices waiting from the mean running end, (90 + 990) / 2 = 540 s on: B would end at
+    650, 350 s late ($3.6), which the pair beat; the pair now also has to beat running next on A's GPUs. At
+    slowdowns 1.2 (A ends at 118, B at 128: $0.028) B still joins A at 10."""
+    b = A.__class__(A.application, A.framework, A.iterations, A.batch_size, name="B")
+    long = A.__class__(A.application, A.framework, A.iterations, A.batch_size, name="L")
+    for slowdown, pairs_b in ((2.2, False), (1.2, True)):
+        jobs = [job(0, A, 0.0), job(2, long, 0.0), job(1, b, 10.0, deadline=300.0)]
+        sim = Simulation(cluster(2, (SMALL,), jobs_per_gpu=2), jobs, policy(),
+                         table(B_small_1=100.0, L_small_1=1000.0), interference=GivenPairs({"A+B": [slowdown] * 2}))
+        j = sim.run().jobs.set_index("job_id")
+        assert j.loc[1, "start_time"] == (10.0 if pairs_b else 100.0), f"slowdown {slowdown}"
+        assert j.loc[1, "end_time"] == pytest.approx(128.0 if pairs_b else 200.0)
+        assert j.loc[0, "end_time"] == pytest.approx(118.0 if pairs_b else 100.0)
+
+
 def test_the_queue_behind_a_host_is_a_list_schedule_by_deadline() -> None:
     """Two 1-GPU hosts ending at 30 and 50; waiting jobs due at 100, 200, 300 (40 s, 10 s, 20 s): the first takes the
     GPU freed at 30 (ends 70), the second the one freed at 50 (ends 60), the third the first to free again (at 60,

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from optim.common import config_table
 from optim.room import NodeIndex, Room
 from sim.catalogue import configurations, gpu
-from sim.model import NodeView, VMType
+from sim.model import NodeChanges, NodeView, VMType
 
 TYPES = (VMType("a2", gpu("V100"), 2, 1.0), VMType("a8", gpu("V100"), 8, 3.0), VMType("b4", gpu("T4"), 4, 1.0))
 CLASSES = (None, frozenset({"a2"}), frozenset({"a8"}), frozenset({"a2", "b4"}))
@@ -69,6 +69,39 @@ def test_the_index_follows_any_sequence_of_snapshots(history) -> None:
         same(index, scratch(nodes))
         direct_free = [nv.index for nv in nodes if nv.vm is None or nv.used_gpus == 0]
         assert sorted(n for v in index.free.values() for n in v) == direct_free
+
+
+@settings(max_examples=150, deadline=None)
+@given(cluster_history(), st.lists(st.booleans(), min_size=6, max_size=6))
+def test_the_index_follows_the_node_changes_it_is_told_even_when_it_skips_snapshots(history, skips) -> None:
+    classes, steps = history
+    index = NodeIndex(TABLE)
+    nodes = views(classes, steps[0])
+    changes = NodeChanges((), nodes, ())
+    index.follow(nodes, changes)
+    for state, skip in zip(steps[1:], skips):
+        new = views(classes, state, nodes)
+        changes = changes.then(new, tuple(i for i, (a, b) in enumerate(zip(nodes, new)) if a is not b))
+        nodes = new
+        if not skip:  # a policy that returns early follows no snapshot
+            index.follow(nodes, changes)
+            same(index, scratch(nodes))
+    index.follow(nodes, changes)
+    same(index, scratch(nodes))
+
+
+def test_node_changes_name_the_views_that_are_new_since_a_tuple_they_know() -> None:
+    a = tuple(NodeView(i) for i in range(4))
+    b = (a[0], NodeView(1, used_gpus=1), a[2], a[3])
+    c = (b[0], b[1], b[2], NodeView(3, used_gpus=2))
+    changes = NodeChanges((), a, ()).then(b, (1,)).then(c, (3,))
+    assert changes.since(c) == set() and changes.since(b) == {3} and changes.since(a) == {1, 3}
+    assert changes.since(tuple(a)) is not None  # the same tuple object (tuple() of a tuple is that tuple)
+    assert changes.since(tuple(list(a))) is None  # an equal tuple it never issued: unknown
+    far = changes
+    for _ in range(NodeChanges.KEEP):
+        far = far.then(c, ())
+    assert far.since(a) is None and far.since(c) == set()
 
 
 @settings(max_examples=150, deadline=None)

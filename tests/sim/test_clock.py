@@ -104,3 +104,24 @@ def test_a_call_is_a_triggered_simpy_event_carrying_its_value():
     assert call.triggered and call.ok and call.value == {"x": 1} and call.env is clock.env
     clock.run()
     assert seen == [call] and call.processed and clock.now == 3.0
+
+
+def test_soon_runs_at_once_when_nothing_else_is_due_now_else_after_what_is():
+    clock, log = Clock(), []
+
+    def first(call):
+        log.append(("first", clock.now))
+        clock.at(5.0, lambda c: log.append(("later", clock.now)))
+        clock.soon(lambda now: log.append(("soon-alone", now)), LAST)  # nothing else due at 1: at once
+        log.append(("after-soon", clock.now))
+
+    def second(call):
+        clock.at(2.0, lambda c: log.append(("same-instant", clock.now)))
+        clock.soon(lambda now: log.append(("soon-after", now)), LAST)  # waits for the call due at 2
+
+    clock.at(1.0, first)
+    clock.at(2.0, second)
+    clock.run()
+    assert log == [("first", 1.0), ("soon-alone", 1.0), ("after-soon", 1.0), ("same-instant", 2.0),
+                   ("soon-after", 2.0), ("later", 5.0)]
+    assert clock.calls == 6  # the call run at once is counted as a call

@@ -8,6 +8,7 @@ import csv
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import optim
@@ -268,3 +269,33 @@ def test_every_hand_out_trial_costs_what_plan_lays(monkeypatch, trace, gpu, serv
                         optim.build("elasticflow"))
     assert len(laid) > 1000 and sum(laid) > 0.8 * len(laid)  # the lists' path is the usual one
     assert sum(r.status == "done" for r in records) > 0
+
+
+def test_a_run_with_every_trial_laid_by_plan_decides_the_same(monkeypatch):
+    # the whole run, not only each value: with every trial laid by plan on the whole own timeline (no lists, no
+    # reuse of a trial that read the same), every job's GPUs, completion and verdict are the same
+    import optim.elasticflow.elasticflow as ef
+
+    jobs, cluster = trace_jobs("cluster10", "A100"), ReplayCluster(32, 8, "A100-40GB")
+    fast, _ = replay(jobs, cluster, optim.build("elasticflow"))
+    monkeypatch.setattr(ef, "marginal", lambda *a: None)
+    laid, _ = replay(jobs, cluster, optim.build("elasticflow"))
+    assert [(r.status, r.finish, r.on_time, r.segments) for r in fast] == \
+        [(r.status, r.finish, r.on_time, r.segments) for r in laid]
+
+
+def test_the_own_timeline_up_to_a_time_is_the_whole_ones_beginning():
+    # a trial reads its own free-GPU timeline up to its aligned deadline only: that part equals the whole timeline's
+    from optim.elasticflow.trial import own_free
+
+    rng = np.random.default_rng(0)
+    for _ in range(2000):
+        tk = sorted(float(t) for t in rng.choice(np.arange(0, 2000, 60), rng.integers(1, 12), replace=False))
+        tv = [int(v) for v in rng.integers(-2, 17, len(tk))]
+        at = sorted(float(t) for t in rng.choice(np.arange(0, 2000, 30), rng.integers(0, 5), replace=False))
+        allocs = [(t, int(g)) for t, g in zip(at, rng.integers(0, 9, len(at)))]
+        end, upto = float(rng.choice(np.arange(0, 2100, 30))), float(rng.choice(np.arange(0, 2100, 30)))
+        times, free = own_free(allocs, end, tk, tv)
+        part = own_free(allocs, end, tk, tv, upto)
+        k = sum(t <= upto for t in times)
+        assert part == (times[:k], free[:k]), (allocs, end, upto, tk, tv)

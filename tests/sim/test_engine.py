@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pandas as pd
@@ -228,3 +229,37 @@ def test_events_count_every_simpy_event_including_a_cancelled_completion():
     sim.run()
     arrivals, decisions, completions = 2, 4, 3  # decisions at t = 0, 10, 60, 150; job 0's first completion cancelled
     assert sim.events == arrivals + decisions + completions
+
+
+def test_node_changes_name_exactly_the_views_the_engine_made_anew():
+    seen = []
+    pol = Scripted(lambda s: (seen.append(s), FirstFit().decide(s))[1])
+    jobs = [job(i, A if i % 2 else B, 7.0 * i) for i in range(12)]
+    run(jobs, pol, n=3, types=(SMALL, SLOW))
+    assert len(seen) > 10
+    for before, after in zip(seen, seen[1:]):
+        changes = after.node_changes
+        assert changes is not None and changes.after is after.nodes
+        assert changes.since(before.nodes) == {i for i, (a, b) in enumerate(zip(before.nodes, after.nodes))
+                                               if a is not b}
+    assert any(changes.since(s.nodes) for s in seen[:-1])
+
+
+def test_positional_views_are_the_keyword_ones():
+    from sim.model import JobView, NodeView, positional
+    spec = job(3, A, 1.0)
+    est = table().runtimes([A], cluster(1).configs)[0]
+    assert positional(JobView)(spec, est, 0.5, 2, 1, 4.0, ((2, 1),), 7, 1.5, None) == JobView(
+        spec, est, done=0.5, node=2, config=1, since=4.0, parts=((2, 1),), partner=7, pace=1.5)
+    assert positional(NodeView)(4, frozenset({"small"}), SMALL, 3.0, 1, True, None) == NodeView(
+        4, allowed=frozenset({"small"}), vm=SMALL, ready_at=3.0, used_gpus=1, fixed=True)
+    assert positional(NodeView)(4) == NodeView(4)  # fields with defaults may be left out (a field added later)
+    with pytest.raises(TypeError, match="__post_init__"):
+        positional(Plan)
+    with pytest.raises(TypeError, match="not a slot"):
+        positional(_Loose)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Loose:
+    x: int
