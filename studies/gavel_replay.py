@@ -20,26 +20,30 @@ import pandas as pd
 from experiments.scenario import build_policy, validate_scenario
 from experiments.scenario.loading import raise_problems, read_yaml
 
-__all__ = ["GAVEL_DIR", "REPLAY", "POLICIES", "CASES", "PLOTTED", "VARIANTS", "build", "replay", "write_trace",
-           "reference", "agreement", "agreement_table", "effects_table", "scatter", "main"]
+__all__ = ["GAVEL_DIR", "REPLAY", "POLICIES", "PACKED", "CASES", "PLOTTED", "VARIANTS", "build", "replay",
+           "write_trace", "reference", "agreement", "agreement_table", "effects_table", "scatter", "main"]
 
 GAVEL_DIR = Path(__file__).resolve().parents[1] / "experiments" / "gavel"
 REPLAY = GAVEL_DIR / "replay.yaml"
 POLICIES = ("fifo_perf", "max_min_fairness_perf", "max_min_fairness", "finish_time_fairness_perf",
             "finish_time_fairness", "min_total_duration_perf", "min_total_duration", "isolated", "allox", "gandiva")
 """Gavel's policies with reference runs, in the order of the tables."""
-CASES = tuple((t, p) for t in ("d.trace", "e.trace") for p in POLICIES if (t, p) != ("e.trace", "allox"))
+PACKED = ("fifo_packed", "max_min_fairness_packed", "finish_time_fairness_packed", "min_total_duration_packed")
+"""Gavel's packing policies with reference runs (``gandiva`` packs too)."""
+CASES = tuple((t, p) for t in ("d.trace", "e.trace") for p in POLICIES + PACKED
+              if (t, p) != ("e.trace", "allox") and (t == "d.trace" or p not in PACKED[1:]))
 """The traces and policies Gavel's reference results cover (on 4:4:4; Gavel's AlloX fails on e.trace's multi-GPU
-jobs)."""
+jobs, and its LP packing policies crash on e.trace's mix of GPU counts)."""
 PLOTTED = ("fifo_perf", "max_min_fairness_perf")
 """The policies of the per-job scatter plot."""
 
 
 def build(trace: str | Path, policy: str, seed: int = 0, policy_params: dict[str, Any] | None = None,
-          **cluster: Any) -> tuple[Any, list[Any], Any, Any, Any]:
-    """(cluster, jobs, policy, estimator, truth) of replaying ``trace`` (a Gavel trace; relative paths from
-    ``experiments/gavel``) with ``policy`` (and ``policy_params``) on the replay scenario, its cluster fields
-    overridden by ``cluster`` (e.g. ``rounds={"length": 360, "effects": False}``)."""
+          **cluster: Any) -> tuple[Any, list[Any], Any, Any, Any, Any, Any]:
+    """(cluster, jobs, policy, estimator, truth, interference told, true interference) of replaying ``trace`` (a
+    Gavel trace; relative paths from ``experiments/gavel``) with ``policy`` (and ``policy_params``) on the replay
+    scenario, its cluster fields overridden by ``cluster`` (e.g. ``rounds={"length": 360, "effects": False}``);
+    a packing policy gets co-location (``Scenario.for_policy``)."""
     src = read_yaml(REPLAY, "scenario file")
     data = copy.deepcopy(src.data)
     data["workload"]["trace"]["path"] = str(trace)
@@ -49,12 +53,14 @@ def build(trace: str | Path, policy: str, seed: int = 0, policy_params: dict[str
     sc, problems = validate_scenario(data, str(REPLAY), GAVEL_DIR)
     raise_problems(src, problems)
     assert sc is not None and sc.policies is not None
+    sc = sc.for_policy(policy)
     estimator, truth = sc.predictors()
     c = sc.build_cluster()
     policy = build_policy(sc.policies[0])
     if "seed" in policy.param_names() and "seed" not in (policy_params or {}):  # as the runner does
         policy = type(policy)(**{**policy.get_params(), "seed": seed})
-    return c, sc.build_jobs(seed, truth, c.configs), policy, estimator, truth
+    told, true_pairs = sc.interference()
+    return c, sc.build_jobs(seed, truth, c.configs), policy, estimator, truth, told, true_pairs
 
 
 def replay(trace: str | Path, policy: str, seed: int = 0, policy_params: dict[str, Any] | None = None,
@@ -62,8 +68,8 @@ def replay(trace: str | Path, policy: str, seed: int = 0, policy_params: dict[st
     """The ``sim.engine.RunResult`` of the replay ``build`` describes."""
     from sim.engine import Simulation
 
-    c, jobs, pol, estimator, truth = build(trace, policy, seed, policy_params, **cluster)
-    return Simulation(c, jobs, pol, estimator, truth).run()
+    c, jobs, pol, estimator, truth, told, true_pairs = build(trace, policy, seed, policy_params, **cluster)
+    return Simulation(c, jobs, pol, estimator, truth, interference=told, true_interference=true_pairs).run()
 
 
 def write_trace(path: str | Path, jobs: int, lam: float, seed: int, multi_gpu: bool = False) -> Path:

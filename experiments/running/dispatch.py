@@ -27,6 +27,12 @@ machine (where a tiny run's wall time is ten times its CPU) does not shrink chun
 back together, so a SIGKILL of the command loses at most about this much of a worker's finished work."""
 MAX_CHUNK = 64
 """Runs in one Dask task at most."""
+LOCAL_QUIET = {"distributed.worker.profile.enabled": False, "distributed.admin.tick.interval": "1s",
+               "distributed.worker.memory.monitor-interval": "1s", "distributed.admin.system-monitor.interval": "5s"}
+"""Dask settings of a ``local:N`` cluster: no statistical profiler (it feeds the dashboard, which is off), and its
+event-loop, memory and system monitors every second or five instead of every 20-500 ms. An idle ``local:2`` cluster
+burnt 57-60 ms of CPU per second with Dask's defaults, 9.7 with these (``benchmarks/sweep_scale.py`` counts that
+CPU as overhead per run, large when a loaded machine runs few runs per second)."""
 
 
 def _run_single_thread(task: Task) -> tuple[str | None, float, bytes | None]:
@@ -100,10 +106,15 @@ def _run_dask(tasks: list[Task], on_outcome: Callable[[Outcome], None], address:
         except ValueError:
             raise CapsimError(f"--dask {address!r}: expected local:N with N a number of workers") from None
         quiet_resource_tracker()
-        with sigint_blocked():  # inherited by the workers
-            cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
-                                   local_directory=tmp)
-            client = Client(cluster)
+        dask.config.set(LOCAL_QUIET)  # the workers are given the command's settings
+        try:
+            with sigint_blocked():  # inherited by the workers
+                cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+                                       local_directory=tmp)
+                client = Client(cluster)
+        except BaseException:  # a signal while the cluster starts: its workers do not die with us yet
+            _kill_workers()
+            raise
     else:
         try:
             client = Client(address, timeout=20)
@@ -140,18 +151,24 @@ def _run_dask(tasks: list[Task], on_outcome: Callable[[Outcome], None], address:
         _close(client, cluster)
 
 
+def _kill_workers() -> None:
+    """Kill a local cluster's worker processes (this process's multiprocessing children), not waiting for them."""
+    import multiprocessing as mp
+
+    for p in mp.active_children():
+        p.kill()
+
+
 def _close(client: Any, cluster: Any) -> None:
     """Close the client, and a local cluster by killing its worker processes first (quiet and fast)."""
     import logging
-    import multiprocessing as mp
 
     logger = logging.getLogger("distributed")
     level = logger.level
     logger.setLevel(logging.CRITICAL)
     try:
         if cluster is not None:
-            for p in mp.active_children():
-                p.kill()
+            _kill_workers()
         client.close(timeout=2)
         if cluster is not None:
             cluster.close(timeout=2)

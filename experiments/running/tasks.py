@@ -133,6 +133,7 @@ def execute(task: Task, single_thread: bool = False) -> Outcome:
     try:
         sc = task.scenario_obj()
         spec = PolicySpec.model_validate(task.policy)
+        sc = sc.for_policy(spec.kind)
         estimator, truth = sc.predictors()
         cluster = sc.build_cluster()
         jobs = sc.build_jobs(task.seed, truth, cluster.configs)

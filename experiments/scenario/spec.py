@@ -214,6 +214,16 @@ class Scenario(StrictModel):
 
         return replace(cluster, rules=replace(cluster.rules, jobs_per_gpu=2))
 
+    def for_policy(self, kind: str) -> Scenario:
+        """The scenario a run of policy ``kind`` uses: this one, except that a policy that packs jobs in pairs on a
+        GPU (Gavel's packing policies, ``packs``) gets co-location with Gavel's measured pairs (``table``) when the
+        scenario does not name co-location, so that a Gavel replay needs nothing but the policy's name."""
+        from experiments.scenario.outside import policy_class
+
+        if self.colocation is not None or not getattr(policy_class(kind), "packs", False):
+            return self
+        return self.model_copy(update={"colocation": ColocationSpec()})
+
     def interference(self) -> tuple[Any, Any]:
         """(the interference model the policies are told, the truth's), or (None, None) without co-location."""
         return self.colocation.models() if self.colocation is not None else (None, None)

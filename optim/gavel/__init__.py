@@ -1,4 +1,5 @@
-"""Gavel's heterogeneity-aware time-sliced policies (``fifo_perf``, ``max_min_fairness_perf``, ``gavel_fifo``): the
-allocations (``allocation``), the round mechanism they share (``mechanism``) and the policies (``policies``)."""
+"""Gavel's policies on its round mechanism: the allocations (``allocation``, ``fairness``, ``packed_alloc``), the round
+mechanism they share (``mechanism``; with pairs of jobs on a GPU, ``packed``) and the policies (``policies``,
+``packed_policies``)."""
 
-from optim.gavel import policies  # noqa: F401  (registers fifo_perf, max_min_fairness_perf, gavel_fifo)
+from optim.gavel import packed_policies, policies  # noqa: F401  (registers Gavel's policies)

@@ -5,10 +5,42 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["JobTable"]
+__all__ = ["JobTable", "Rows"]
 
 
-class JobTable:
+class Rows:
+    """Rows in arrays (``_COLUMNS``, the first one's length the capacity) that are dropped lazily: ``alive`` marks the
+    rows still known, ``row`` maps a key to its row, ``size`` counts the rows used."""
+
+    _COLUMNS: tuple[str, ...] = ()
+    size: int
+    row: dict
+    alive: np.ndarray
+
+    def _alloc_arrays(self, cap: int) -> None:
+        raise NotImplementedError
+
+    def _rekey(self) -> None:
+        raise NotImplementedError
+
+    def live(self) -> np.ndarray:
+        """Rows still known, in the order they were added."""
+        if self.size > 64 and 2 * len(self.row) < self.size:
+            self._compact(grow=False)
+        return np.flatnonzero(self.alive[: self.size])
+
+    def _compact(self, grow: bool) -> None:
+        keep = np.flatnonzero(self.alive[: self.size])
+        old = {c: getattr(self, c) for c in self._COLUMNS}
+        cap = len(old[self._COLUMNS[0]])
+        self._alloc_arrays(max(64, 2 * len(keep)) if grow or 2 * len(keep) > cap else cap)
+        for c, a in old.items():
+            getattr(self, c)[: len(keep)] = a[keep]
+        self.size = len(keep)
+        self._rekey()
+
+
+class JobTable(Rows):
     """Rows of the jobs the mechanism knows, in admission order (the order of Gavel's priority lists).
 
     Per row: ``ids``; per server type ``rate`` (throughput, 0 where the job cannot run), ``sf`` (its GPUs there),
@@ -65,17 +97,5 @@ class JobTable:
     def drop(self, jid: int) -> None:
         self.alive[self.row.pop(jid)] = False
 
-    def live(self) -> np.ndarray:
-        """Rows of the jobs still known, in admission order."""
-        if self.size > 64 and 2 * len(self.row) < self.size:
-            self._compact(grow=False)
-        return np.flatnonzero(self.alive[: self.size])
-
-    def _compact(self, grow: bool) -> None:
-        keep = np.flatnonzero(self.alive[: self.size])
-        old = {c: getattr(self, c) for c in self._COLUMNS}
-        self._alloc_arrays(max(64, 2 * len(keep)) if grow or 2 * len(keep) > len(self.ids) else len(self.ids))
-        for c, a in old.items():
-            getattr(self, c)[: len(keep)] = a[keep]
-        self.size = len(keep)
+    def _rekey(self) -> None:
         self.row = {int(j): r for r, j in enumerate(self.ids[: self.size])}

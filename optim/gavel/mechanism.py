@@ -98,6 +98,11 @@ class TimeSliced(Policy):
     def forget(self, jobs: list[int]) -> None:
         """Jobs that left since the last decision (a hook for allocations that keep per-job state)."""
 
+    def alone(self, job: int) -> bool:
+        """Whether the job's time since the last decision is credited to itself (a hook: the packing mechanism
+        credits a pair's time to the pair)."""
+        return True
+
     def ages(self, rows: np.ndarray) -> np.ndarray:
         """Seconds since each job's submission, at the recompute under way (Gavel's ``times_since_start``)."""
         return self._now - self._table.arrival[rows]
@@ -202,7 +207,7 @@ class TimeSliced(Policy):
             if r is not None and t.type[r] >= 0:
                 ran = jv.at(s.time).done - t.done[r]
                 w = self._index.get(configs[where(jv)[1]].vm.name, -1)
-                if ran > 0 and w >= 0:
+                if ran > 0 and w >= 0 and self.alone(jv.job.id):
                     runtime = float(jv.estimates[jv.config])
                     if start is None:
                         t.received[r, w] += ran * runtime

@@ -1,90 +1,13 @@
-"""The allocations of Gavel's ``gandiva`` (random pairing with introspection) and ``allox`` (min-sum completion time
-by a bipartite matching), each with the state it keeps between calls (POLICIES.md §5–§6 of the Gavel notes;
-``docs/gavel.md``). Arrays as in ``optim.gavel.allocation``; ``ids`` are the jobs' ids, in job order.
+"""The allocation of Gavel's ``allox`` (min-sum completion time by a bipartite matching), with the state it keeps
+between calls (POLICIES.md §6 of the Gavel notes; ``docs/gavel.md``); Gandiva's pairing is in
+``optim.gavel.packed_alloc``. Arrays as in ``optim.gavel.allocation``; ``ids`` are the jobs' ids, in job order.
 """
 
 from __future__ import annotations
 
-import random
-
 import numpy as np
 
-from optim.gavel.fairness import isolated
-
-__all__ = ["Pairing", "AlloX"]
-
-
-class Pairing:
-    """Gandiva's pairing map as Gavel keeps it: job → its partner (None: alone), and the random stream its pairs
-    are drawn from (CPython's ``random.Random(seed)``, as Gavel's, so the same seed draws the same pairs)."""
-
-    def __init__(self, seed: int):
-        self.rng = random.Random(seed)
-        self.partner: dict[int, int | None] = {}
-
-    def allocate(self, ids: list[int], sf: np.ndarray, gpus: np.ndarray, packs: np.ndarray) -> np.ndarray:
-        """One call of Gavel's ``GandivaPolicy``.
-
-        1. Entries whose job or partner left are dropped, and so is every entry Gavel's introspection rejects: a job
-           alone scores 0, and so does a pair that cannot be co-located (``packs[j]`` False: in Gavel's throughput
-           table every pair of multi-GPU jobs has co-located rate 0).
-        2. If the jobs' GPUs fit in the cluster, X is ``isolated`` over the jobs.
-        3. Otherwise the jobs not in a pair are drawn into pairs: as many draws as such jobs, each
-           ``rng.sample(jobs, 2)``, kept only if both take as many GPUs; the rest stay alone. Every combination (a
-           pair or a job alone) gets ``isolated``'s share over the combinations; a job in a pair gets no share of
-           its own.
-
-        capsim cannot co-locate two jobs on a GPU. A pair that would be packed (``packs``) is time-sliced instead:
-        each of its jobs gets the pair's share. A pair that cannot be packed runs, as in Gavel, neither as a pair
-        nor alone (its jobs get no share and run only on GPUs left over)."""
-        n = len(ids)
-        x = np.zeros((n, len(gpus)))
-        if n == 0:
-            return x
-        present = set(ids)
-        pos = {j: k for k, j in enumerate(ids)}
-        drop: list[int | None] = []
-        for j, other in self.partner.items():
-            if j not in present or (other is not None and other not in present) or other is None or not (
-                    packs[pos[j]] and packs[pos[other]]):
-                drop += [j, other]
-        for gone in drop:
-            if gone is not None:
-                self.partner.pop(gone, None)
-        s = sf.max(axis=1)
-        if float(s.sum()) <= float(gpus.sum()):
-            return isolated(sf, gpus)
-        alone = [j for j in sorted(ids) if j not in self.partner]
-        for _ in range(len(alone)):
-            if len(alone) <= 1:
-                break
-            a, b = self.rng.sample(alone, 2)
-            if s[pos[a]] != s[pos[b]]:
-                continue
-            alone.remove(a)
-            alone.remove(b)
-            self.partner[a], self.partner[b] = b, a
-        for j in alone:
-            self.partner[j] = None
-        combos = [(j, o) for j, o in self.partner.items() if o is None or j < o]
-        share = isolated(np.array([sf[pos[j]] for j, _ in combos]), gpus)
-        for (j, o), row in zip(combos, share):
-            if o is None:
-                x[pos[j]] = row
-            elif packs[pos[j]] and packs[pos[o]]:
-                x[pos[j]] = x[pos[o]] = row
-        return x
-
-    def forget(self, gone: list[int]) -> list[int]:
-        """Dissolve the pairs of jobs that left (Gavel deletes a pair's entries when one of its jobs completes);
-        returns the partners left behind, which lose their share until the next call."""
-        alone = []
-        for j in gone:
-            other = self.partner.pop(j, None)
-            if other is not None and self.partner.get(other) == j:
-                del self.partner[other]
-                alone.append(other)
-        return alone
+__all__ = ["AlloX"]
 
 
 class AlloX:

@@ -1,5 +1,5 @@
 """Gavel's policies on the shared round mechanism (``optim.gavel.mechanism``), under Gavel's names: the
-heterogeneity-aware ``*_perf`` policies, the heterogeneity-agnostic ones, ``isolated``, ``gandiva`` and ``allox``;
+heterogeneity-aware ``*_perf`` policies, the heterogeneity-agnostic ones, ``isolated`` and ``allox``;
 Gavel's ``fifo`` as ``gavel_fifo``; and the corrected models of two Gavel defects (``*_runnable``). Each is an
 allocation (``allocation``, ``fairness``, ``packing``) and, where Gavel's policy remembers something between calls,
 that state. ``docs/gavel.md`` lists them with what each reproduces and where it departs."""
@@ -20,12 +20,12 @@ from optim.gavel.fairness import (
     min_total_duration,
 )
 from optim.gavel.mechanism import JobTable, TimeSliced
-from optim.gavel.packing import AlloX, Pairing
+from optim.gavel.packing import AlloX
 from sim.model import CapsimError
 
 __all__ = ["FifoPerf", "FifoPerfRunnable", "MaxMinFairnessPerf", "MaxMinFairnessPerfRunnable", "GavelFifo",
            "MaxMinFairness", "FinishTimeFairnessPerf", "FinishTimeFairness", "MinTotalDurationPerf",
-           "MinTotalDuration", "Isolated", "Gandiva", "AllocX"]
+           "MinTotalDuration", "Isolated", "AllocX"]
 
 
 @register("fifo_perf")
@@ -181,32 +181,6 @@ class MinTotalDuration(MinTotalDurationPerf):
 
     agnostic: ClassVar[bool] = True
     shuffled: ClassVar[bool] = True
-
-
-@register("gandiva")
-class Gandiva(TimeSliced):
-    """Gavel's ``gandiva``: jobs alone share the cluster equally while they fit; when they do not, jobs of equal GPU
-    counts are paired at random (from the run's seed) and pairs that cannot be co-located are split again at the next
-    recompute (``optim.gavel.packing.Pairing``). capsim does not co-locate jobs on a GPU: a pair Gavel would pack
-    is time-sliced (docs/gavel.md)."""
-
-    _pairs: Pairing
-
-    def allocate(self, table: JobTable, rows: np.ndarray, gpus: np.ndarray) -> np.ndarray:
-        sf = table.sf[rows].astype(float)
-        packs = sf.max(axis=1) == 1  # Gavel's table co-locates no multi-GPU pair
-        return self._pairs.allocate(table.ids[rows].tolist(), sf, gpus, packs)
-
-    def forget(self, jobs: list[int]) -> None:
-        t = self._table
-        for j in self._pairs.forget(jobs):
-            r = t.row.get(j)
-            if r is not None:
-                t.alloc[r] = 0.0
-
-    def _restart(self) -> None:
-        super()._restart()
-        self._pairs = Pairing(self.seed)
 
 
 @register("allox")

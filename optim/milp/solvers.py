@@ -13,7 +13,7 @@ import logging
 import math
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -157,6 +157,34 @@ def _highs_outcome(m: Any) -> SolveOutcome:
     return SolveOutcome(limit, reason=f"HiGHS: {why} without an incumbent", incumbent=False)
 
 
+def _objective_mismatch(h: Any) -> str | None:
+    """Why HiGHS's answer cannot be trusted, or None: the objective it reports must be what its column values cost.
+
+    HiGHS 1.16 can evaluate a warm start in presolve's reduced space, where it is worth less than in the model, then
+    report the reduced-space objective (and a gap of 0) while handing back the start's own column values
+    (docs/milp.md, "Solvers, options and failure handling")."""
+    lp = h.getLp()
+    values = np.asarray(h.getSolution().col_value, dtype=float)
+    cost = np.asarray(lp.col_cost_, dtype=float)
+    if len(values) != len(cost):
+        return f"HiGHS returned {len(values)} column values for {len(cost)} columns"
+    reported = float(h.getInfo().objective_function_value)
+    priced = float(lp.offset_) + float(cost @ values)
+    if abs(priced - reported) <= _OBJECTIVE_TOL * max(1.0, abs(reported), abs(priced)):
+        return None
+    return f"HiGHS reported objective {reported:.9g} but its column values cost {priced:.9g}"
+
+
+_OBJECTIVE_TOL = 1e-6
+"""Relative tolerance between HiGHS's reported objective and the cost of its column values (rounding only)."""
+
+
+def _rejected(mismatch: str, again: SolveOutcome) -> SolveOutcome:
+    """The outcome of the solve run again without the warm start, its reason saying why the first was rejected."""
+    note = f"warm_start_rejected: {mismatch}; solved again without the start"
+    return replace(again, reason=f"{note}; {again.reason}" if again.reason else note)
+
+
 def _highs_direct(
     model: Model,
     time_limit: float | None,
@@ -206,6 +234,11 @@ def _highs_direct(
     h.run()
     out = _highs_outcome(h)
     if out.usable:
+        mismatch = _objective_mismatch(h)
+        if mismatch is not None:
+            if not (warm_start and model.start is not None):
+                return SolveOutcome("error", reason=mismatch)
+            return _rejected(mismatch, _highs_direct(model, time_limit, gap, threads, False, msg, options, node_limit))
         values = list(h.getSolution().col_value)
         model.values = np.array(values, dtype=float)
         obj = lp.constant
@@ -286,6 +319,7 @@ def solve(
         raise
     except Exception as e:  # noqa: BLE001  (any solver set-up failure is a fallback, not a crash)
         return SolveOutcome("error", reason=f"{type(e).__name__}: {e}")
+    mismatch: str | None = None
     try:
         if not s.available():
             return SolveOutcome("missing_solver", reason=f"solver {solver!r} is not available ({path or 'default'})")
@@ -296,6 +330,7 @@ def solve(
             out = _read_cbc(problem, "time_limit" if clock else ("work_limit" if node_limit is not None else None))
         else:
             out = (_read_highs if solver == "highs" else _read_gurobi)(problem)
+            mismatch = _objective_mismatch(problem.solverModel) if solver == "highs" and out.usable else None
     except Exception as e:  # noqa: BLE001
         if _licence_error(e):
             return SolveOutcome("licence", reason=f"Gurobi licence too small: {e}")
@@ -306,6 +341,11 @@ def solve(
                 s.close()
             except Exception:  # noqa: BLE001
                 pass
+    if mismatch is not None:
+        if not warm_start:
+            return SolveOutcome("error", reason=mismatch)
+        again = solve(model, solver, time_limit, gap, threads, False, path, msg, options, node_limit)
+        return _rejected(mismatch, again)
     if out.usable:
         try:
             obj = pulp.value(problem.objective)

@@ -10,22 +10,53 @@ import pytest
 
 from experiments.scenario import load_scenario, registered_policies
 from sim.model import CapsimError
-from studies.gavel_replay import CASES, REPLAY, agreement, reference, replay
+from studies.gavel_replay import CASES, PACKED, REPLAY, agreement, reference, replay
 
 from .conftest import small_scenario, write_yaml
 
 
-@pytest.mark.parametrize("trace, policy", [c for c in CASES if c[1] != "gandiva"])
+@pytest.mark.parametrize("trace, policy", CASES)
 def test_capsim_agrees_with_gavel_on_its_traces(trace, policy):
     """Within 2 % of Gavel's average JCT and makespan, median per-job relative JCT error at most 2 %, and the jobs
-    Gavel drops (its failed-micro-task quirk) are the ones capsim reports it would drop. (``gandiva`` co-locates
-    pairs of jobs on a GPU, which capsim does not model: docs/gavel.md.)"""
+    Gavel drops (its failed-micro-task quirk) are the ones capsim reports it would drop. ``gandiva`` and the
+    ``*_packed`` policies co-locate pairs of jobs on a GPU (Gavel's packing, switched on by the policy's name)."""
     a = agreement(trace, policy)
     assert abs(a["avg_jct"] / a["gavel_avg_jct"] - 1) <= 0.02
     assert abs(a["makespan"] / a["gavel_makespan"] - 1) <= 0.02
     assert a["median_error"] <= 0.02
     assert a["dropped"] == a["gavel_dropped"]
     assert abs(a["utilisation"] - a["gavel_utilisation"]) <= 0.03
+
+
+@pytest.mark.parametrize("policy", PACKED[1:])
+def test_gavels_lp_packing_policies_refuse_e_trace_where_gavel_crashes(policy):
+    """Gavel's LP packing policies crash on e.trace at t = 2,519.8 s, when 7 one-GPU jobs and one 4-GPU job are
+    active; capsim stops there with one clear error naming the corrected model, which runs the trace."""
+    with pytest.raises(CapsimError, match=f"7 of 1 GPU, 1 of 4 GPUs.*'{policy}_mixed'"):
+        replay("e.trace", policy)
+
+
+def test_a_packed_lp_without_an_answer_falls_back_to_jobs_alone_and_says_so(monkeypatch):
+    from optim.gavel.packed_lp import LPFailed
+    from optim.gavel.packed_policies import MaxMinFairnessPacked
+
+    def fail(*args):
+        raise LPFailed("no answer (test)")
+
+    monkeypatch.setattr(MaxMinFairnessPacked, "solve", fail)
+    r = replay("d.trace", "max_min_fairness_packed")
+    assert r.jobs.end_time.notna().all() and len(r.jobs) == 40
+    fell = r.decisions[r.decisions.fallback.notna()]
+    assert len(fell) > 0 and (fell.fallback == "isolated").all() and fell.reason.str.contains("no answer").all()
+    assert r.summary["colocated_share"] == 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("policy", PACKED[1:])
+def test_the_corrected_lp_packing_policies_run_a_mix_of_gpu_counts(policy):
+    r = replay("e.trace", f"{policy}_mixed")
+    assert len(r.jobs) == 80 and r.jobs.end_time.notna().all()
+    assert r.summary["colocated_share"] > 0
 
 
 def test_without_round_effects_decisions_are_event_driven():
@@ -113,6 +144,6 @@ def test_held_out_traces_replay_within_the_engine_invariants(seed, tmp_path):
     path = write_trace(tmp_path / "held_out.trace", 60, 300.0, seed, multi_gpu=True)
     for policy in ("fifo_perf", "max_min_fairness_perf", "gavel_fifo"):
         for rounds in (360, {"length": 360, "effects": False}):
-            c, jobs, pol, est, truth = build(path, policy, rounds=rounds)
+            c, jobs, pol, est, truth, _, _ = build(path, policy, rounds=rounds)
             r = Simulation(c, jobs, pol, est, truth).run()
             check(World(c, jobs, est, None if truth is est else truth, seed), r)

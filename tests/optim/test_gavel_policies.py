@@ -15,7 +15,7 @@ import optim
 from optim.gavel import ipm
 from optim.gavel.allocation import max_min_fairness
 from optim.gavel.fairness import FinishTimeState, horizon, isolated, min_total_duration
-from optim.gavel.packing import AlloX, Pairing
+from optim.gavel.packing import AlloX
 from predictors.table import TablePredictor
 from sim.catalogue import gpu
 from sim.cluster import Cluster, NodeSlot
@@ -163,25 +163,6 @@ def test_allox_matches_jobs_to_gpus_by_least_total_completion_time():
 def test_allox_refuses_a_job_of_several_gpus():
     with pytest.raises(CapsimError, match="job 1 runs on 4 GPUs.*single-GPU jobs only"):
         run(servers((V100, 2), (K80, 4)), [("A", 0.0), ("G", 0.0)], "allox")
-
-
-def test_gandiva_pairs_from_the_seed_as_python_does_and_splits_pairs_it_cannot_pack():
-    """Five 1-GPU jobs on two GPUs: they do not fit, so Gandiva pairs them with random.Random(seed).sample; pairs of
-    multi-GPU jobs (never packable) get no share of their own."""
-    ids = [0, 1, 2, 3, 4]
-    pairs = Pairing(seed=7)
-    pairs.allocate(ids, np.ones((5, 2)), np.array([1, 1]), np.ones(5, dtype=bool))
-    rng, alone, expect = random.Random(7), list(ids), {}
-    for _ in range(5):
-        if len(alone) <= 1:
-            break
-        a, b = rng.sample(alone, 2)
-        alone.remove(a), alone.remove(b)
-        expect[a], expect[b] = b, a
-    assert {j: o for j, o in pairs.partner.items() if o is not None} == expect
-    multi = Pairing(seed=7).allocate(ids, np.full((5, 2), 2.0), np.array([2, 2]), np.zeros(5, dtype=bool))
-    paired = [j for j in ids if j in expect]
-    assert (multi[paired] == 0).all()
 
 
 def test_isolated_and_the_horizon_bisection_by_hand():

@@ -1,0 +1,146 @@
+"""ECOS's answer to a linear program of any sparsity: ``optim.gavel.ipm``'s method (ECOS's homogeneous self-dual
+interior-point iterations with its settings, equilibration and start) on a general sparse constraint matrix, each
+Newton system solved by eliminating the bounds on single variables into a diagonal and the other rows through a
+dense Cholesky factorisation of their Schur complement (jobs, types: a few hundred rows however many pairs).
+
+``optim.gavel.ipm`` solves the LPs of Gavel's policies without pairs by blocks, one job at a time; with pairs the
+constraints of a job reach into the combinations it shares, so the packing policies' LPs (``packed_lp``) come here.
+
+    minimise c·x  subject to  G x ≤ h   (ECOS's nonnegative cone: s = h − G x ≥ 0)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.linalg import cho_factor, cho_solve
+
+from optim.gavel.ipm import _EQUIL_PASSES, _GAMMA, _MAX_ITER, _REG, _SIGMA_MAX, _SIGMA_MIN, _TOL, _line_search
+
+__all__ = ["ecos_lp"]
+
+
+def _equilibrate(g: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
+    """ECOS's row and column scalings: three passes dividing each row and column by the square root of its largest
+    absolute entry (1 where that is below 1e-6)."""
+    rows, cols = g.shape
+    row, col = np.ones(rows), np.ones(cols)
+    a = abs(g).tocoo()
+    for _ in range(_EQUIL_PASSES):
+        v = a.data / (row[a.row] * col[a.col])
+        col_max = np.zeros(cols)
+        np.maximum.at(col_max, a.col, v)
+        row_max = np.zeros(rows)
+        np.maximum.at(row_max, a.row, v)
+        col *= np.where(col_max < 1e-6, 1.0, np.sqrt(col_max))
+        row *= np.where(row_max < 1e-6, 1.0, np.sqrt(row_max))
+    return row, col
+
+
+def ecos_lp(g: sp.spmatrix, h: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, bool]:
+    """Run ECOS's method on min c·x s.t. G x ≤ h. Returns (x, whether it stopped optimal)."""
+    g = sp.csr_matrix(g, dtype=float)
+    rows, cols = g.shape
+    row, col = _equilibrate(g)
+    gs = sp.csr_matrix(sp.diags(1.0 / row) @ g @ sp.diags(1.0 / col))
+    gt = sp.csr_matrix(gs.T)
+    h = np.asarray(h, dtype=float) / row
+    c = np.asarray(c, dtype=float) / col
+    count = np.diff(gs.indptr)
+    lone = np.flatnonzero(count == 1)  # rows of one entry (bounds on one variable): eliminated into their column
+    rest = np.flatnonzero(count != 1)
+    lone_col = gs.indices[gs.indptr[lone]]
+    lone_val = gs.data[gs.indptr[lone]]
+    gr = sp.csr_matrix(gs[rest])
+    grt = sp.csr_matrix(gr.T)
+
+    def kkt(dd: np.ndarray) -> Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+        """A solver of [reg·I  G'; G  −diag(dd)] [dx; dz] = [rx; rz]: rows of one entry folded into a diagonal over
+        the columns, then the other rows' Schur complement G_r D⁻¹ G_r' + diag(dd_r) (positive definite) by
+        Cholesky, and two steps of iterative refinement on the whole system, as ECOS refines its LDL solves."""
+        d_lone = dd[lone]
+        dx_diag = np.full(cols, _REG)
+        np.add.at(dx_diag, lone_col, lone_val * lone_val / d_lone)
+        inv = 1.0 / dx_diag
+        m_r = (gr @ sp.diags(inv) @ grt).toarray() + np.diag(dd[rest])
+        chol = cho_factor(m_r)
+
+        def once(rx: np.ndarray, rz: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            r1 = rx.copy()
+            np.add.at(r1, lone_col, lone_val * rz[lone] / d_lone)
+            dz_r = cho_solve(chol, gr @ (inv * r1) - rz[rest])
+            dx = inv * (r1 - grt @ dz_r)
+            dz = np.empty(rows)
+            dz[rest] = dz_r
+            dz[lone] = (lone_val * dx[lone_col] - rz[lone]) / d_lone
+            return dx, dz
+
+        def step(rx: np.ndarray, rz: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            dx, dz = once(rx, rz)
+            for _ in range(2):
+                ex = rx - (_REG * dx + gt @ dz)
+                ez = rz - (gs @ dx - dd * dz)
+                cx, cz = once(ex, ez)
+                dx, dz = dx + cx, dz + cz
+            return dx, dz
+
+        return step
+
+    def into_cone(r: np.ndarray) -> np.ndarray:
+        worst = max(-0.99, float((-r[r <= 0]).max()) if (r <= 0).any() else -0.99)
+        return r + (worst + 1.0)
+
+    first = kkt(np.ones(rows) + _REG)
+    x, z0 = first(np.zeros(cols), h)
+    s = into_cone(-z0)
+    _, zd = first(-c, np.zeros(rows))
+    z = into_cone(zd)
+    tau = kap = 1.0
+    res_x0 = max(1.0, float(np.linalg.norm(c)))
+    res_z0 = max(1.0, float(np.linalg.norm(h)))
+    optimal = False
+    for _ in range(_MAX_ITER + 1):
+        rx = -(gt @ z) - c * tau
+        rz = s + gs @ x - h * tau
+        cx, hz = float(c @ x), float(h @ z)
+        rt = kap + cx + hz
+        gap = float(s @ z)
+        mu = (gap + kap * tau) / (rows + 1)
+        pcost, dcost = cx / tau, -hz / tau
+        relgap = gap / -pcost if pcost < 0 else (gap / dcost if dcost > 0 else np.nan)
+        pres = float(np.linalg.norm(rz)) / max(res_z0 + float(np.linalg.norm(x)) + float(np.linalg.norm(s)), 1.0)
+        dres = float(np.linalg.norm(rx)) / max(res_x0 + float(np.linalg.norm(z)), 1.0)
+        pres, dres = pres / tau, dres / tau
+        if (-cx > 0 or -hz >= -_TOL) and pres < _TOL and dres < _TOL and (gap < _TOL or relgap < _TOL):
+            optimal = True
+            break
+        if hz < 0 and float(np.linalg.norm(gt @ z)) / max(1.0, -hz) < _TOL:  # a certificate: infeasible
+            break
+        w2 = s / z
+        w = np.sqrt(w2)
+        lam = np.sqrt(s * z)
+        step_kkt = kkt(w2 + _REG)
+        dx1, dz1 = step_kkt(-c, h)
+        dx2, dz2 = step_kkt(rx, s - rz)
+        denom = kap / tau - float(c @ dx1) - float(h @ dz1)
+        dtau_aff = (rt - kap + float(c @ dx2) + float(h @ dz2)) / denom
+        wdz_aff = w * (dz2 + dtau_aff * dz1)
+        ds_aff = -wdz_aff - lam
+        dkap_aff = -kap - kap / tau * dtau_aff
+        step_aff = _line_search(lam, ds_aff, wdz_aff, tau, dtau_aff, kap, dkap_aff)
+        sigma = min(max((1.0 - step_aff) ** 3, _SIGMA_MIN), _SIGMA_MAX)
+        bs = lam * lam + ds_aff * wdz_aff - sigma * mu
+        lam_bs = bs / lam
+        dx2, dz2 = step_kkt((1.0 - sigma) * rx, -(1.0 - sigma) * rz + w * lam_bs)
+        bkap = kap * tau + dkap_aff * dtau_aff - sigma * mu
+        dtau = ((1.0 - sigma) * rt - bkap / tau + float(c @ dx2) + float(h @ dz2)) / denom
+        dx, dz = dx2 + dtau * dx1, dz2 + dtau * dz1
+        wdz = w * dz
+        ds_w = -lam_bs - wdz
+        dkap = -(bkap + kap * dtau) / tau
+        step = _line_search(lam, ds_w, wdz, tau, dtau, kap, dkap) * _GAMMA
+        x, z, s = x + step * dx, z + step * dz, s + step * w * ds_w
+        kap, tau = kap + step * dkap, tau + step * dtau
+    return x / (tau * col), optimal

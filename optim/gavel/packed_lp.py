@@ -1,0 +1,169 @@
+"""The LPs of Gavel's packing policies, in matrix form for HiGHS (PACKING.md §3 of the Gavel notes; ``docs/gavel.md``,
+"Packing").
+
+Variables X[c, w]: the share of time combination c (a job alone, or a pair) runs on type w; combinations are the n
+jobs, then the pairs. Gavel's base constraints: X ≥ 0 (and ≤ 1, its clip); Σ_c sf_c·X[c,w] ≤ gpus[w], a pair counted
+once; Σ_{c ∋ j} Σ_w X[c,w] ≤ 1 for every job j. A job's rate under X is Σ_{c ∋ j, w} rate[j, c, w]·X[c,w], its rate
+alone or its own rate in the pair. The matrix has one column per (combination, type) and a few entries per column,
+so a cluster with hundreds of active jobs (tens of thousands of pairs) is still a sparse LP that HiGHS solves in
+well under a second.
+
+Where the optimum is not unique the schedule depends on which optimal point the solver returns. ``ecos_packed`` gives
+the point Gavel's ECOS returns (``optim.gavel.ecos_lp``, ECOS's iterations on the sparse matrix); ``max_min_packed``
+gives HiGHS's interior-point answer (no crossover, no presolve: a point inside the optimal face, not ECOS's) or,
+where only the optimal value matters, a vertex.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from optim.gavel.ecos_lp import ecos_lp
+from optim.highs import new_highs
+from sim.model import CapsimError
+
+__all__ = ["Combos", "LPFailed", "max_min_packed", "ecos_packed", "mixed_scale_refusal"]
+
+
+class LPFailed(RuntimeError):
+    """A solver gave no usable answer to a packed LP (the policy falls back and records it)."""
+
+
+@dataclass(frozen=True)
+class Combos:
+    """The combinations of one allocation: ``rate`` (n × m) the jobs' rates alone, ``sf`` (n × m) their GPUs; the
+    pairs' members ``pa``, ``pb`` (positions among the n jobs) and their rates in the pair ``tpa``, ``tpb``
+    (pairs × m)."""
+
+    rate: np.ndarray
+    sf: np.ndarray
+    pa: np.ndarray
+    pb: np.ndarray
+    tpa: np.ndarray
+    tpb: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return self.rate.shape[0]
+
+    @property
+    def m(self) -> int:
+        return self.rate.shape[1]
+
+    @property
+    def size(self) -> int:
+        return self.n + len(self.pa)
+
+    def members(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(job, combination, rates on the types) of every membership: each job in its own combination, each pair's
+        two members in the pair's."""
+        n, q = self.n, len(self.pa)
+        job = np.concatenate([np.arange(n), self.pa, self.pb])
+        combo = np.concatenate([np.arange(n), n + np.arange(q), n + np.arange(q)])
+        rate = np.concatenate([self.rate, self.tpa, self.tpb]) if q else self.rate
+        return job.astype(np.int64), combo.astype(np.int64), rate
+
+    def combo_sf(self) -> np.ndarray:
+        """GPUs of each combination on each type (a pair takes its members' GPUs once)."""
+        return np.concatenate([self.sf, self.sf[self.pa]]).astype(float) if len(self.pa) else self.sf.astype(float)
+
+
+def mixed_scale_refusal(policy: str, corrected: str, sf: np.ndarray) -> None:
+    """Gavel's LP packing policies assume every job is in as many combinations (one alone, one per active job of its
+    GPU count); with jobs of different GPU counts active they crash (cvxpy's reshape) or, when the numbers happen to
+    divide, attach the per-job constraints and objective terms to the wrong jobs. Refuse as Gavel fails."""
+    if not len(sf):
+        return
+    count = sf.max(axis=1)
+    kinds, sizes = np.unique(count, return_counts=True)
+    if len(kinds) > 1 and len(set(sizes.tolist())) > 1:
+        mix = ", ".join(f"{int(s)} of {int(k)} GPU{'s' if k > 1 else ''}" for k, s in zip(kinds, sizes))
+        raise CapsimError(f"policy {policy!r}: jobs of different GPU counts are active together ({mix}). Gavel's "
+                          f"{policy} assumes every job is in as many pairs, which is false then: Gavel's simulator "
+                          f"crashes (cvxpy 'Invalid reshape dimensions'), or, where the sizes divide, attaches each "
+                          f"job's constraints to other jobs. Use {corrected!r}, the corrected model, which keeps each "
+                          f"job's constraints and rate on its own combinations")
+
+
+def max_min_packed(c: Combos, gpus: np.ndarray, coef: np.ndarray, need: np.ndarray | None = None,
+                   ipm: bool = True, feasible: bool = False) -> tuple[np.ndarray, float]:
+    """max s  s.t.  Σ_{c ∋ j, w} coef_j·rate[j,c,w]·X[c,w] ≥ s·need_j for every job j (need 1 by default), the base
+    constraints. Returns (X of all combinations clipped to [0, 1], s). ``coef`` scales each job's rates (its
+    normalisation); with ``ipm`` the point is HiGHS's interior-point answer, else a vertex (only s matters). With
+    ``feasible`` s is fixed at 1 and nothing is maximised: Gavel's feasibility problems (``Maximize(1)``), whose
+    interior-point answer is a point near the centre of the feasible set."""
+    import highspy
+
+    n, m, size = c.n, c.m, c.size
+    nx = size * m
+    # rows: [0, n) each job's share ≤ 1; [n, n + m) capacity; [n + m, 2n + m) each job's bound s·need − rate·X ≤ 0
+    share, cap, gain = _rows(c, coef)
+    gain = -gain
+    s_col = sp.coo_matrix((np.ones(n) if need is None else need, (np.arange(n), np.zeros(n, dtype=int))),
+                          shape=(n, 1))
+    a = sp.bmat([[share, None], [cap, None], [gain, s_col]], format="csc")
+    a.eliminate_zeros()
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = nx + 1, 2 * n + m
+    lp.sense_ = highspy.ObjSense.kMaximize
+    lp.col_cost_ = np.concatenate([np.zeros(nx), [0.0 if feasible else 1.0]])
+    lp.col_lower_ = np.concatenate([np.zeros(nx), [1.0 if feasible else 0.0]])
+    lp.col_upper_ = np.concatenate([np.ones(nx), [1.0 if feasible else highspy.kHighsInf]])
+    lp.row_lower_ = np.full(2 * n + m, -highspy.kHighsInf)
+    lp.row_upper_ = np.concatenate([np.ones(n), gpus.astype(float), np.zeros(n)])
+    mat = lp.a_matrix_
+    mat.format_ = highspy.MatrixFormat.kColwise
+    mat.start_ = a.indptr.astype(np.int32)
+    mat.index_ = a.indices.astype(np.int32)
+    mat.value_ = a.data.astype(float)
+    h = new_highs()
+    h.setOptionValue("random_seed", 0)
+    if ipm:
+        for option, value in (("solver", "ipm"), ("run_crossover", "off"), ("presolve", "off")):
+            h.setOptionValue(option, value)
+    h.passModel(lp)
+    h.run()
+    sol = np.asarray(h.getSolution().col_value, dtype=float)
+    if len(sol) != nx + 1 or not np.isfinite(sol).all():
+        raise LPFailed(f"HiGHS returned no solution ({h.modelStatusToString(h.getModelStatus())})")
+    return np.clip(sol[:nx].reshape(size, m), 0.0, 1.0), float(sol[nx])
+
+
+def _rows(c: Combos, coef: np.ndarray) -> tuple[sp.coo_matrix, sp.coo_matrix, sp.coo_matrix]:
+    """Each job's share, each type's GPUs, each job's rate (coef_j times its rates), over X[c, w] at column c·m + w."""
+    n, m, size = c.n, c.m, c.size
+    nx = size * m
+    job, combo, rate = c.members()
+    k = len(job)
+    col = (combo[:, None] * m + np.arange(m)[None, :]).ravel()
+    share = sp.coo_matrix((np.ones(k * m), (np.repeat(job, m), col)), shape=(n, nx))
+    cap = sp.coo_matrix((c.combo_sf().ravel(), (np.tile(np.arange(m), size), np.arange(nx))), shape=(m, nx))
+    gain = sp.coo_matrix(((coef[job][:, None] * rate).ravel(), (np.repeat(job, m), col)), shape=(n, nx))
+    return share, cap, gain
+
+
+def ecos_packed(c: Combos, gpus: np.ndarray, coef: np.ndarray, need: np.ndarray | None) -> np.ndarray:
+    """ECOS's answer, as Gavel's cvxpy passes the problem to it, to: with ``need`` None, max t s.t. t ≤ each job's
+    rate (coef_j times its rates, over its combinations), the base constraints (Gavel's max-min fairness); else the
+    feasibility problem each job's rate ≥ need_j, the base constraints (Gavel's ``Maximize(1)``). X of all
+    combinations, clipped to [0, 1] as Gavel clips it."""
+    n, m, size = c.n, c.m, c.size
+    nx = size * m
+    share, cap, gain = _rows(c, coef)
+    with_t = need is None
+    blocks = [[-sp.eye(nx)], [cap], [share], [-gain]]
+    if with_t:
+        blocks = [[b[0], sp.coo_matrix((b[0].shape[0], 1))] for b in blocks[:3]]
+        blocks.append([-gain, sp.coo_matrix((np.ones(n), (np.arange(n), np.zeros(n, dtype=int))), shape=(n, 1))])
+    g = sp.bmat(blocks, format="csr")
+    h = np.concatenate([np.zeros(nx), gpus.astype(float), np.ones(n), np.zeros(n) if need is None else -need])
+    cost = np.zeros(g.shape[1])
+    if with_t:
+        cost[-1] = -1.0
+    x, _ = ecos_lp(g, h, cost)  # an inaccurate answer is used, as Gavel uses it
+    if not np.isfinite(x).all():
+        raise LPFailed("the interior-point method diverged")
+    return np.clip(x[:nx].reshape(size, m), 0.0, 1.0)
