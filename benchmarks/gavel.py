@@ -72,7 +72,9 @@ GAVEL: dict[tuple[int, float, str, int], dict[str, tuple[float, float]]] = {
                                  "finish_time_fairness": (28.24, 39157.623)},
     (600, 900.0, "4:4:4", 0): {"max_min_fairness_perf": (5.16, 89727.224), "max_min_fairness": (5.76, 116513.016),
                                "min_total_duration_perf": (32.27, 533140.328),
-                               "min_total_duration": (40.44, 675997.685)},
+                               "min_total_duration": (40.44, 675997.685),
+                               "finish_time_fairness_perf": (92.21, 130922.820),
+                               "finish_time_fairness": (94.32, 168955.056)},
 }
 """Gavel's simulation CPU seconds and average JCT (s; NaN where not recorded) per (jobs, lam, servers, seed) and
 policy, measured on this machine as the module docstring says (one run each, on the 2-core machine shared with other
