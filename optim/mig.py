@@ -92,6 +92,8 @@ class MigSlicing(Policy):
     may_share: ClassVar[bool] = True
     may_gang: ClassVar[bool] = True
     may_colocate: ClassVar[bool] = True  # its base's pairs, on a cluster with co-location (which has no MIG)
+    needs_mig: ClassVar[bool] = True
+    """Only a MIG cluster gives it anything to do (elsewhere it is its base): default policy lists skip it there."""
 
     def __init__(self, base: str = "greedy", params: dict[str, Any] | None = None, rent: bool = True,
                  min_jobs: int = 2):

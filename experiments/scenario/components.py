@@ -50,14 +50,16 @@ def param_names(cls: Any) -> tuple[str, ...] | None:
         return None
 
 
-def registered_policies(fixed: bool = True) -> list[str]:
+def registered_policies(fixed: bool = True, mig: bool = False) -> list[str]:
     """Registered policy kinds on the engine's time model in registration order, each policy once (aliases such as
     ``ps`` dropped, and ElasticFlow's, ``Policy.time_model``, which a scenario names explicitly); without ``fixed``,
-    only those that plan capacity (``Policy.plans_capacity``: not Gavel's, which schedule given servers)."""
+    only those that plan capacity (``Policy.plans_capacity``: not Gavel's, which schedule given servers); without
+    ``mig``, not the policies that only act on MIG slices (``needs_mig``: on another cluster they are their base)."""
     import optim
 
     return [k for k, cls in optim.registry(aliases=False).items()
-            if getattr(cls, "time_model", "engine") == "engine" and (fixed or getattr(cls, "plans_capacity", True))]
+            if getattr(cls, "time_model", "engine") == "engine" and (fixed or getattr(cls, "plans_capacity", True))
+            and (mig or not getattr(cls, "needs_mig", False))]
 
 
 def select_policies(specs: list[PolicySpec], names: str | Sequence[str] | None, option: str) -> list[PolicySpec]:

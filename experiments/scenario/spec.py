@@ -156,7 +156,8 @@ class Scenario(StrictModel):
         cluster, those that plan capacity)."""
         if self.policies is not None:
             return list(self.policies)
-        return [PolicySpec(kind=k) for k in registered_policies(fixed=self.cluster.servers_only)]
+        return [PolicySpec(kind=k) for k in registered_policies(fixed=self.cluster.servers_only,
+                                                               mig=bool(self.cluster.mig))]
 
     def trace_spec(self) -> TraceSpec | None:
         """The trace as path, format and reader options (a bare path is a file of the default format)."""

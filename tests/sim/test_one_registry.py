@@ -33,6 +33,13 @@ def test_a_scenario_that_lists_no_policies_runs_none_of_them() -> None:
     assert {"fifo_perf", "gavel_fifo"} <= set(registered_policies(fixed=True)), "Gavel's still run on fixed clusters"
 
 
+def test_mig_runs_by_default_only_on_a_mig_cluster() -> None:
+    """Elsewhere ``mig`` is its base policy: a default list with it would print greedy's row twice."""
+    for fixed in (True, False):
+        assert "mig" not in registered_policies(fixed=fixed)
+        assert "mig" in registered_policies(fixed=fixed, mig=True)
+
+
 def test_the_engine_runs_a_policy_on_the_time_model_it_declares() -> None:
     world = replay_world(7, servers=2, n_jobs=4)
     tiresias = optim.build("tiresias")
