@@ -9,6 +9,8 @@ type (1, or its rate on the reference type), as Gavel substitutes them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from optim.gavel.ipm import solve as ecos_answer
@@ -18,7 +20,7 @@ SLACK = 1e-6
 """Relative room above the least finish-time ratio, so that the allocations meeting it have an interior whose
 centre approximates the centre of the optimal face (where only the bottleneck jobs are pinned)."""
 
-__all__ = ["isolated", "max_min_fairness_agnostic", "finish_time_fairness", "FinishTimeState",
+__all__ = ["least_root", "isolated", "max_min_fairness_agnostic", "finish_time_fairness", "FinishTimeState",
            "min_total_duration", "horizon"]
 
 
@@ -112,28 +114,7 @@ def finish_time_fairness(rate: np.ndarray, sf: np.ndarray, gpus: np.ndarray, age
     x_iso = isolated(sf, gpus)
     hi = float(np.max((age + remaining / np.maximum((rate * x_iso).sum(axis=1), 1e-300)) / denom))
     lo = float(np.max(lowest))
-    f_lo, f_hi = -1.0, value(hi) - 1.0
-    while f_hi < 0:  # isolated rates can lose to X clipped at 1: widen until feasible
-        lo, f_lo, hi = hi, f_hi, hi * 2.0
-        f_hi = value(hi) - 1.0
-    side = 0
-    for _ in range(60):  # Illinois regula falsi on s(ρ) − 1, increasing in ρ
-        if hi - lo <= 1e-10 * hi:
-            break
-        mid = hi - f_hi * (hi - lo) / (f_hi - f_lo)
-        if not lo < mid < hi:
-            mid = 0.5 * (lo + hi)
-        f_mid = value(mid) - 1.0
-        if f_mid >= 0:
-            hi, f_hi = mid, f_mid
-            if side == 1:
-                f_lo *= 0.5
-            side = 1
-        else:
-            lo, f_lo = mid, f_mid
-            if side == -1:
-                f_hi *= 0.5
-            side = -1
+    hi = least_root(value, lo, hi)  # isolated rates can lose to X clipped at 1: it widens hi until feasible
     rho = hi * (1.0 + SLACK)
     return centre(rate, sf, gpus, remaining / (rho * denom - age), curved=True)
 
@@ -166,3 +147,31 @@ def min_total_duration(rate: np.ndarray, sf: np.ndarray, gpus: np.ndarray, remai
     best = max_min(rate / remaining[:, None], sf, gpus, ipm=False)[1]
     t = horizon(1.0 / best)
     return ecos_answer(rate, sf, gpus, remaining / t, with_t=False)[0]
+
+
+def least_root(value: Callable[[float], float], lo: float, hi: float) -> float:
+    """The least ρ in (lo, ∞) with value(ρ) ≥ 1, value increasing in ρ: widen ``hi`` until it holds, then Illinois
+    regula falsi on value − 1 to a relative 1e-10."""
+    f_lo, f_hi = -1.0, value(hi) - 1.0
+    while f_hi < 0:
+        lo, f_lo, hi = hi, f_hi, hi * 2.0
+        f_hi = value(hi) - 1.0
+    side = 0
+    for _ in range(60):
+        if hi - lo <= 1e-10 * hi:
+            break
+        mid = hi - f_hi * (hi - lo) / (f_hi - f_lo)
+        if not lo < mid < hi:
+            mid = 0.5 * (lo + hi)
+        f_mid = value(mid) - 1.0
+        if f_mid >= 0:
+            hi, f_hi = mid, f_mid
+            if side == 1:
+                f_lo *= 0.5
+            side = 1
+        else:
+            lo, f_lo = mid, f_mid
+            if side == -1:
+                f_hi *= 0.5
+            side = -1
+    return hi

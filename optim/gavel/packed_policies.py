@@ -4,20 +4,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import ClassVar
 
 import numpy as np
 
 from optim.base import register
-from optim.gavel.fairness import SLACK, FinishTimeState, horizon, isolated
+from optim.gavel.fairness import SLACK, FinishTimeState, horizon, isolated, least_root
 from optim.gavel.jobs import JobTable
 from optim.gavel.packed import Packed, PairTable
 from optim.gavel.packed_alloc import GandivaPairs, fifo_packed, normalized_pair_rate
 from optim.gavel.packed_lp import Combos, LPFailed, ecos_packed, max_min_packed, mixed_scale_refusal
 
 __all__ = ["FifoPacked", "Gandiva", "MaxMinFairnessPacked", "MaxMinFairnessPackedMixed", "MinTotalDurationPacked",
-           "MinTotalDurationPackedMixed", "FinishTimeFairnessPacked", "FinishTimeFairnessPackedMixed", "least_root"]
+           "MinTotalDurationPackedMixed", "FinishTimeFairnessPacked", "FinishTimeFairnessPackedMixed"]
 
 
 def _members(table: JobTable, rows: np.ndarray, pairs: PairTable, prow: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -202,31 +201,3 @@ class FinishTimeFairnessPackedMixed(FinishTimeFairnessPacked):
 
     mixed: ClassVar[bool] = True
     single_gpu_only: ClassVar[bool] = False
-
-
-def least_root(value: Callable[[float], float], lo: float, hi: float) -> float:
-    """The least ρ in (lo, ∞) with value(ρ) ≥ 1, value increasing in ρ: widen ``hi`` until it holds, then Illinois
-    regula falsi on value − 1 to a relative 1e-10."""
-    f_lo, f_hi = -1.0, value(hi) - 1.0
-    while f_hi < 0:
-        lo, f_lo, hi = hi, f_hi, hi * 2.0
-        f_hi = value(hi) - 1.0
-    side = 0
-    for _ in range(60):
-        if hi - lo <= 1e-10 * hi:
-            break
-        mid = hi - f_hi * (hi - lo) / (f_hi - f_lo)
-        if not lo < mid < hi:
-            mid = 0.5 * (lo + hi)
-        f_mid = value(mid) - 1.0
-        if f_mid >= 0:
-            hi, f_hi = mid, f_mid
-            if side == 1:
-                f_lo *= 0.5
-            side = 1
-        else:
-            lo, f_lo = mid, f_mid
-            if side == -1:
-                f_hi *= 0.5
-            side = -1
-    return hi
