@@ -17,7 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import cho_factor, cho_solve
 
-from optim.gavel.ipm import _EQUIL_PASSES, _GAMMA, _MAX_ITER, _REG, _SIGMA_MAX, _SIGMA_MIN, _TOL, _line_search
+from optim.gavel.ipm import _EQUIL_PASSES, _MAX_ITER, _REG, _TOL, hsd_step
 
 __all__ = ["ecos_lp"]
 
@@ -118,29 +118,5 @@ def ecos_lp(g: sp.spmatrix, h: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, b
             break
         if hz < 0 and float(np.linalg.norm(gt @ z)) / max(1.0, -hz) < _TOL:  # a certificate: infeasible
             break
-        w2 = s / z
-        w = np.sqrt(w2)
-        lam = np.sqrt(s * z)
-        step_kkt = kkt(w2 + _REG)
-        dx1, dz1 = step_kkt(-c, h)
-        dx2, dz2 = step_kkt(rx, s - rz)
-        denom = kap / tau - float(c @ dx1) - float(h @ dz1)
-        dtau_aff = (rt - kap + float(c @ dx2) + float(h @ dz2)) / denom
-        wdz_aff = w * (dz2 + dtau_aff * dz1)
-        ds_aff = -wdz_aff - lam
-        dkap_aff = -kap - kap / tau * dtau_aff
-        step_aff = _line_search(lam, ds_aff, wdz_aff, tau, dtau_aff, kap, dkap_aff)
-        sigma = min(max((1.0 - step_aff) ** 3, _SIGMA_MIN), _SIGMA_MAX)
-        bs = lam * lam + ds_aff * wdz_aff - sigma * mu
-        lam_bs = bs / lam
-        dx2, dz2 = step_kkt((1.0 - sigma) * rx, -(1.0 - sigma) * rz + w * lam_bs)
-        bkap = kap * tau + dkap_aff * dtau_aff - sigma * mu
-        dtau = ((1.0 - sigma) * rt - bkap / tau + float(c @ dx2) + float(h @ dz2)) / denom
-        dx, dz = dx2 + dtau * dx1, dz2 + dtau * dz1
-        wdz = w * dz
-        ds_w = -lam_bs - wdz
-        dkap = -(bkap + kap * dtau) / tau
-        step = _line_search(lam, ds_w, wdz, tau, dtau, kap, dkap) * _GAMMA
-        x, z, s = x + step * dx, z + step * dz, s + step * w * ds_w
-        kap, tau = kap + step * dkap, tau + step * dtau
+        x, z, s, kap, tau = hsd_step(kkt, x, z, s, kap, tau, c, h, rx, rz, rt, mu)
     return x / (tau * col), optimal

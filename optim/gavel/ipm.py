@@ -30,7 +30,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["GavelLP", "solve"]
+__all__ = ["GavelLP", "solve", "hsd_step"]
 
 _REG = 7e-8
 _TOL = 1e-8
@@ -193,31 +193,7 @@ def solve(a: np.ndarray, sf: np.ndarray, gpus: np.ndarray, d: np.ndarray, with_t
             break
         if hz < 0 and _norm(lp.tmul(z, coef)) / max(1.0, -hz) < _TOL:  # a certificate: infeasible
             break
-        w2 = s / z
-        w = np.sqrt(w2)
-        lam = np.sqrt(s * z)
-        step_kkt = lp.kkt(w2 + _REG, coef)
-        dx1, dz1 = step_kkt(-c, h)
-        dx2, dz2 = step_kkt(rx, s - rz)
-        denom = kap / tau - float(c @ dx1) - float(h @ dz1)
-        dtau_aff = (rt - kap + float(c @ dx2) + float(h @ dz2)) / denom
-        wdz_aff = w * (dz2 + dtau_aff * dz1)
-        ds_aff = -wdz_aff - lam
-        dkap_aff = -kap - kap / tau * dtau_aff
-        step_aff = _line_search(lam, ds_aff, wdz_aff, tau, dtau_aff, kap, dkap_aff)
-        sigma = min(max((1.0 - step_aff) ** 3, _SIGMA_MIN), _SIGMA_MAX)
-        bs = lam * lam + ds_aff * wdz_aff - sigma * mu
-        lam_bs = bs / lam
-        dx2, dz2 = step_kkt((1.0 - sigma) * rx, -(1.0 - sigma) * rz + w * lam_bs)
-        bkap = kap * tau + dkap_aff * dtau_aff - sigma * mu
-        dtau = ((1.0 - sigma) * rt - bkap / tau + float(c @ dx2) + float(h @ dz2)) / denom
-        dx, dz = dx2 + dtau * dx1, dz2 + dtau * dz1
-        wdz = w * dz
-        ds_w = -lam_bs - wdz
-        dkap = -(bkap + kap * dtau) / tau
-        step = _line_search(lam, ds_w, wdz, tau, dtau, kap, dkap) * _GAMMA
-        x, z, s = x + step * dx, z + step * dz, s + step * w * ds_w
-        kap, tau = kap + step * dkap, tau + step * dtau
+        x, z, s, kap, tau = hsd_step(lambda d: lp.kkt(d, coef), x, z, s, kap, tau, c, h, rx, rz, rt, mu)
     X = (x[:-1] / (tau * col[:-1])).reshape(n, m)
     return np.clip(X, 0.0, 1.0), optimal
 
@@ -239,3 +215,37 @@ def _line_search(lam: np.ndarray, ds: np.ndarray, dz: np.ndarray, tau: float, dt
         if dv != 0 and 0 < -v / dv < alpha:
             alpha = -v / dv
     return min(max(alpha, _STEP_MIN), _STEP_MAX)
+
+
+def hsd_step(kkt: Callable[[np.ndarray], Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]],
+             x: np.ndarray, z: np.ndarray, s: np.ndarray, kap: float, tau: float, c: np.ndarray, h: np.ndarray,
+             rx: np.ndarray, rz: np.ndarray, rt: float, mu: float
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, float]:
+    """One Mehrotra predictor-corrector step of ECOS's homogeneous self-dual method for an LP (nonnegative cone);
+    ``kkt(d)`` factors the KKT system with scaling ``d`` and returns its solver. Returns the new x, z, s, κ, τ."""
+    w2 = s / z
+    w = np.sqrt(w2)
+    lam = np.sqrt(s * z)
+    step_kkt = kkt(w2 + _REG)
+    dx1, dz1 = step_kkt(-c, h)
+    dx2, dz2 = step_kkt(rx, s - rz)
+    denom = kap / tau - float(c @ dx1) - float(h @ dz1)
+    dtau_aff = (rt - kap + float(c @ dx2) + float(h @ dz2)) / denom
+    wdz_aff = w * (dz2 + dtau_aff * dz1)
+    ds_aff = -wdz_aff - lam
+    dkap_aff = -kap - kap / tau * dtau_aff
+    step_aff = _line_search(lam, ds_aff, wdz_aff, tau, dtau_aff, kap, dkap_aff)
+    sigma = min(max((1.0 - step_aff) ** 3, _SIGMA_MIN), _SIGMA_MAX)
+    bs = lam * lam + ds_aff * wdz_aff - sigma * mu
+    lam_bs = bs / lam
+    dx2, dz2 = step_kkt((1.0 - sigma) * rx, -(1.0 - sigma) * rz + w * lam_bs)
+    bkap = kap * tau + dkap_aff * dtau_aff - sigma * mu
+    dtau = ((1.0 - sigma) * rt - bkap / tau + float(c @ dx2) + float(h @ dz2)) / denom
+    dx, dz = dx2 + dtau * dx1, dz2 + dtau * dz1
+    wdz = w * dz
+    ds_w = -lam_bs - wdz
+    dkap = -(bkap + kap * dtau) / tau
+    step = _line_search(lam, ds_w, wdz, tau, dtau, kap, dkap) * _GAMMA
+    x, z, s = x + step * dx, z + step * dz, s + step * w * ds_w
+    kap, tau = kap + step * dkap, tau + step * dtau
+    return x, z, s, kap, tau
