@@ -27,7 +27,8 @@ from experiments.scenario import build_policy, validate_scenario
 from experiments.scenario.loading import raise_problems, read_yaml
 
 __all__ = ["EF_DIR", "REPLAY", "SETTINGS", "POLICIES", "REFERENCE_NAMES", "FIG8B", "build", "replay", "reference",
-           "agreement", "agreement_table", "fig8b", "fig8b_table", "FIG8B_PUBLISHED", "plot", "main"]
+           "agreement", "agreement_table", "fig8b", "fig8b_table", "rigid_bounds", "rigid_bounds_table",
+           "FIG8B_PUBLISHED", "plot", "main"]
 
 EF_DIR = Path(__file__).resolve().parents[1] / "experiments" / "elasticflow"
 REPLAY = EF_DIR / "replay.yaml"
@@ -208,6 +209,40 @@ def fig8b_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+SLOT_S = 60.0
+"""ElasticFlow's scheduling slot (seconds): decisions are never closer than this."""
+
+
+def rigid_bounds(traces: Path, settings: tuple[str, ...] = tuple(FIG8B)) -> list[dict[str, Any]]:
+    """Per Fig. 8b trace, what bounds a rigid policy's deadline ratio: the offered load (GPU-seconds the jobs ask for,
+    on their requested GPUs, per second of the trace's arrivals and per GPU of its cluster), the share of jobs whose
+    deadline leaves room for their duration (what a policy that starts every job on arrival can meet, less its
+    overheads), and, from capsim's Tiresias run, the shares of jobs that waited more than a slot or were preempted."""
+    rows = []
+    for name in settings:
+        path = traces / f"{name}.csv"
+        t = pd.read_csv(path)
+        servers, per = (int(x) for x in FIG8B[name].split("x"))
+        span = float(t.submission_time.max() - t.submission_time.min())
+        jobs = replay(path, FIG8B[name], "A100-40GB", "tiresias").jobs
+        k = int(name[-2:]) - 1
+        rows.append({"setting": name, "servers": FIG8B[name],
+                     "load": float((t.duration * t.num_gpu).sum()) / span / (servers * per),
+                     "room": float((t.deadline - t.submission_time >= t.duration).mean()),
+                     "tiresias": float((jobs.status == "on_time").mean()),
+                     "waited": float((jobs.start_time - jobs.submit_time > SLOT_S).mean()),
+                     "preempted": float((jobs.runs > 1).mean()), "paper": FIG8B_PUBLISHED["tiresias"][k]})
+    return rows
+
+
+def rigid_bounds_table(rows: list[dict[str, Any]]) -> str:
+    lines = ["| trace | cluster | offered load | deadline leaves room for the duration | Tiresias (capsim / paper) | "
+             "waited > 60 s | preempted |", "|---|---|---:|---:|---|---:|---:|"]
+    lines += [f"| {r['setting']} | {r['servers']} | {r['load']:.2f} | {r['room']:.3f} | {r['tiresias']:.3f} / "
+              f"{r['paper']:.3f} | {r['waited']:.1%} | {r['preempted']:.1%} |" for r in rows]
+    return "\n".join(lines)
+
+
 def plot(rows: list[dict[str, Any]], path: Path, with_reference: bool = True,
          reference: str = "ElasticFlow's simulator") -> None:
     """Fig. 8-style bars: the deadline ratio per policy, one group per setting (the reference hatched beside)."""
@@ -253,9 +288,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", type=Path, help="with --fig8b: append each run's row to this CSV (runs already in it "
                     "are not run again)")
     ap.add_argument("--workers", type=int, default=1, help="with --fig8b: runs at once, on capsim's process pool")
+    ap.add_argument("--bounds", type=Path, help="what bounds a rigid policy on each Fig. 8b trace in this folder "
+                    "(offered load, deadlines with room for the duration, capsim's Tiresias: waits, preemptions)")
     ap.add_argument("--rows", type=Path, nargs="+", help="Fig. 8b rows (--out files): print the table against the "
                     "paper's values and, with --plot, draw them")
     a = ap.parse_args(argv)
+    if a.bounds:
+        print(rigid_bounds_table(rigid_bounds(a.bounds, tuple(a.traces.split(",")) if a.traces else tuple(FIG8B))))
+        return
     if a.rows:
         table = pd.concat([pd.read_csv(f) for f in a.rows])
         rows = [{str(k): v for k, v in r.items()} for r in table.to_dict("records")]
