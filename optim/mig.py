@@ -23,7 +23,8 @@ At each decision, with the cluster's slice speeds (``Snapshot.mig``):
 5. While jobs are left for the base policy, a cut GPU that holds no job and took none now is made whole again (it is
    ready after the reconfiguration time).
 
-The base policy is any plan-deciding policy that does not preempt (``greedy`` by default); without MIG (no
+The base policy is any plan-deciding policy that does not preempt (``greedy`` by default; ``milp`` with ``preempt``
+false, its default: the slices are this layer's, the MILP plans whole GPUs around them); without MIG (no
 ``Snapshot.mig``) this layer is the base policy alone.
 """
 
@@ -114,9 +115,9 @@ class MigSlicing(Policy):
         self.rent = rent
         self.min_jobs = min_jobs
         self._base = build(base, **(params or {}))
-        if self._base.may_preempt:
+        if self._base.may_preempt and self._base.get_params().get("preempt", True) is not False:
             raise CapsimError(f"policy mig: base {base!r} preempts; MIG slicing wraps a policy that places waiting "
-                              f"jobs only (e.g. greedy, insertion)")
+                              f"jobs only (e.g. greedy, insertion, or milp without preempt)")
         if not (isinstance(min_jobs, int) and min_jobs >= 1):
             raise CapsimError(f"policy mig: min_jobs must be a whole number >= 1, got {min_jobs!r}")
 

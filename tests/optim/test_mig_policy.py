@@ -42,8 +42,9 @@ def test_miso_layout_choice_by_hand():
     assert sorted(p for _, (p, _) in matches) == ["2g", "2g", "3g"]
 
 
-def _run(jobs, policy="mig", **params):
-    cluster = Cluster((A100, A100X4), (NodeSlot(),), rules=ClusterRules(mig=True, mig_reconfigure_time=10.0))
+def _run(jobs, policy="mig", slots=1, **params):
+    cluster = Cluster((A100, A100X4), tuple(NodeSlot() for _ in range(slots)),
+                      rules=ClusterRules(mig=True, mig_reconfigure_time=10.0))
     table = {f"A/{v.name}/{g}": 1000.0 for v in (A100, A100X4) for g in range(1, v.gpus + 1)}
     r = Simulation(cluster, jobs, build(policy, **params), RuntimeTable(table)).run()
     check_run(World(cluster, jobs, RuntimeTable(table)), r)
@@ -86,6 +87,22 @@ def test_without_mig_the_layer_is_its_base_policy_and_a_preempting_base_is_refus
     with pytest.raises(CapsimError, match="preempts"):
         build("mig", base="edf_preemptive") if "edf_preemptive" in __import__("optim").registry() else \
             build("mig", base=next(k for k, c in __import__("optim").registry().items() if c.may_preempt))
+
+
+def test_the_milp_without_preemption_plans_whole_gpus_around_the_layers_slices():
+    """Seven loose jobs and two with deadlines at 1,100 s and $1/s late, on three slots: the layer cuts slices for the
+    loose ones only (a tight job is late on any slice); the MILP then puts the two tight jobs on whole GPUs, where
+    they finish by 1,000 s plus the VM's boot. A MILP that may preempt is refused."""
+    loose = [Job(i, SPEC, 0.0, 86_400.0, 0.001) for i in range(7)]
+    tight = [Job(7 + i, SPEC, 0.0, 1100.0, 1.0) for i in range(2)]
+    r = _run(loose + tight, slots=3, base="milp")
+    on_slice = r.segments[r.segments.slice.notna()]
+    assert sorted(on_slice.job_id) == list(range(7))
+    whole = r.jobs[r.jobs.job_id >= 7]
+    assert r.segments[r.segments.job_id >= 7].slice.isna().all()
+    assert (whole.end_time <= 1100.0).all()
+    with pytest.raises(CapsimError, match="preempts"):
+        build("mig", base="milp", params={"preempt": True})
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
