@@ -104,7 +104,7 @@ class MigSlicing(Policy):
     may_preempt: ClassVar[bool] = False
     may_share: ClassVar[bool] = True
     may_gang: ClassVar[bool] = True
-    may_colocate: ClassVar[bool] = True  # its base's pairs, on a cluster with co-location (which has no MIG)
+    may_colocate: ClassVar[bool] = True  # its base's pairs on whole GPUs, where the cluster allows co-location
     needs_mig: ClassVar[bool] = True
     """Only a MIG cluster gives it anything to do (elsewhere it is its base): default policy lists skip it there."""
 
