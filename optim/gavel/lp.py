@@ -107,9 +107,25 @@ class LeastShare:
         h.run()
         return float(h.getInfo().objective_function_value)
 
+    def gradient(self, need: np.ndarray) -> np.ndarray:
+        """∂s/∂need[j] at the last ``value(need)``: −y_j·s, y the duals of the rows need[j]·s ≤ rate_j·X_j scaled so
+        that Σ_j y_j·need[j] = 1 (the LP's optimality condition for s; the sign HiGHS reports is not used)."""
+        y = np.abs(np.asarray(self.h.getSolution().row_dual[: self.n], dtype=float))
+        total = float(y @ need)
+        s = float(self.h.getInfo().objective_function_value)
+        return -y * (s / total) if total > 0 else np.zeros(self.n)
+
+    def optimum(self, need: np.ndarray) -> tuple[np.ndarray, float]:
+        """(X clipped to [0, 1], s) for these needs: a vertex of the optimal face, as ``max_min(rate / need)`` gives
+        (the same LP with its rows scaled), warm-started from the last basis."""
+        s = self.value(need)
+        x = np.asarray(self.h.getSolution().col_value[: self.col], dtype=float)
+        return np.clip(x.reshape(self.n, -1), 0.0, 1.0), s
+
 
 def centre(rate: np.ndarray, sf: np.ndarray, gpus: np.ndarray, demand: np.ndarray,
-           inside: np.ndarray | None = None, curved: bool = False) -> np.ndarray:
+           inside: np.ndarray | None = None, curved: bool = False,
+           vertex: tuple[np.ndarray, float] | None = None) -> np.ndarray:
     """The analytic centre of {X : the base constraints, Σ_w rate[j,w]·X[j,w] ≥ demand[j] for every j}: the point
     maximising the sum of the logarithms of every constraint's slack, which an interior-point solver such as ECOS
     approaches when every point of the set is optimal (Gavel's feasibility problems, ``Maximize(1)``).
@@ -117,7 +133,8 @@ def centre(rate: np.ndarray, sf: np.ndarray, gpus: np.ndarray, demand: np.ndarra
     Damped Newton steps on the log barrier. The Hessian is block-diagonal per job (its X ≥ 0, share and demand rows)
     plus a rank-m term from the m capacity rows, so each step costs a batch of m×m solves and one m×m solve
     (Woodbury). ``inside`` is a strictly feasible starting point; by default one is built from the max-min LP
-    (``max_min``). If the set has no interior (the demands take all there is), the max-min LP's answer is returned.
+    (``max_min``), or from ``vertex``, that LP's answer (X, s) where the caller has it. If the set has no interior (the
+    demands take all there is), the max-min LP's answer is returned.
 
     ``curved``: each job's demand row weighs 2·log(u − d) − log(u), u = Σ_w rate·X, instead of log(u − d): the
     barrier ECOS sees for a bound on a job's time R/u written with cvxpy's ``inv_pos`` (a second-order cone u·v ≥ 1
@@ -129,7 +146,7 @@ def centre(rate: np.ndarray, sf: np.ndarray, gpus: np.ndarray, demand: np.ndarra
     sf = sf.astype(float)
     cap = gpus.astype(float)
     if inside is None:
-        x_mm, s = max_min(rate / demand[:, None], sf, cap, ipm=False)
+        x_mm, s = vertex if vertex is not None else max_min(rate / demand[:, None], sf, cap, ipm=False)
         if not s > 1.0 + 1e-9:
             return x_mm
         theta = 0.5 * (1.0 - 1.0 / s)

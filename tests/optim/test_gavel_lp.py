@@ -37,3 +37,60 @@ def test_least_share_warm_values_equal_cold_max_min_values(seed):
         need = base * scale * rng.uniform(0.9, 1.1, n)
         cold = max_min(rate / need[:, None], sf, gpus, ipm=False)[1]
         assert series.value(need) == pytest.approx(cold, rel=1e-7)
+
+
+def test_least_share_gradient_by_hand_and_optimum():
+    """Two jobs sharing one GPU at rate 1: s = 1 / (need1 + need2), so ∂s/∂need_j = −s²; the optimum's X gives each
+    job exactly s·need_j of the GPU."""
+    rate, sf = np.ones((2, 1)), np.ones((2, 1), dtype=np.int64)
+    lp = LeastShare(rate, sf, np.array([1]))
+    for need in ((1.0, 1.0), (1.0, 3.0), (0.2, 0.6)):
+        need_a = np.array(need)
+        s = lp.value(need_a)
+        assert lp.gradient(need_a) == pytest.approx([-s * s, -s * s], rel=1e-9)
+        x, s2 = lp.optimum(need_a)
+        assert s2 == pytest.approx(s, rel=1e-12)
+        assert x[:, 0] == pytest.approx(s * need_a, rel=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_least_share_gradient_matches_finite_differences(seed):
+    """The dual-based gradient of s(need) equals a central finite difference along a random direction."""
+    rng = np.random.default_rng(seed)
+    n, m = 12, 3
+    rate = rng.uniform(0.1, 5.0, (n, m))
+    sf = np.repeat(rng.choice([1, 2], n)[:, None], m, axis=1)
+    gpus = np.array([4, 3, 2])
+    lp = LeastShare(rate, sf, gpus)
+    need = rng.uniform(0.5, 2.0, n)
+    direction = rng.uniform(-1.0, 1.0, n)
+    eps = 1e-7
+    lp.value(need)
+    slope = float(lp.gradient(need) @ direction)
+    up, down = lp.value(need + eps * direction), lp.value(need - eps * direction)
+    assert slope == pytest.approx((up - down) / (2 * eps), rel=1e-4)
+
+
+def _kinked(rho: float) -> tuple[float, float]:
+    """An increasing value with a pole at rho = 1 and a kink at rho = 1.5: 1 − 0.01 / (rho − 1) below the kink, a
+    line above; 1 is reached at rho = 2, past the kink."""
+    if rho <= 1.0:
+        return 0.0, 0.0
+    if rho < 1.5:
+        return 1.0 - 0.01 / (rho - 1.0), 0.01 / (rho - 1.0) ** 2
+    return 0.98 + 0.04 * (rho - 1.5), 0.04
+
+
+@pytest.mark.parametrize("value, lo, hi, root", [
+    (lambda r: (r * r / 4.0, r / 2.0), 0.0, 1.0, 2.0),  # x² / 4 = 1: hi widened twice
+    (lambda r: (1.5 - 0.01 / (r - 1.0), 0.01 / (r - 1.0) ** 2) if r > 1.0 else (0.0, 0.0), 1.0, 3.0, 1.02),
+    (_kinked, 1.0, 4.0, 2.0),
+])
+def test_newton_root_finds_the_least_root_within_tolerance(value, lo, hi, root):
+    """Hand-made increasing values (smooth; steep next to a pole at lo; kinked): the root is found to 1e-10 from the
+    feasible side, as ``least_root`` finds it from the values alone."""
+    from optim.gavel.fairness import least_root, newton_root
+
+    found = newton_root(value, lo, hi)
+    assert value(found)[0] >= 1.0 and found == pytest.approx(root, rel=1e-10)
+    assert least_root(lambda r: value(r)[0], lo, hi) == pytest.approx(found, rel=1e-10)
