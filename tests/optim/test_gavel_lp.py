@@ -94,3 +94,43 @@ def test_newton_root_finds_the_least_root_within_tolerance(value, lo, hi, root):
     found = newton_root(value, lo, hi)
     assert value(found)[0] >= 1.0 and found == pytest.approx(root, rel=1e-10)
     assert least_root(lambda r: value(r)[0], lo, hi) == pytest.approx(found, rel=1e-10)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_centre_is_the_analytic_centre(seed):
+    """The centre of {X : base constraints, rate_j·X_j ≥ demand_j} is strictly inside the set, and the barrier's
+    gradient there is (nearly) zero."""
+    from optim.gavel.lp import centre
+
+    rng = np.random.default_rng(seed)
+    n, m = 40, 3
+    rate = rng.uniform(0.1, 5.0, (n, m))
+    sf = np.repeat(rng.choice([1, 2], n)[:, None], m, axis=1).astype(float)
+    gpus = np.array([12.0, 10.0, 8.0])
+    demand = 0.9 * max_min(rate, sf, gpus, ipm=False)[1] * np.ones(n)
+    x = centre(rate, sf, gpus, demand, curved=True)
+    row, col, dem = 1.0 - x.sum(axis=1), gpus - (sf * x).sum(axis=0), (rate * x).sum(axis=1) - demand
+    assert (x > 0).all() and (row > 0).all() and (col > 0).all() and (dem > 0).all()
+    u = dem + demand
+    grad = -1.0 / x + (1.0 / row)[:, None] - rate * (2.0 / dem - 1.0 / u)[:, None] + sf / col[None, :]
+    assert np.abs(grad * x).max() < 1e-3  # scaled by X: the Newton decrement's own norm near X = 0
+
+
+@pytest.mark.parametrize("seed, n", [(0, 80), (2, 80), (3, 30), (1, 30)])
+def test_centre_stopping_at_the_rounding_keeps_the_answer(seed, n, monkeypatch):
+    """Finish-time fairness on random 4:4:4 queues (its demands pin the bottleneck jobs within 1e-6, a thin set
+    where the barrier's rounding stalls the line search): stopping there (``_STALL``) gives the allocation that
+    running on in steps of 1e-10 gives, to 1e-9."""
+    import optim.gavel.lp as lp
+    from optim.gavel.fairness import finish_time_fairness, isolated
+
+    rng = np.random.default_rng(seed)
+    rate = rng.uniform(0.1, 5.0, (n, 3))
+    sf = np.repeat(rng.choice([1, 2, 4], n)[:, None], 3, axis=1).astype(float)
+    gpus = np.array([4.0, 4.0, 4.0])
+    remaining, age, used = rng.uniform(1e3, 1e5, n), rng.uniform(0, 2e4, n), rng.uniform(0, 1e3, n)
+    iso = (rate * isolated(sf, gpus)).sum(axis=1)
+    x = finish_time_fairness(rate, sf, gpus, age, remaining, used, iso)
+    assert (x >= 0).all() and (x.sum(axis=1) <= 1 + 1e-9).all() and ((sf * x).sum(axis=0) <= gpus + 1e-9).all()
+    monkeypatch.setattr(lp, "_STALL", 0.0)
+    assert finish_time_fairness(rate, sf, gpus, age, remaining, used, iso) == pytest.approx(x, abs=1e-9)
