@@ -135,12 +135,13 @@ class Packed(TimeSliced):
 
     def _pair_rates(self, s: Snapshot, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
         """Each member's iterations per second next to the other on each type (0 where they may not share it),
-        the same for every pair of the same two kinds of job."""
+        the same for every pair of two jobs of the same kinds (what the interference models read: name, network,
+        framework, depth, batch, GPUs) and speeds and GPUs alone."""
         t = self._table
         ra, rb = t.row[a], t.row[b]
         spa, spb = self._specs[a], self._specs[b]
-        key = (spa.name, spa.application, spa.batch_size, spa.gpus, spb.name, spb.application, spb.batch_size,
-               spb.gpus)
+        key = tuple((sp.name, sp.application, sp.framework, sp.depth, sp.batch_size, sp.gpus, t.speed[r].tobytes(),
+                     t.sf[r].tobytes()) for sp, r in ((spa, ra), (spb, rb)))
         hit = self._pair_speed.get(key)
         if hit is None:
             assert s.colocation is not None
