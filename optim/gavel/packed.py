@@ -26,6 +26,7 @@ the policies then schedule jobs alone.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from typing import ClassVar
 
 import numpy as np
@@ -39,6 +40,24 @@ from sim.model import Assignment, DecisionInfo, JobSpec, Plan, Snapshot
 __all__ = ["Packed", "PairTable"]
 
 Key = tuple[int, int]
+
+
+def _ranked(prio: np.ndarray, deficit: np.ndarray, alloc: np.ndarray, seq: np.ndarray,
+            head: int = 64) -> Iterator[int]:
+    """Entries by priority, deficit and X (highest first), then creation order: Gavel's order of a type's list.
+    A round places a few entries, so the ``head`` highest priorities (with all their ties) are sorted first and the
+    rest only if the round gets that far; ``seq`` is unique, so each part is exactly the full order's run."""
+    def order(ix: np.ndarray) -> list[int]:
+        return ix[np.lexsort((seq[ix], -alloc[ix], -deficit[ix], -prio[ix]))].tolist()
+
+    everything = np.arange(len(prio))
+    if len(prio) <= 4 * head or not np.isfinite(prio).all():
+        yield from order(everything)
+        return
+    cut = np.partition(prio, len(prio) - head)[len(prio) - head]
+    top = prio >= cut
+    yield from order(everything[top])
+    yield from order(everything[~top])
 
 
 class Packed(TimeSliced):
@@ -198,11 +217,10 @@ class Packed(TimeSliced):
         for w in order:
             if left[w] <= 0:
                 continue
-            ranked = np.lexsort((seq, -alloc_all[:, w], -deficit_all[:, w], -prio_all[:, w])).tolist()
-            pw = prio_all[:, w].tolist()
-            rw, sw, okw = rate[:, w].tolist(), sf[:, w].tolist(), pok[:, w].tolist()
+            pw, okw = prio_all[:, w], pok[:, w]
+            rw, sw = rate[:, w].tolist(), sf[:, w].tolist()
             room = int(left[w])
-            for i in ranked:
+            for i in _ranked(pw, deficit_all[:, w], alloc_all[:, w], seq):
                 if fifo and pw[i] <= 0:
                     break
                 if i < n:
