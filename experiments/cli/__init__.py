@@ -149,17 +149,41 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
         return 0
     except OSError as e:
         if e.filename is None:
-            print(_crash_report(e, argv), file=sys.stderr)
-            return EXIT_INTERNAL
+            return _internal(e, argv)
         target = f"{e.filename} -> {e.filename2}" if e.filename2 else str(e.filename)
         print(f"capsim: error: {target}: {e.strerror or e}", file=sys.stderr)
         return EXIT_USER_ERROR
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, interrupts.Terminated) as e:
+        return _run_stop(e)
+    except Exception as e:  # noqa: BLE001 (the one place an unexpected error becomes one line, not a traceback)
+        return _internal(e, argv)
+
+
+def _internal(e: BaseException, argv: list[str]) -> int:
+    """An unexpected error: a stop if a signal caused it (``_stopped_by``), else capsim's defect, reported."""
+    stop = _stopped_by(e)
+    if stop is not None:
+        return _run_stop(stop)
+    print(_crash_report(e, argv), file=sys.stderr)
+    return EXIT_INTERNAL
+
+
+def _stopped_by(e: BaseException) -> BaseException | None:
+    """The Ctrl-C or SIGTERM that ``e`` comes from, if a library turned it into an error of its own (a signal while
+    a compiled module initialises surfaces as ``ImportError: initialization failed``)."""
+    seen: set[int] = set()
+    cause: BaseException | None = e
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, (KeyboardInterrupt, interrupts.Terminated)):
+            return cause
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
+def _run_stop(stop: BaseException) -> int:
+    if isinstance(stop, KeyboardInterrupt):
         print("capsim: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except interrupts.Terminated:
-        print("capsim: terminated", file=sys.stderr)
-        return EXIT_TERMINATED
-    except Exception as e:  # noqa: BLE001 (the one place an unexpected error becomes one line, not a traceback)
-        print(_crash_report(e, argv), file=sys.stderr)
-        return EXIT_INTERNAL
+    print("capsim: terminated", file=sys.stderr)
+    return EXIT_TERMINATED
