@@ -114,6 +114,15 @@ def dump_stuck(proc: subprocess.Popen) -> None:
             continue
         rows.append(f"{pid} ppid={stat[1]} state={stat[0]} wchan={wchan} {cmd}")
     print("stuck session:\n" + "\n".join(rows))
+    signals = []
+    for task in sorted(Path(f"/proc/{proc.pid}/task").glob("*")):  # masks: which thread could take a signal
+        try:
+            status = dict(line.split(":\t", 1) for line in (task / "status").read_text().splitlines() if ":\t" in line)
+        except OSError:
+            continue
+        signals.append(f"{task.name} {status.get('Name', '').strip()}: " + " ".join(
+            f"{k}={status.get(k, '').strip()}" for k in ("SigPnd", "ShdPnd", "SigBlk", "SigIgn", "SigCgt")))
+    print("signal masks of the command's threads (SIGINT = 0x2, SIGTERM = 0x4000):\n" + "\n".join(signals))
     try:
         proc.send_signal(signal.SIGUSR1)
     except ProcessLookupError:
