@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -38,13 +39,15 @@ START_TIMEOUT = 300.0
 (Dask's ``death_timeout``): an idle machine takes 1-2 s, one loaded twenty times past its cores up to a minute."""
 CALL_TIMEOUT = 300.0
 """Seconds the command waits for every worker to answer a set-up call (``on_workers``) before it gives up."""
-ABANDON_WAIT = 0.3
-"""Seconds a stopped cluster start is given to notice its killed workers before they are killed again."""
+ABANDON_WAIT = 1.0
+"""Seconds a stopped cluster start is given, at most, to see its killed workers die (``_abandon``)."""
 COMMAND_ENV = "CAPSIM_DASK_COMMAND"
 """Environment variable giving a local cluster's workers the command's process id."""
 
 _stopping = threading.Event()
 _nannies: weakref.WeakSet[Any] = weakref.WeakSet()
+_starting: set[int] = set()
+"""Nannies starting a worker process (until it has reached the scheduler, or died)."""
 
 
 def parse_local(address: str) -> tuple[int, str | None]:
@@ -73,7 +76,11 @@ def _nanny_class() -> type:
             if _stopping.is_set():
                 self.close_gracefully()
                 return Status.closing_gracefully
-            return await super().instantiate()
+            _starting.add(id(self))
+            try:
+                return await super().instantiate()
+            finally:
+                _starting.discard(id(self))
 
     return LocalNanny
 
@@ -116,10 +123,10 @@ def start_local(n: int, dashboard: str | None, tmp: str | None) -> tuple[Any, An
             starter.join(interrupts.POLL)
             interrupts.check()
     except BaseException:
-        _abandon(starter)
+        _abandon()
         raise
     if "error" in made:
-        _abandon(starter)
+        _abandon()
         e = made["error"]
         if isinstance(e, (OSError, TimeoutError)):
             raise CapsimError(f"--dask local:{n}: the local Dask cluster did not start: {e}") from None
@@ -127,14 +134,18 @@ def start_local(n: int, dashboard: str | None, tmp: str | None) -> tuple[Any, An
     return made["cluster"], made["client"]
 
 
-def _abandon(starter: threading.Thread) -> None:
-    """A cluster whose start was stopped: kill its workers, give Dask a moment to see them die (a nanny that was
-    spawning one as the command stopped has done so by then), and kill again. The command ends next; what Dask
-    says meanwhile is not shown."""
+def _abandon() -> None:
+    """A cluster whose start was stopped: kill its workers until no nanny is starting one any more (at most
+    ``ABANDON_WAIT`` seconds). A worker being spawned as the command stopped is not yet among this process's
+    children; left alone, it found its parent gone and printed a traceback. The command ends next; what Dask says
+    meanwhile is not shown."""
     logging.getLogger("distributed").setLevel(logging.CRITICAL)
-    kill_workers()
-    starter.join(ABANDON_WAIT)
-    kill_workers()
+    deadline = time.monotonic() + ABANDON_WAIT
+    while True:
+        kill_workers()
+        if not _starting or time.monotonic() > deadline:
+            return
+        time.sleep(0.02)
 
 
 def dask_setup(worker: Any) -> None:
