@@ -97,3 +97,21 @@ def test_ctrl_c_while_the_cluster_starts_stops_it_and_kills_its_workers(tmp_path
     assert _wait_for(lambda: not mp.active_children(), 10)
     time.sleep(1.0)
     assert not mp.active_children()
+
+
+def test_two_clusters_at_once_without_a_dashboard_do_not_warn(tmp_path: Path) -> None:
+    """Without a dashboard the scheduler's HTTP server takes a free port: Dask's default 8787 warned "Port 8787 is
+    already in use" when two commands ran at once (clusters without workers: the scheduler is what listens)."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        first = dask_local.start_local(0, None, str(tmp_path))
+        second = dask_local.start_local(0, None, str(tmp_path))
+        try:
+            ports = {c.scheduler.http_server.port for c, _ in (first, second)}
+        finally:
+            for cluster, client in (first, second):
+                dask_local.close(client, cluster)
+    assert len(ports) == 2 and 8787 not in ports
+    assert not [w for w in seen if "already in use" in str(w.message)]
