@@ -5,8 +5,8 @@ bound.
 The cluster runs in the command: its scheduler and one nanny per worker on Dask's event-loop thread, each worker a
 process the nanny spawned. Every worker sets itself up (``experiments.running.pool.init_worker``) as Dask builds it,
 through this module as a worker preload (``dask_setup``), so a worker a nanny starts again after a crash follows the
-same rules. A stop marks every nanny as closing before the workers are killed: a nanny that sees its worker die while
-"running" starts a new one (one stop in a hundred left such workers behind for seconds).
+same rules. Once the command stops, no nanny starts a worker again: a nanny that sees its worker die while "running"
+starts a new one (one stop in a hundred left such workers behind for seconds).
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import logging
 import os
 import threading
 import time
-import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cache
@@ -45,7 +44,6 @@ COMMAND_ENV = "CAPSIM_DASK_COMMAND"
 """Environment variable giving a local cluster's workers the command's process id."""
 
 _stopping = threading.Event()
-_nannies: weakref.WeakSet[Any] = weakref.WeakSet()
 _starting: set[int] = set()
 """Nannies starting a worker process (until it has reached the scheduler, or died)."""
 
@@ -72,10 +70,8 @@ def _nanny_class() -> type:
         """A nanny that starts no worker process once the command stops (a dead worker is normally restarted)."""
 
         async def instantiate(self) -> Status:
-            _nannies.add(self)
-            if _stopping.is_set():
-                self.close_gracefully()
-                return Status.closing_gracefully
+            if _stopping.is_set():  # the nanny stays as it was: closing the cluster closes it as usual
+                return Status.failed
             _starting.add(id(self))
             try:
                 return await super().instantiate()
@@ -178,13 +174,12 @@ def _quiet() -> Iterator[None]:
 
 
 def kill_workers() -> None:
-    """Kill a local cluster's worker processes (this process's multiprocessing children), not waiting for them,
-    after telling every nanny not to start them again."""
+    """Kill a local cluster's worker processes (this process's multiprocessing children), not waiting for them;
+    from now on no nanny starts one again (``LocalNanny``). Telling the nannies instead (``close_gracefully``) left
+    one, under load, in a state ``cluster.close`` refused (an AssertionError at the end of a sweep)."""
     import multiprocessing as mp
 
     _stopping.set()
-    for nanny in list(_nannies):
-        nanny.close_gracefully()
     for p in mp.active_children():
         p.kill()
 

@@ -61,12 +61,15 @@ def test_workers_follow_the_rules_even_when_restarted_and_a_stop_starts_none_aga
         monkeypatch.setattr(dask_local, "CALL_TIMEOUT", 0.2)
         with pytest.raises(CapsimError, match=r"did not answer within 0.2 s while resting"):
             dask_local.on_workers(client, time.sleep, 5.0, what="resting")
-        old = {p.pid for p in mp.active_children()}
+        (old,) = client.scheduler_info()["workers"]
         for p in mp.active_children():
             p.kill()  # a crash: the nanny starts the worker again, and it sets itself up again
-        assert _wait_for(lambda: len(client.scheduler_info()["workers"]) == 1
-                         and {p.pid for p in mp.active_children()} - old, 120)
-        client.wait_for_workers(1, timeout=120)
+
+        def replaced() -> bool:
+            now = set(client.scheduler_info()["workers"])
+            return len(now) == 1 and old not in now
+
+        assert _wait_for(replaced, 120)
         (again,) = client.run(_worker_state).values()
         assert again == first
         dask_local.kill_workers()
