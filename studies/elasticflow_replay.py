@@ -267,7 +267,7 @@ def plot(rows: list[dict[str, Any]], path: Path, with_reference: bool = True,
             if with_reference and "ref_deadline_met" in r:
                 ax.bar(x, r["ref_deadline_met"], -width * 0.5, color="white", edgecolor=colour, hatch="////",
                        align="edge", linewidth=0.6)
-    ax.set_xticks(range(len(settings)), settings)
+    ax.set_xticks(range(len(settings)), settings, **({"fontsize": 6.5} if len(settings) > 6 else {}))
     ax.set_ylabel("deadline satisfactory ratio")
     ax.set_ylim(0, 1.05)
     ax.legend(ncols=len(policies), fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
