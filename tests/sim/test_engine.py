@@ -263,3 +263,55 @@ def test_positional_views_are_the_keyword_ones():
 @dataclasses.dataclass(frozen=True)
 class _Loose:
     x: int
+
+
+def _running_ids(s) -> tuple[int, ...]:
+    return tuple(j.id for j in s.running)
+
+
+class _Keeper(FirstFit):
+    """FirstFit that keeps every other snapshot unread and reads the running jobs of every fourth at once."""
+
+    def __init__(self):
+        super().__init__()
+        self.kept, self.count = [], 0
+
+    def decide(self, s):
+        self.count += 1
+        if self.count % 2:
+            self.kept.append(s)
+        elif self.count % 4 == 0:
+            _running_ids(s)  # read at once: made from the set as it is then
+        return super().decide(s)
+
+
+def test_a_kept_snapshot_reads_the_running_jobs_of_its_own_decision():
+    # The engine makes a snapshot's running tuple when first read. Run 1 reads it at each decision; run 2 keeps every
+    # other snapshot unread (the others die at once, or are read at once) and reads them all at the end, after the
+    # engine has started and ended jobs many times: each must list the jobs running at its own decision (two nodes,
+    # so some decisions follow one another with nothing changed).
+    jobs = [job(i, A if i % 3 else B, 9.0 * i) for i in range(16)]
+    eager: list[tuple[int, ...]] = []
+    run(jobs, Scripted(lambda s: (eager.append(_running_ids(s)), FirstFit().decide(s))[1]), n=2)
+    policy = _Keeper()
+    r = run(jobs, policy, n=2)
+    assert len(eager) == len(r.decisions) > 20 and any(eager) and any(not e for e in eager)
+    assert [_running_ids(s) for s in policy.kept] == eager[::2]
+    assert r.decisions.running.tolist() == [len(e) for e in eager]
+
+
+def test_an_engine_snapshot_is_replaced_and_compared_as_any_snapshot():
+    seen = []
+    run([job(0, A, 0.0), job(1, B, 1.0), job(2, B, 2.0)], Scripted(lambda s: (seen.append(s), FirstFit().decide(s))[1]),
+        n=2)
+    s = seen[2]
+    assert _running_ids(s) == (0, 1)
+    other = dataclasses.replace(s, trigger="elsewhere")
+    assert other.trigger == "elsewhere" and other.running == s.running and other.nodes is s.nodes
+    assert dataclasses.replace(s) == s and other != s
+
+
+def test_a_snapshot_with_no_running_job_reads_an_empty_tuple():
+    seen = []
+    run([job(0, A, 0.0)], Scripted(lambda s: (seen.append(s), FirstFit().decide(s))[1]))
+    assert seen[0].running == () and dataclasses.replace(seen[0], trigger="x").running == ()
