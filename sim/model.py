@@ -281,9 +281,10 @@ class NodeChanges:
     """Which node views changed over the engine's last few snapshots (``Snapshot.node_changes``), so a policy that
     keeps what it derived from an earlier snapshot's ``nodes`` re-reads only the nodes that changed since.
 
-    ``after`` is the snapshot's ``nodes``; ``before`` the ``nodes`` tuples of the engine's preceding snapshots whose
-    nodes differed (oldest first, at most ``NodeChanges.KEEP``) and ``changed[i]`` the indices whose views are new
-    objects from ``before[i]`` to the next tuple (``after`` for the last). A view not named is the very same object.
+    ``after`` is the snapshot's ``nodes``; ``before`` the preceding ``nodes`` tuples the engine made (oldest first, at
+    most ``NodeChanges.KEEP``; a snapshot whose nodes were never read made none) and ``changed[i]`` the indices whose
+    views are new objects from ``before[i]`` to the next tuple (``after`` for the last). A view not named is the very
+    same object.
     """
 
     before: tuple[tuple[NodeView, ...], ...]
@@ -360,8 +361,9 @@ class Snapshot:
     ``mig`` is the slice speeds where GPUs may be cut into MIG slices (``ClusterRules.mig``), else None.
     ``node_changes`` says which node views changed since the engine's preceding snapshots (``NodeChanges``), for a
     policy that follows the nodes across decisions; None where unknown (a snapshot not made by the engine).
-    The engine's snapshots are ``sim.state.EngineSnapshot``s, whose ``running`` tuple is made when first read (most
-    list schedulers never read it): the same fields and values, whenever read.
+    The engine's snapshots are ``sim.state.EngineSnapshot``s, whose tuples of nodes, running jobs, empty and idle nodes
+    (and ``node_changes``) are made when first read (a list scheduler reads none when no job waits): the same fields
+    and values, whenever read.
     """
 
     time: float

@@ -252,7 +252,7 @@ class Run:
             observe(self.world, now, self.estimator, self._rounds)
         world = self.world
         waiting, running = len(world.waiting), len(world.running)
-        snap = world.snapshot(now, trigger)
+        snap: Snapshot = world.snapshot(now, trigger)
         if self.markets is not None:
             snap = self._market_view(snap, now)
         t0 = perf_counter()
