@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/gavel.py [--setting queue] [--all] [--policies max_min_fairness_perf,...]
                                          [--jobs 600 --lam 100 --servers 36:36:36 --seed 0] [--profile]
+                                         [--gavel "GAVEL_PYTHON HARNESS"]
 
 A trace made by Gavel's generator (``sim.traces.gavel.generate``, ``-m``: multi-GPU jobs) is replayed as
 ``experiments/gavel/replay.yaml`` does, on one-GPU servers in 360-s rounds, with each policy. The simulation alone
@@ -11,6 +12,12 @@ cvxpy 1.9.3 and ECOS 2.0.14 (the versions of Gavel's reference runs), CPU time o
 imports, no trace parsing), with its logging switched off (so Gavel's own runs, which log every micro-task, take
 longer: the ratios are lower bounds). Those runs reproduce every reference run of ``experiments/gavel/reference/``
 to the printed digit. The target is at least 20x on every LP policy at 500+ jobs.
+
+CPU times on this shared machine swing with its load (both simulators' alike), so a ratio is best taken from two
+runs made at the same time: ``--gavel CMD`` runs Gavel's simulation of the same trace right after capsim's run of
+each policy, as ``CMD TRACE POLICY SERVERS SEED`` (a harness around Gavel's ``Scheduler.simulate``, in Gavel's own
+environment, that prints as its last line ``trace,policy,servers,avg_jct_s,makespan_s,utilisation,jobs,done,cpu_s``,
+the CPU of the ``simulate`` call alone; docs/gavel.md, "Speed"), and the ratio uses that CPU instead of ``GAVEL``.
 
 Each row also splits capsim's CPU: the policy's ``allocate`` (the LP or cone program at each recompute), the rest of
 the policy (Gavel's round mechanism: credits, priority lists, placement) and the engine (rounds, plan checks,
@@ -24,6 +31,8 @@ import cProfile
 import io
 import math
 import pstats
+import shlex
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -82,12 +91,17 @@ work: CPU times under load are a few tens of percent above an idle machine's). O
 ``max_min_fairness_perf`` left one job unfinished (599 of 600 completed), so its average JCT there covers 599 jobs."""
 
 
+def trace_text(jobs: int, lam: float, seed: int) -> str:
+    """The benchmark's trace in Gavel's format (Gavel's generator with ``-m``: multi-GPU jobs)."""
+    return generate(jobs, lam, seed, gavel_table().by_gpu("V100"), multi_gpu=True)
+
+
 def build(jobs: int, lam: float, servers: str, seed: int):
     from experiments.scenario.servers import server_types
     from sim.cluster import Cluster, NodeSlot
     from sim.model import ClusterRules
 
-    text = generate(jobs, lam, seed, gavel_table().by_gpu("V100"), multi_gpu=True)
+    text = trace_text(jobs, lam, seed)
     types = server_types(servers, 1, 0.0)
     cluster = Cluster(tuple(v for v, _, _ in types),
                       tuple(NodeSlot(frozenset({v.name}), fixed=True) for v, n, _ in types for _ in range(n)),
@@ -125,14 +139,46 @@ class _Timed:
         policy.decide, policy.allocate = timed_decide, timed_allocate
 
 
-def run_setting(jobs: int, lam: float, servers: str, seed: int, policies: list[str], profile: bool) -> None:
+def gavel_now(command: str, trace: Path, policy: str, servers: str, seed: int) -> tuple[float, float]:
+    """(Gavel's simulation CPU s, its average JCT s) for one policy, from the harness ``command`` run now (module
+    docstring); NaNs, with the harness's last words printed, where it fails."""
+    try:
+        done = subprocess.run([*shlex.split(command), str(trace), policy, servers, str(seed)], capture_output=True,
+                              text=True, timeout=7200, check=False)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        print(f"  (Gavel's harness did not run for {policy}: {e})")
+        return math.nan, math.nan
+    lines = done.stdout.strip().splitlines()
+    try:
+        fields = lines[-1].split(",")
+        return float(fields[-1]), float(fields[3])
+    except (IndexError, ValueError):
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        print(f"  (Gavel's harness failed for {policy}, exit {done.returncode}: {tail})")
+        return math.nan, math.nan
+
+
+def run_setting(jobs: int, lam: float, servers: str, seed: int, policies: list[str], profile: bool,
+                gavel_cmd: str | None = None) -> None:
     """Print one table: every policy on one trace, capsim's CPU split, Gavel's CPU and the ratio."""
     c0 = time.process_time()
     cluster, built, predictor = build(jobs, lam, servers, seed)
     setup = time.process_time() - c0
     gavel = GAVEL.get((jobs, lam, servers, seed), {})
     print(f"\n{jobs} jobs (Gavel's generator, lam {lam:g} s, multi-GPU, seed {seed}) on {servers} one-GPU servers, "
-          f"360-s rounds; trace, predictor and jobs: {setup:.2f} s CPU")
+          f"360-s rounds; trace, predictor and jobs: {setup:.2f} s CPU; Gavel's CPU "
+          + ("measured now, after each capsim run" if gavel_cmd else "from the GAVEL table"))
+    with tempfile.TemporaryDirectory() as tmp:
+        trace = Path(tmp) / f"bench_{jobs}_{lam:g}_{seed}.trace"
+        trace.write_text(trace_text(jobs, lam, seed), encoding="utf-8")
+        _rows(cluster, built, predictor, servers, seed, policies, profile, gavel, gavel_cmd, trace)
+    if not gavel and not gavel_cmd:
+        print("(no Gavel reference for these arguments: GAVEL lists the measured ones)")
+
+
+def _rows(cluster: Any, built: Any, predictor: Any, servers: str, seed: int, policies: list[str], profile: bool,
+          gavel: dict[str, tuple[float, float]], gavel_cmd: str | None, trace: Path) -> None:
+    """The table's rows: each policy run by capsim, then (``gavel_cmd``) by Gavel on the same ``trace``."""
     print(f"{'policy':26} {'CPU (s)':>8} {'alloc':>6} {'mech':>6} {'engine':>6} {'rounds':>6} {'JCT (h)':>8} "
           f"{'Gavel JCT':>9} {'Gavel CPU':>9} {'ratio':>7} {'ceiling':>7}")
     for kind in policies:
@@ -149,6 +195,8 @@ def run_setting(jobs: int, lam: float, servers: str, seed: int, policies: list[s
         cpu = time.process_time() - c0
         rounds = int((result.decisions.trigger == "round").sum())
         ref_cpu, ref_jct = gavel.get(kind, (math.nan, math.nan))
+        if gavel_cmd is not None:
+            ref_cpu, ref_jct = gavel_now(gavel_cmd, trace, kind, servers, seed)
         engine = cpu - timed.decide
         ratio = f"{ref_cpu / cpu:6.1f}x" if math.isfinite(ref_cpu) else "      -"
         ceiling = f"{ref_cpu / engine:6.1f}x" if math.isfinite(ref_cpu) else "      -"
@@ -159,8 +207,6 @@ def run_setting(jobs: int, lam: float, servers: str, seed: int, policies: list[s
             out = io.StringIO()
             pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(20)
             print(out.getvalue())
-    if not gavel:
-        print("(no Gavel reference for these arguments: GAVEL lists the measured ones)")
 
 
 def main() -> None:
@@ -173,6 +219,8 @@ def main() -> None:
     ap.add_argument("--policies", default=",".join(LP_POLICIES + ("fifo_perf", "isolated")))
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--profile", action="store_true", help="also print each run's profile (slows the runs)")
+    ap.add_argument("--gavel", metavar="CMD", help="measure Gavel's CPU now with this harness command, run as CMD "
+                    "TRACE POLICY SERVERS SEED after each capsim run (module docstring); default: the GAVEL table")
     args = ap.parse_args()
     policies = args.policies.split(",")
     if args.all:
@@ -182,7 +230,7 @@ def main() -> None:
     else:
         chosen = [(args.jobs, args.lam, args.servers, args.seed)]
     for jobs, lam, servers, seed in chosen:
-        run_setting(jobs, lam, servers, seed, policies, args.profile)
+        run_setting(jobs, lam, servers, seed, policies, args.profile, args.gavel)
 
 
 if __name__ == "__main__":

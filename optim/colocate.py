@@ -123,13 +123,14 @@ end), in order (``queue_behind``)."""
 
 def queue_behind(snapshot: Snapshot, waiting: Iterable[JobView]) -> dict[int, list[tuple[int, float, float, float]]]:
     """Where the ``waiting`` jobs are projected to run once running jobs free their GPUs (``Behind``): by deadline,
-    each takes the GPUs of the running job (alone on one node) that free up first among those it can run on (its GPU
-    count, a finite estimate there), and frees them in turn at its estimated end: a list schedule of the queue.
+    each takes the GPUs of the running job (alone on one node, on whole GPUs) that free up first among those it can run
+    on (its GPU count, a finite estimate there), and frees them in turn at its estimated end: a list schedule of the
+    queue.
     A slowed host delays every job behind it by as much as it ends later (``pair_cost``)."""
     now, configs = snapshot.time, snapshot.configs
     heaps: dict[int, list[tuple[float, int]]] = {}
     for jv in snapshot.running:
-        if jv.partner is None and not jv.parts and jv.config is not None:
+        if jv.partner is None and not jv.parts and jv.slice is None and jv.config is not None:
             heapq.heappush(heaps.setdefault(jv.config, []), (now + jv.remaining_at(now), jv.id))
     out: dict[int, list[tuple[int, float, float, float]]] = {}
     if not heaps:
@@ -201,15 +202,16 @@ def next_cost(snapshot: Snapshot, jv: JobView, host: Host, behind: Behind | None
 
 
 def hosts(snapshot: Snapshot) -> list[Host]:
-    """The running jobs a waiting job may join: alone on their GPUs, on one node, able to share them with some job
-    (``Colocation.shares``)."""
+    """The running jobs a waiting job may join: alone on their whole GPUs (not a MIG slice), on one node, able to share
+    them with some job (``Colocation.shares``)."""
     col = snapshot.colocation
     if col is None:
         return []
     out = []
     for jv in snapshot.running:
         k = jv.config
-        if jv.partner is None and not jv.parts and k is not None and jv.node is not None and col.shares(jv.job.spec, k):
+        if (jv.partner is None and not jv.parts and jv.slice is None and k is not None and jv.node is not None
+                and col.shares(jv.job.spec, k)):
             c = snapshot.configs[k]
             out.append(Host(jv, jv.node, k, c.gpus, jv.remaining_at(snapshot.time), c.vm.price_per_second,
                             col.fit_gb(jv.job.spec, k)))

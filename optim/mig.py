@@ -23,7 +23,8 @@ At each decision, with the cluster's slice speeds (``Snapshot.mig``):
 5. While jobs are left for the base policy, a cut GPU that holds no job and took none now is made whole again (it is
    ready after the reconfiguration time).
 
-The base policy is any plan-deciding policy that does not preempt (``greedy`` by default); without MIG (no
+The base policy is any plan-deciding policy that does not preempt (``greedy`` by default; ``milp`` with ``preempt``
+false, its default: the slices are this layer's, the MILP plans whole GPUs around them); without MIG (no
 ``Snapshot.mig``) this layer is the base policy alone.
 """
 
@@ -82,6 +83,18 @@ def _choose(speeds: tuple[tuple[float, ...], ...]) -> tuple[Layout, list[tuple[i
     return choose_layout([dict(zip(PROFILES, sp)) for sp in speeds])
 
 
+class _Lazy(dict[Any, Any]):
+    """A dict whose missing values are computed by ``make(key)`` when first read."""
+
+    def __init__(self, make: Any):
+        super().__init__()
+        self.make = make
+
+    def __missing__(self, key: Any) -> Any:
+        value = self[key] = self.make(key)
+        return value
+
+
 @register("mig")
 class MigSlicing(Policy):
     """MIG slices for the jobs a slice serves more cheaply, chosen as MISO does, then ``base`` (a registered policy
@@ -91,7 +104,7 @@ class MigSlicing(Policy):
     may_preempt: ClassVar[bool] = False
     may_share: ClassVar[bool] = True
     may_gang: ClassVar[bool] = True
-    may_colocate: ClassVar[bool] = True  # its base's pairs, on a cluster with co-location (which has no MIG)
+    may_colocate: ClassVar[bool] = True  # its base's pairs on whole GPUs, where the cluster allows co-location
     needs_mig: ClassVar[bool] = True
     """Only a MIG cluster gives it anything to do (elsewhere it is its base): default policy lists skip it there."""
 
@@ -102,9 +115,9 @@ class MigSlicing(Policy):
         self.rent = rent
         self.min_jobs = min_jobs
         self._base = build(base, **(params or {}))
-        if self._base.may_preempt:
+        if self._base.may_preempt and self._base.get_params().get("preempt", True) is not False:
             raise CapsimError(f"policy mig: base {base!r} preempts; MIG slicing wraps a policy that places waiting "
-                              f"jobs only (e.g. greedy, insertion)")
+                              f"jobs only (e.g. greedy, insertion, or milp without preempt)")
         if not (isinstance(min_jobs, int) and min_jobs >= 1):
             raise CapsimError(f"policy mig: min_jobs must be a whole number >= 1, got {min_jobs!r}")
 
@@ -150,14 +163,16 @@ class MigSlicing(Policy):
         if not jobs:
             return [], [], {}, {}, {}
         usable = np.ones(len(s.configs), dtype=bool)
-        alone = {jv.id: standalone_cost(jv, now, table, usable) for jv in jobs}
-        ends: dict[int, float] = {}
+        by_id = {jv.id: jv for jv in jobs}
+        alone = _Lazy(lambda i: standalone_cost(by_id[i], now, table, usable))  # computed for the jobs priced only
+        on_node: dict[int, list[JobView]] = {}
         held: set[tuple[int, Slice]] = set()
         for jv in s.running:
             if jv.node is not None:
-                ends[jv.node] = max(ends.get(jv.node, now), now + jv.remaining_at(now))
+                on_node.setdefault(jv.node, []).append(jv)
                 if jv.slice is not None:
                     held.add((jv.node, jv.slice))
+        ends = _Lazy(lambda n: max([now, *(now + jv.remaining_at(now) for jv in on_node.get(n, ()))]))
         placed: list[Assignment] = []
         views: list[JobView] = []
         left = list(jobs)
@@ -172,7 +187,7 @@ class MigSlicing(Policy):
                 return math.inf
             finish = begin + t
             share = vm.price_per_second / vm.gpus * compute / 7 * (finish - now)
-            extension = vm.price_per_second * max(0.0, finish - ends.get(node, now)) / sharers
+            extension = vm.price_per_second * max(0.0, finish - ends[node]) / sharers
             return max(share, extension) + jv.job.weight * max(0.0, finish - jv.job.deadline)
 
         def take(jv: JobView, node: int, cut: Slice, vm: VMType, begin: float) -> None:
@@ -188,6 +203,8 @@ class MigSlicing(Policy):
             if host is None or not nv.layouts:
                 continue
             for d, layout in enumerate(nv.layouts):
+                if not layout:
+                    continue
                 ready = max(now, nv.ready_at, nv.devices_ready[d] if d < len(nv.devices_ready) else now)
                 for profile, start in layout:
                     cut = Slice(d, start, profile)
@@ -204,6 +221,7 @@ class MigSlicing(Policy):
         cut_nodes: dict[int, int] = {}
         vms: dict[int, str] = {}
         reconf = s.rules.mig_reconfigure_time
+        refused: set[tuple[str, float, float, int]] = set()
         for nv in s.nodes:
             if nv.vm is None or not mig_capable(nv.vm.gpu):
                 continue
@@ -211,14 +229,22 @@ class MigSlicing(Policy):
                 if not left or (nv.layouts and nv.layouts[d]):
                     continue
                 begin = max(now, nv.ready_at) + reconf
+                # a cut's prices depend on the GPU only through its node's VM, start and running jobs' ends: a GPU
+                # like one that took no job, for the same waiting jobs (none taken since), takes none either
+                key = (nv.vm.name, begin, ends[nv.index], len(placed))
+                if key in refused:
+                    continue
                 got = self._cut(s, nv.vm, nv.index, d, begin, left, cost, alone)
-                if got:
-                    layouts[(nv.index, d)] = got[0]
-                    cut_nodes[nv.index] = cut_nodes.get(nv.index, 0) + 1
-                    for jv, cut in got[1]:
-                        take(jv, nv.index, cut, nv.vm, begin)
+                if not got:
+                    refused.add(key)
+                    continue
+                layouts[(nv.index, d)] = got[0]
+                cut_nodes[nv.index] = cut_nodes.get(nv.index, 0) + 1
+                for jv, cut in got[1]:
+                    take(jv, nv.index, cut, nv.vm, begin)
         if self.rent:
             types = [v for v in s.vm_types if mig_capable(v.gpu) and (v.name, 1) in table.index]
+            unrented: set[tuple[str, tuple[int, ...]]] = set()
             for n in s.empty_nodes:
                 if len(left) < self.min_jobs:
                     break
@@ -227,6 +253,10 @@ class MigSlicing(Policy):
                     continue
                 vm = min(fits, key=lambda v: (v.price_per_second / v.gpus, v.name))
                 begin = now + vm.boot_time + reconf
+                order = (vm.name, tuple(jv.id for jv in left))  # an empty node is priced by its VM and the queue
+                if order in unrented:
+                    continue
+                unrented.add(order)
                 got_any = []
                 for d in range(vm.gpus):
                     got = self._cut(s, vm, n, d, begin, left, cost, alone)

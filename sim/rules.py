@@ -22,9 +22,9 @@
 10. A job started or moved onto the GPUs of another (``Assignment.partner``, co-location) needs a policy that declares
     ``may_colocate`` and a cluster whose ``jobs_per_gpu`` is 2; it is not a gang; its partner is another job that
     runs after the plan on the same node with the same GPU count and no other partner (staying, or started or moved
-    there by the plan without a partner of its own), named by one assignment only; and the pair may share those GPUs
-    (``Snapshot.colocation`` gives them finite slowdowns: their memory fits, they can run together). A co-located job
-    takes no GPU of its own.
+    there by the plan without a partner of its own) on whole GPUs (not a MIG slice), named by one assignment only; and
+    the pair may share those GPUs (``Snapshot.colocation`` gives them finite slowdowns: their memory fits, they can run
+    together). A co-located job takes no GPU of its own.
 11. MIG (``ClusterRules.mig``): ``layouts`` and ``Assignment.slice`` need a cluster with MIG. A layout names a GPU of
     an existing node whose VM after the plan is an A100 or H100, is valid (``sim.model.layout_problem``), and is given
     to a GPU that holds no job after the plan. A job on a slice is not a gang or a partner, takes one GPU, and names a
@@ -252,6 +252,8 @@ def _partner(a: Any, placed: tuple[Any, ...], world: World, policy: Policy, chan
     if mine is not None:
         if mine.partner is not None or mine.gang:
             raise PlanRejected(f"job {jid}'s partner {p} is itself co-located or a gang in the plan")
+        if mine.slice is not None:
+            raise PlanRejected(f"job {jid}'s partner {p} is put on a MIG slice: a slice holds one job")
         where, count = mine.node, mine.gpus
     else:
         mate = world.jobs[p]
@@ -261,6 +263,8 @@ def _partner(a: Any, placed: tuple[Any, ...], world: World, policy: Policy, chan
             raise PlanRejected(f"job {jid}'s partner {p} already shares its GPUs with job {mate.partner.job.id}")
         if len(mate.parts) > 1:
             raise PlanRejected(f"job {jid}'s partner {p} is a gang: co-located jobs run on one node")
+        if mate.slice is not None:
+            raise PlanRejected(f"job {jid}'s partner {p} runs on a MIG slice: a slice holds one job")
         where, count = mate.node, mate.gpus
     if where != n or count != g:
         raise PlanRejected(f"job {jid} is put on node {a.node!r} with {a.gpus!r} GPUs, but its partner {p} runs on "

@@ -9,6 +9,7 @@ type (1, or its rate on the reference type), as Gavel substitutes them.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -20,8 +21,8 @@ SLACK = 1e-6
 """Relative room above the least finish-time ratio, so that the allocations meeting it have an interior whose
 centre approximates the centre of the optimal face (where only the bottleneck jobs are pinned)."""
 
-__all__ = ["least_root", "isolated", "max_min_fairness_agnostic", "finish_time_fairness", "FinishTimeState",
-           "min_total_duration", "horizon"]
+__all__ = ["least_root", "newton_root", "isolated", "max_min_fairness_agnostic", "finish_time_fairness",
+           "FinishTimeState", "min_total_duration", "horizon"]
 
 
 def isolated(sf: np.ndarray, gpus: np.ndarray) -> np.ndarray:
@@ -75,9 +76,10 @@ def finish_time_fairness(rate: np.ndarray, sf: np.ndarray, gpus: np.ndarray, age
 
     ``iso`` the job's rate under ``isolated`` and ``used`` its C_j (``FinishTimeState``). For a given ρ every job
     needs a rate of at least r_j(ρ) = R_j / (ρ·D_j − age_j), D_j the denominator; the least feasible ρ is found by
-    bracketing the max-min LP value s(ρ) = max_X min_j rate_j(X)/r_j(ρ) around 1, and X is the interior-point answer
-    at that ρ. ``agnostic`` (one rate per job on every type, so only each job's total share matters) finds the
-    least ρ in closed form."""
+    bracketing the max-min LP value s(ρ) = max_X min_j rate_j(X)/r_j(ρ) around 1 (``newton_root``: its slope
+    comes from the LP's duals), and X is the interior-point answer at that ρ, started from the LP's vertex there.
+    ``agnostic`` (one rate per job on every type, so only each job's total share matters) finds the least ρ in
+    closed form."""
     n = rate.shape[0]
     if n == 0:
         return np.zeros(rate.shape)
@@ -105,18 +107,21 @@ def finish_time_fairness(rate: np.ndarray, sf: np.ndarray, gpus: np.ndarray, age
 
     lp = LeastShare(rate, sf, gpus)
 
-    def value(rho: float) -> float:
+    def value(rho: float) -> tuple[float, float]:
         room = rho * denom - age
         if (room <= 0).any():  # a job past its fair finish time at rho: no allocation meets it
-            return 0.0
-        return lp.value(remaining / room)
+            return 0.0, 0.0
+        need = remaining / room
+        s = lp.value(need)
+        return s, -float(lp.gradient(need) @ (need * denom / room))  # d need_j / d rho = -need_j·D_j / room_j
 
     x_iso = isolated(sf, gpus)
     hi = float(np.max((age + remaining / np.maximum((rate * x_iso).sum(axis=1), 1e-300)) / denom))
     lo = float(np.max(lowest))
-    hi = least_root(value, lo, hi)  # isolated rates can lose to X clipped at 1: it widens hi until feasible
+    hi = newton_root(value, lo, hi)  # isolated rates can lose to X clipped at 1: it widens hi until feasible
     rho = hi * (1.0 + SLACK)
-    return centre(rate, sf, gpus, remaining / (rho * denom - age), curved=True)
+    demand = remaining / (rho * denom - age)
+    return centre(rate, sf, gpus, demand, curved=True, vertex=lp.optimum(demand))
 
 
 def horizon(best: float) -> float:
@@ -147,6 +152,53 @@ def min_total_duration(rate: np.ndarray, sf: np.ndarray, gpus: np.ndarray, remai
     best = max_min(rate / remaining[:, None], sf, gpus, ipm=False)[1]
     t = horizon(1.0 / best)
     return ecos_answer(rate, sf, gpus, remaining / t, with_t=False)[0]
+
+
+def newton_root(value: Callable[[float], tuple[float, float]], lo: float, hi: float, tol: float = 1e-10) -> float:
+    """The least ρ in (lo, ∞) with value(ρ) ≥ 1, value increasing in ρ and returning (value, slope; 0 where none):
+    widen ``hi`` until it holds, then Newton steps from the last point evaluated (else from the other end of the
+    bracket), Illinois regula falsi where neither lands inside, until the bracket is within ``tol`` of ``hi``.
+
+    Newton steps are clamped half a tolerance inside the bracket, so that once a step lands on the root the next
+    closes the bracket. It finds the root of ``least_root`` to the same tolerance (the two may differ in the last
+    ten digits) with a third of its LP solves: the value is smooth between the kinks where the LP's basis changes,
+    and steep next to ``lo``, where regula falsi creeps."""
+    f_lo, d_lo = -1.0, 0.0
+    v, d_hi = value(hi)
+    f_hi = v - 1.0
+    while f_hi < 0:
+        lo, f_lo, d_lo, hi = hi, f_hi, d_hi, hi * 2.0
+        v, d_hi = value(hi)
+        f_hi = v - 1.0
+    side = 0
+    for _ in range(100):
+        if hi - lo <= tol * hi:
+            break
+        delta = 0.5 * tol * hi
+        mid = math.nan
+        for x, fx, dx in ((hi, f_hi, d_hi), (lo, f_lo, d_lo)) if side >= 0 else ((lo, f_lo, d_lo), (hi, f_hi, d_hi)):
+            step = x - fx / dx if dx > 0 else math.nan
+            if lo < step < hi or (x == hi and lo < step and step >= hi - delta) or (
+                    x == lo and step < hi and step <= lo + delta):
+                mid = step
+                break
+        if math.isnan(mid):
+            mid = hi - f_hi * (hi - lo) / (f_hi - f_lo)
+            if not lo < mid < hi:
+                mid = 0.5 * (lo + hi)
+        mid = min(max(mid, lo + delta), hi - delta)
+        v, d_mid = value(mid)
+        if v >= 1.0:
+            hi, f_hi, d_hi = mid, v - 1.0, d_mid
+            if side == 1:
+                f_lo *= 0.5
+            side = 1
+        else:
+            lo, f_lo, d_lo = mid, v - 1.0, d_mid
+            if side == -1:
+                f_hi *= 0.5
+            side = -1
+    return hi
 
 
 def least_root(value: Callable[[float], float], lo: float, hi: float) -> float:

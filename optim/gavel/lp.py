@@ -20,6 +20,11 @@ if TYPE_CHECKING:
 
 __all__ = ["max_min", "LeastShare", "centre"]
 
+_STALL = 2.0 ** -20
+"""Near the centre (Newton decrement below 1e-6) a step that must be cut below this length is lost in the rounding
+of the barrier's value: the iterate is as close as the floating-point barrier can tell, and ``centre`` stops there
+rather than take steps of 1e-10 (each one costs some 35 barrier evaluations and moves no digit that matters)."""
+
 
 
 def _base(n: int, m: int, sf: np.ndarray, gpus: np.ndarray, extra: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -107,9 +112,25 @@ class LeastShare:
         h.run()
         return float(h.getInfo().objective_function_value)
 
+    def gradient(self, need: np.ndarray) -> np.ndarray:
+        """∂s/∂need[j] at the last ``value(need)``: −y_j·s, y the duals of the rows need[j]·s ≤ rate_j·X_j scaled so
+        that Σ_j y_j·need[j] = 1 (the LP's optimality condition for s; the sign HiGHS reports is not used)."""
+        y = np.abs(np.asarray(self.h.getSolution().row_dual[: self.n], dtype=float))
+        total = float(y @ need)
+        s = float(self.h.getInfo().objective_function_value)
+        return -y * (s / total) if total > 0 else np.zeros(self.n)
+
+    def optimum(self, need: np.ndarray) -> tuple[np.ndarray, float]:
+        """(X clipped to [0, 1], s) for these needs: a vertex of the optimal face, as ``max_min(rate / need)`` gives
+        (the same LP with its rows scaled), warm-started from the last basis."""
+        s = self.value(need)
+        x = np.asarray(self.h.getSolution().col_value[: self.col], dtype=float)
+        return np.clip(x.reshape(self.n, -1), 0.0, 1.0), s
+
 
 def centre(rate: np.ndarray, sf: np.ndarray, gpus: np.ndarray, demand: np.ndarray,
-           inside: np.ndarray | None = None, curved: bool = False) -> np.ndarray:
+           inside: np.ndarray | None = None, curved: bool = False,
+           vertex: tuple[np.ndarray, float] | None = None) -> np.ndarray:
     """The analytic centre of {X : the base constraints, Σ_w rate[j,w]·X[j,w] ≥ demand[j] for every j}: the point
     maximising the sum of the logarithms of every constraint's slack, which an interior-point solver such as ECOS
     approaches when every point of the set is optimal (Gavel's feasibility problems, ``Maximize(1)``).
@@ -117,7 +138,8 @@ def centre(rate: np.ndarray, sf: np.ndarray, gpus: np.ndarray, demand: np.ndarra
     Damped Newton steps on the log barrier. The Hessian is block-diagonal per job (its X ≥ 0, share and demand rows)
     plus a rank-m term from the m capacity rows, so each step costs a batch of m×m solves and one m×m solve
     (Woodbury). ``inside`` is a strictly feasible starting point; by default one is built from the max-min LP
-    (``max_min``). If the set has no interior (the demands take all there is), the max-min LP's answer is returned.
+    (``max_min``), or from ``vertex``, that LP's answer (X, s) where the caller has it. If the set has no interior (the
+    demands take all there is), the max-min LP's answer is returned.
 
     ``curved``: each job's demand row weighs 2·log(u − d) − log(u), u = Σ_w rate·X, instead of log(u − d): the
     barrier ECOS sees for a bound on a job's time R/u written with cvxpy's ``inv_pos`` (a second-order cone u·v ≥ 1
@@ -129,7 +151,7 @@ def centre(rate: np.ndarray, sf: np.ndarray, gpus: np.ndarray, demand: np.ndarra
     sf = sf.astype(float)
     cap = gpus.astype(float)
     if inside is None:
-        x_mm, s = max_min(rate / demand[:, None], sf, cap, ipm=False)
+        x_mm, s = vertex if vertex is not None else max_min(rate / demand[:, None], sf, cap, ipm=False)
         if not s > 1.0 + 1e-9:
             return x_mm
         theta = 0.5 * (1.0 - 1.0 / s)
@@ -170,13 +192,28 @@ def centre(rate: np.ndarray, sf: np.ndarray, gpus: np.ndarray, demand: np.ndarra
         if decrement < 1e-12:
             break
         t = 1.0
+        # every constraint is linear in x: the largest step keeping all slacks positive is known in advance, and the
+        # halvings at twice it or more (a trial outside the domain, infinite barrier) are skipped unevaluated
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t_max = min(_limit(x, step), _limit(row, -step.sum(axis=1)), _limit(col, -(sf * step).sum(axis=0)),
+                        _limit(dem, (rate * step).sum(axis=1)))
+        while t >= 2.0 * t_max:
+            t *= 0.5
+            if t < 1e-12:
+                return np.clip(x, 0.0, 1.0)
         while True:
             trial = x - t * step
             ft = barrier(trial)
             if ft <= f - 0.25 * t * decrement:
                 break
             t *= 0.5
-            if t < 1e-12:
+            if t < 1e-12 or (t < _STALL and decrement < 1e-6):
                 return np.clip(x, 0.0, 1.0)
         x, f = trial, ft
     return np.clip(x, 0.0, 1.0)
+
+
+def _limit(slack: np.ndarray, rate: np.ndarray) -> float:
+    """The least t at which a slack falling at ``rate`` per unit of t (slack − t·rate) reaches 0; inf if none falls."""
+    falling = rate > 0
+    return float((slack[falling] / rate[falling]).min()) if falling.any() else np.inf

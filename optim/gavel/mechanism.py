@@ -88,6 +88,8 @@ class TimeSliced(Policy):
         self._need_update = True
         self._now = 0.0
         self._shuffler = random.Random(self.seed + 5)
+        self._config_src: tuple | None = None
+        self._config_type: list[int] = []
 
     # ----- the hook -----------------------------------------------------------------------------------------------
 
@@ -201,21 +203,36 @@ class TimeSliced(Policy):
             t.drop(j)
         if gone:
             self.forget(gone)
-        configs = s.configs
+        configs, now, row, index, alone, placed = s.configs, s.time, t.row.get, self._index.get, self.alone, t.type
+        seen, done, ran_rows, ran_types, ran_done, runtime = [], [], [], [], [], []
         for jv in s.running:
-            r = t.row.get(jv.job.id)
-            if r is not None and t.type[r] >= 0:
-                ran = jv.at(s.time).done - t.done[r]
-                w = self._index.get(configs[where(jv)[1]].vm.name, -1)
-                if ran > 0 and w >= 0 and self.alone(jv.job.id):
-                    runtime = float(jv.estimates[jv.config])
-                    if start is None:
-                        t.received[r, w] += ran * runtime
-                    else:
-                        iters = t.iters[r]
-                        t.received[r, w] += (start + round(ran * iters) / (iters / runtime)) - start
-            if r is not None:
-                t.left[r] = 1.0 - jv.done
+            jid = jv.job.id
+            r = row(jid)
+            if r is None:
+                continue
+            seen.append(r)
+            done.append(jv.done)
+            if placed[r] >= 0:
+                c = where(jv)[1]
+                w = index(configs[c].vm.name, -1)
+                if w >= 0 and alone(jid):
+                    ran_rows.append(r)
+                    ran_types.append(w)
+                    ran_done.append(jv.at(now).done)
+                    runtime.append(jv.estimates[c])
+        if seen:
+            t.left[seen] = 1.0 - np.array(done)
+        if ran_rows:  # the credits, as whole arrays (the same float operations job by job)
+            rr, ww = np.array(ran_rows), np.array(ran_types)
+            ran = np.array(ran_done) - t.done[rr]
+            est = np.array(runtime, dtype=float)
+            if start is None:
+                credit_run = ran * est
+            else:
+                iters = t.iters[rr]
+                credit_run = (start + np.round(ran * iters) / (iters / est)) - start
+            ok = ran > 0
+            t.received[rr[ok], ww[ok]] += credit_run[ok]
         new = sorted((jv for jv in (*s.waiting, *s.running) if jv.job.id not in t.row), key=lambda v: v.job.id)
         for jv in new:
             rate, sf, speed = self._job_rows(s, jv)
@@ -284,21 +301,19 @@ class TimeSliced(Policy):
         priority = np.where((alloc > 0) & (rate > 0), alloc / t.received[rows], 0.0)
         left = self._gpus.copy()
         mapped: dict[int, int] = {}
-        position = np.arange(len(rows))
         fifo = self.fifo
         for w in order:
             if left[w] <= 0:
                 continue
-            order = np.lexsort((position, -alloc[:, w], -deficit[:, w], -priority[:, w])).tolist()
-            pw, rw, sw = priority[:, w].tolist(), rate[:, w].tolist(), sf[:, w].tolist()
+            # the candidates: a job that cannot run here is never mapped here; FIFO maps only priorities > 0, which
+            # sort before every priority 0, so dropping the others beforehand changes no job's place in the order
+            cand = np.flatnonzero(priority[:, w] > 0 if fifo else rate[:, w] > 0)
+            cand = cand[np.lexsort((cand, -alloc[cand, w], -deficit[cand, w], -priority[cand, w]))]
             room = int(left[w])
-            for i in order:
-                if fifo and pw[i] <= 0:
-                    break
-                jid = int(ids[i])
-                if jid in mapped or rw[i] <= 0 or sw[i] > room:
+            for jid, g in zip(ids[cand].tolist(), sf[cand, w].tolist()):
+                if g > room or jid in mapped:
                     continue
-                room -= sw[i]
+                room -= g
                 mapped[jid] = w
                 if room <= 0:
                     break
@@ -311,49 +326,66 @@ class TimeSliced(Policy):
         row = t.row
         free = dict(self._node_gpus)
         configs = s.configs
-        index = self._index
+        if configs is not self._config_src:  # each configuration's server type index (-1: not one of the types)
+            self._config_src = configs
+            self._config_type = [self._index.get(cfg.vm.name, -1) for cfg in configs]
+        config_type = self._config_type
         now = s.time
         preempt, todo = [], []
+        placed_rows, placed_types, placed_done = [], [], []  # written to the table at the end
         for jv in s.running:
             jid = jv.job.id
             w = mapped.get(jid, -1)
             node, c = where(jv)
-            cfg = configs[c]
-            if w >= 0 and w == index.get(cfg.vm.name, -1):
-                for n, g in jv.parts or ((node, cfg.gpus),):
+            if w >= 0 and w == config_type[c]:
+                for n, g in jv.parts or ((node, configs[c].gpus),):
                     free[n] -= g
-                r = row[jid]
-                t.type[r], t.done[r] = w, jv.at(now).done
+                placed_rows.append(row[jid])
+                placed_types.append(w)
+                placed_done.append(jv.at(now).done)
             elif w >= 0:
                 todo.append((jid, jv))
             else:
                 preempt.append(jid)
-                t.type[row[jid]] = -1
+                placed_rows.append(row[jid])
+                placed_types.append(-1)
+                placed_done.append(math.nan)
         allocated = t.allocated
         todo += [(jv.job.id, jv) for jv in s.waiting if jv.job.id in mapped and allocated[row[jv.job.id]]]
-        todo.sort(key=lambda x: (-int(t.sf[row[x[0]], mapped[x[0]]]), x[0]))
+        rows = [row[jid] for jid, _ in todo]
+        wanted = [mapped[jid] for jid, _ in todo]
+        size = t.sf[rows, wanted].tolist() if todo else []
         start: list[Assignment] = []
         move: list[Assignment] = []
         open_nodes: dict[int, list[int]] = {}  # per type, its nodes with a free GPU, in index order
-        for jid, jv in todo:
-            r = row[jid]
-            w = mapped[jid]
+        gang = s.rules.gang
+        for k in sorted(range(len(todo)), key=lambda k: (-size[k], todo[k][0])):
+            jid, jv = todo[k]
+            r, w = rows[k], wanted[k]
             nodes = open_nodes.get(w)
             if nodes is None:
                 nodes = open_nodes[w] = [n for n in self._nodes[w] if free[n] > 0]
-            parts = _fit(nodes, free, int(t.sf[r, w]), s.rules.gang)
+            parts = _fit(nodes, free, size[k], gang)
+            placed_rows.append(r)
             if parts is None:
                 if jv.running:
                     preempt.append(jid)
-                t.type[r] = -1
+                placed_types.append(-1)
+                placed_done.append(math.nan)
                 continue
             for n, g in parts:
                 free[n] -= g
-            if any(free[n] == 0 for n, _ in parts):
-                nodes[:] = [n for n in nodes if free[n] > 0]
+                if free[n] == 0:
+                    nodes.remove(n)
             a = Assignment(jid, parts[0][0], parts[0][1], gang=tuple(parts[1:]))
             (move if jv.running else start).append(a)
-            t.type[r], t.done[r] = w, jv.at(now).done
+            placed_types.append(w)
+            placed_done.append(jv.at(now).done)
+        if placed_rows:
+            types = np.array(placed_types, dtype=np.int64)
+            t.type[placed_rows] = types
+            on = types >= 0
+            t.done[np.array(placed_rows)[on]] = np.array(placed_done)[on]
         keep = frozenset(self._node_gpus)
         return Plan(vms=opened, start=tuple(start), move=tuple(move), preempt=tuple(preempt), keep_idle=keep)
 

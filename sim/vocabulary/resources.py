@@ -134,6 +134,7 @@ class ClusterRules:
       GPU's layout (``Plan.layouts``) and starts a job on a slice (``Assignment.slice``), where it runs at the slice's
       measured speed (``Snapshot.mig``). ``mig_reconfigure_time``: seconds a repartitioned GPU is unavailable before
       its slices can run (an assumption: NVIDIA publishes no figure; the GPU's slices must be idle to repartition).
+      With ``jobs_per_gpu`` 2 as well, two jobs may share a whole GPU, never a slice.
     - ``owned_price_per_hour``: owned servers' VM types with their amortised $/server-hour. Each is a fixed slot whose
       type is priced 0 for the policies (using it costs nothing more); ``bill`` bills its whole time on at this rate.
     """
@@ -177,9 +178,8 @@ class ClusterRules:
         if not (self.mig_reconfigure_time >= 0 and math.isfinite(self.mig_reconfigure_time)):
             raise CapsimError(f"cluster: mig_reconfigure_time must be a finite number of seconds >= 0, got "
                               f"{self.mig_reconfigure_time!r}")
-        if self.mig and (self.jobs_per_gpu != 1 or self.rounds):
-            raise CapsimError("cluster: MIG slices (mig) exclude co-location (jobs_per_gpu 2) and round mode "
-                              "(round_length): give one of them")
+        if self.mig and self.rounds:
+            raise CapsimError("cluster: MIG slices (mig) exclude round mode (round_length): give one of them")
         if self.max_gang_gpus is not None and not (isinstance(self.max_gang_gpus, int) and self.max_gang_gpus >= 1):
             raise CapsimError(f"cluster: max_gang_gpus must be a whole number >= 1 (or None), got "
                               f"{self.max_gang_gpus!r}")

@@ -37,3 +37,100 @@ def test_least_share_warm_values_equal_cold_max_min_values(seed):
         need = base * scale * rng.uniform(0.9, 1.1, n)
         cold = max_min(rate / need[:, None], sf, gpus, ipm=False)[1]
         assert series.value(need) == pytest.approx(cold, rel=1e-7)
+
+
+def test_least_share_gradient_by_hand_and_optimum():
+    """Two jobs sharing one GPU at rate 1: s = 1 / (need1 + need2), so ∂s/∂need_j = −s²; the optimum's X gives each
+    job exactly s·need_j of the GPU."""
+    rate, sf = np.ones((2, 1)), np.ones((2, 1), dtype=np.int64)
+    lp = LeastShare(rate, sf, np.array([1]))
+    for need in ((1.0, 1.0), (1.0, 3.0), (0.2, 0.6)):
+        need_a = np.array(need)
+        s = lp.value(need_a)
+        assert lp.gradient(need_a) == pytest.approx([-s * s, -s * s], rel=1e-9)
+        x, s2 = lp.optimum(need_a)
+        assert s2 == pytest.approx(s, rel=1e-12)
+        assert x[:, 0] == pytest.approx(s * need_a, rel=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_least_share_gradient_matches_finite_differences(seed):
+    """The dual-based gradient of s(need) equals a central finite difference along a random direction."""
+    rng = np.random.default_rng(seed)
+    n, m = 12, 3
+    rate = rng.uniform(0.1, 5.0, (n, m))
+    sf = np.repeat(rng.choice([1, 2], n)[:, None], m, axis=1)
+    gpus = np.array([4, 3, 2])
+    lp = LeastShare(rate, sf, gpus)
+    need = rng.uniform(0.5, 2.0, n)
+    direction = rng.uniform(-1.0, 1.0, n)
+    eps = 1e-7
+    lp.value(need)
+    slope = float(lp.gradient(need) @ direction)
+    up, down = lp.value(need + eps * direction), lp.value(need - eps * direction)
+    assert slope == pytest.approx((up - down) / (2 * eps), rel=1e-4)
+
+
+def _kinked(rho: float) -> tuple[float, float]:
+    """An increasing value with a pole at rho = 1 and a kink at rho = 1.5: 1 − 0.01 / (rho − 1) below the kink, a
+    line above; 1 is reached at rho = 2, past the kink."""
+    if rho <= 1.0:
+        return 0.0, 0.0
+    if rho < 1.5:
+        return 1.0 - 0.01 / (rho - 1.0), 0.01 / (rho - 1.0) ** 2
+    return 0.98 + 0.04 * (rho - 1.5), 0.04
+
+
+@pytest.mark.parametrize("value, lo, hi, root", [
+    (lambda r: (r * r / 4.0, r / 2.0), 0.0, 1.0, 2.0),  # x² / 4 = 1: hi widened twice
+    (lambda r: (1.5 - 0.01 / (r - 1.0), 0.01 / (r - 1.0) ** 2) if r > 1.0 else (0.0, 0.0), 1.0, 3.0, 1.02),
+    (_kinked, 1.0, 4.0, 2.0),
+])
+def test_newton_root_finds_the_least_root_within_tolerance(value, lo, hi, root):
+    """Hand-made increasing values (smooth; steep next to a pole at lo; kinked): the root is found to 1e-10 from the
+    feasible side, as ``least_root`` finds it from the values alone."""
+    from optim.gavel.fairness import least_root, newton_root
+
+    found = newton_root(value, lo, hi)
+    assert value(found)[0] >= 1.0 and found == pytest.approx(root, rel=1e-10)
+    assert least_root(lambda r: value(r)[0], lo, hi) == pytest.approx(found, rel=1e-10)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_centre_is_the_analytic_centre(seed):
+    """The centre of {X : base constraints, rate_j·X_j ≥ demand_j} is strictly inside the set, and the barrier's
+    gradient there is (nearly) zero."""
+    from optim.gavel.lp import centre
+
+    rng = np.random.default_rng(seed)
+    n, m = 40, 3
+    rate = rng.uniform(0.1, 5.0, (n, m))
+    sf = np.repeat(rng.choice([1, 2], n)[:, None], m, axis=1).astype(float)
+    gpus = np.array([12.0, 10.0, 8.0])
+    demand = 0.9 * max_min(rate, sf, gpus, ipm=False)[1] * np.ones(n)
+    x = centre(rate, sf, gpus, demand, curved=True)
+    row, col, dem = 1.0 - x.sum(axis=1), gpus - (sf * x).sum(axis=0), (rate * x).sum(axis=1) - demand
+    assert (x > 0).all() and (row > 0).all() and (col > 0).all() and (dem > 0).all()
+    u = dem + demand
+    grad = -1.0 / x + (1.0 / row)[:, None] - rate * (2.0 / dem - 1.0 / u)[:, None] + sf / col[None, :]
+    assert np.abs(grad * x).max() < 1e-3  # scaled by X: the Newton decrement's own norm near X = 0
+
+
+@pytest.mark.parametrize("seed, n", [(0, 80), (2, 80), (3, 30), (1, 30)])
+def test_centre_stopping_at_the_rounding_keeps_the_answer(seed, n, monkeypatch):
+    """Finish-time fairness on random 4:4:4 queues (its demands pin the bottleneck jobs within 1e-6, a thin set
+    where the barrier's rounding stalls the line search): stopping there (``_STALL``) gives the allocation that
+    running on in steps of 1e-10 gives, to 1e-9."""
+    import optim.gavel.lp as lp
+    from optim.gavel.fairness import finish_time_fairness, isolated
+
+    rng = np.random.default_rng(seed)
+    rate = rng.uniform(0.1, 5.0, (n, 3))
+    sf = np.repeat(rng.choice([1, 2, 4], n)[:, None], 3, axis=1).astype(float)
+    gpus = np.array([4.0, 4.0, 4.0])
+    remaining, age, used = rng.uniform(1e3, 1e5, n), rng.uniform(0, 2e4, n), rng.uniform(0, 1e3, n)
+    iso = (rate * isolated(sf, gpus)).sum(axis=1)
+    x = finish_time_fairness(rate, sf, gpus, age, remaining, used, iso)
+    assert (x >= 0).all() and (x.sum(axis=1) <= 1 + 1e-9).all() and ((sf * x).sum(axis=0) <= gpus + 1e-9).all()
+    monkeypatch.setattr(lp, "_STALL", 0.0)
+    assert finish_time_fairness(rate, sf, gpus, age, remaining, used, iso) == pytest.approx(x, abs=1e-9)

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from optim import build
 from optim.mig import choose_layout
+from predictors.interference.explicit import GivenPairs
 from sim.catalogue import gpu
 from sim.cluster import Cluster, NodeSlot
 from sim.engine import Simulation
@@ -42,8 +43,9 @@ def test_miso_layout_choice_by_hand():
     assert sorted(p for _, (p, _) in matches) == ["2g", "2g", "3g"]
 
 
-def _run(jobs, policy="mig", **params):
-    cluster = Cluster((A100, A100X4), (NodeSlot(),), rules=ClusterRules(mig=True, mig_reconfigure_time=10.0))
+def _run(jobs, policy="mig", slots=1, **params):
+    cluster = Cluster((A100, A100X4), tuple(NodeSlot() for _ in range(slots)),
+                      rules=ClusterRules(mig=True, mig_reconfigure_time=10.0))
     table = {f"A/{v.name}/{g}": 1000.0 for v in (A100, A100X4) for g in range(1, v.gpus + 1)}
     r = Simulation(cluster, jobs, build(policy, **params), RuntimeTable(table)).run()
     check_run(World(cluster, jobs, RuntimeTable(table)), r)
@@ -88,6 +90,26 @@ def test_without_mig_the_layer_is_its_base_policy_and_a_preempting_base_is_refus
             build("mig", base=next(k for k, c in __import__("optim").registry().items() if c.may_preempt))
 
 
+def test_the_milp_without_preemption_plans_whole_gpus_around_the_layers_slices():
+    """Seven loose jobs and two with deadlines at 1,100 s and $1/s late, on three slots: the layer cuts slices for the
+    loose ones only (a tight job is late on any slice); the MILP then puts the two tight jobs on whole GPUs, where
+    they finish by 1,000 s plus the VM's boot. A MILP that may preempt is refused."""
+    loose = [Job(i, SPEC, 0.0, 86_400.0, 0.001) for i in range(7)]
+    tight = [Job(7 + i, SPEC, 0.0, 1100.0, 1.0) for i in range(2)]
+    r = _run(loose + tight, slots=3, base="milp")
+    on_slice = r.segments[r.segments.slice.notna()]
+    assert sorted(on_slice.job_id) == list(range(7))
+    whole = r.jobs[r.jobs.job_id >= 7]
+    assert r.segments[r.segments.job_id >= 7].slice.isna().all()
+    assert (whole.end_time <= 1100.0).all()
+    with pytest.raises(CapsimError, match="preempts"):
+        build("mig", base="milp", params={"preempt": True})
+
+
+seen: set[str] = set()
+"""What the random runs did (``test_the_random_mig_clusters_cut_gpus_and_pair_jobs``)."""
+
+
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000))
 def test_the_layer_keeps_every_invariant_on_random_mig_clusters(seed):
@@ -100,8 +122,23 @@ def test_the_layer_keeps_every_invariant_on_random_mig_clusters(seed):
              for g in range(1, v.gpus + 1)}
     jobs = [Job(i, specs[int(rng.integers(len(specs)))], float(t), float(t + rng.integers(500, 20_000)),
                 float(rng.choice([0.0001, 0.001, 0.01]))) for i, t in enumerate(sorted(rng.integers(0, 3000, 15)))]
+    shared = bool(rng.integers(2))  # and two jobs may share a whole GPU, at random slowdowns of 1.05-2
+    pairs = GivenPairs({f"{a.name}+{b.name}": [float(x) for x in rng.uniform(1.05, 2.0, 2)]
+                        for i, a in enumerate(specs) for b in specs[i:]}) if shared else None
     cluster = Cluster(types, tuple(NodeSlot() for _ in range(3)),
-                      rules=ClusterRules(mig=True, mig_reconfigure_time=float(rng.choice([0.0, 30.0]))))
+                      rules=ClusterRules(mig=True, mig_reconfigure_time=float(rng.choice([0.0, 30.0])),
+                                         jobs_per_gpu=2 if shared else 1))
     for base in ("greedy", "insertion"):
-        r = Simulation(cluster, jobs, build("mig", base=base), RuntimeTable(table)).run()
-        check_run(World(cluster, jobs, RuntimeTable(table)), r)
+        r = Simulation(cluster, jobs, build("mig", base=base), RuntimeTable(table), interference=pairs).run()
+        check_run(World(cluster, jobs, RuntimeTable(table), interference=pairs), r)
+        seen.update({"slices"} if r.segments.slice.notna().any() else set())
+        seen.update({"pairs"} if r.segments.partner.notna().any() else set())
+
+
+def test_the_random_mig_clusters_cut_gpus_and_pair_jobs():
+    """Not vacuous: over the property test's examples (seeds 0-9 here), the layer cuts slices and, with co-location,
+    its base pairs jobs on whole GPUs."""
+    seen.clear()
+    for seed in range(10):
+        test_the_layer_keeps_every_invariant_on_random_mig_clusters.hypothesis.inner_test(seed=seed)
+    assert seen == {"slices", "pairs"}

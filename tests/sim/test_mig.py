@@ -8,13 +8,17 @@ Runtimes (whole GPU): A 100 s, B 50 s on ``a100`` (1 A100-40GB, $0.001/s). Neith
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import pytest
 
+from predictors.interference.explicit import GivenPairs
 from predictors.table import TablePredictor
 from sim.catalogue import gpu
 from sim.cluster import Cluster, NodeSlot
 from sim.engine import Simulation
 from sim.model import Assignment, CapsimError, ClusterRules, Plan, Slice, Snapshot, VMType
+from sim.testing import World, check_run
 from sim.vocabulary.mig import PROFILES, layout_problem, maximal_layouts, parse_layout, profile_for_share, slice_speeds
 from tests.sim.helpers import A, B, Scripted, job
 
@@ -127,6 +131,55 @@ def test_a_busy_gpu_is_not_repartitioned_and_mig_needs_the_cluster_rule():
         run(script, [job(0, A, 0.0), job(1, B, 1.0)])
     with pytest.raises(CapsimError, match="has no MIG"):
         run(lambda s: Plan(vms={0: "a100"}, layouts={(0, 0): (("3g", 0),)}), [job(0, A, 0.0)], mig=False)
+
+
+def _shared(script, jobs):
+    """A run on one a100x2 where GPUs may be cut into slices and two jobs may share a whole GPU (A+B slow down 2x and
+    1.5x), its invariants checked."""
+    class Pairing(Scripted):
+        may_colocate: ClassVar[bool] = True
+
+    pairs = GivenPairs({"A+B": [2.0, 1.5]})
+    cluster = Cluster((A100X2,), (NodeSlot(),), rules=ClusterRules(mig=True, jobs_per_gpu=2))
+    r = Simulation(cluster, jobs, Pairing(script, share=True), TablePredictor(RUNTIMES), interference=pairs).run()
+    check_run(World(cluster, jobs, TablePredictor(RUNTIMES), interference=pairs), r)
+    return r
+
+
+def test_with_co_location_a_whole_gpu_may_hold_two_jobs_a_slice_one():
+    """At 0 job 0 (A) takes GPU 0 whole and job 2 (A) the 4g slice of GPU 1 (cut, ready at 10); B arrives at 10 and
+    joins job 0 on GPU 0: B needs 50 x 1.5 = 75 s (ends at 85) while A does 75/200 = 0.375 of its work, then 52.5 s
+    alone (ends at 137.5). The slice job runs at the 4g median throughout. A partner on a slice is refused, running
+    or placed in the same plan."""
+    def script(s: Snapshot) -> Plan:
+        if s.time == 0:
+            return Plan(vms={0: "a100x2"}, layouts={(0, 1): (("4g", 0), ("3g", 4))},
+                        start=(Assignment(0, 0, 1), Assignment(2, 0, 1, slice=Slice(1, 0, "4g"))))
+        return Plan(start=(Assignment(1, 0, 1, partner=0),)) if s.waiting else Plan()
+
+    r = _shared(script, [job(0, A, 0.0), job(1, B, 10.0), job(2, A, 0.0)])
+    j = r.jobs.set_index("job_id")
+    assert (j.loc[1, "start_time"], j.loc[1, "end_time"]) == (10.0, 85.0)
+    assert j.loc[0, "end_time"] == pytest.approx(137.5)
+    assert j.loc[2, "end_time"] == pytest.approx(10 + 100 / MED["4g"])
+    seg = r.segments
+    assert set(seg[seg.partner.notna()].job_id) == {0, 1} and seg[seg.partner.notna()].slice.isna().all()
+    assert list(seg[seg.slice.notna()].job_id) == [2] and seg[seg.job_id == 2].partner.isna().all()
+
+    def on_a_running_slice(s: Snapshot) -> Plan:
+        if s.time == 0:
+            return Plan(vms={0: "a100x2"}, layouts={(0, 1): (("4g", 0),)},
+                        start=(Assignment(2, 0, 1, slice=Slice(1, 0, "4g")),))
+        return Plan(start=(Assignment(1, 0, 1, partner=2),)) if s.waiting else Plan()
+
+    with pytest.raises(CapsimError, match="runs on a MIG slice"):
+        _shared(on_a_running_slice, [job(1, B, 10.0), job(2, A, 0.0)])
+    with pytest.raises(CapsimError, match="is put on a MIG slice"):
+        _shared(lambda s: Plan(vms={0: "a100x2"}, layouts={(0, 1): (("4g", 0),)},
+                               start=(Assignment(2, 0, 1, slice=Slice(1, 0, "4g")), Assignment(1, 0, 1, partner=2)))
+                if s.time == 0 else Plan(), [job(1, B, 0.0), job(2, A, 0.0)])
+    with pytest.raises(CapsimError, match="exclude round mode"):
+        ClusterRules(mig=True, round_length=360.0)
 
 
 def test_the_placement_rule_gives_exactly_the_shipped_maximal_layouts():
