@@ -12,10 +12,12 @@ constraints of a job reach into the combinations it shares, so the packing polic
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cache
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import cho_factor, cho_solve
+from threadpoolctl import ThreadpoolController
 
 from optim.gavel.ipm import _EQUIL_PASSES, _MAX_ITER, _REG, _TOL, hsd_step
 
@@ -39,8 +41,31 @@ def _equilibrate(g: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
     return row, col
 
 
+def _as_slice(index: np.ndarray) -> np.ndarray | slice:
+    """A sorted index array as the slice it is when its entries are consecutive (a view, not a gather: the packed
+    LPs' bound rows are the first rows, on the columns in order)."""
+    if len(index) and int(index[-1]) - int(index[0]) + 1 == len(index) and bool((np.diff(index) == 1).all()):
+        return slice(int(index[0]), int(index[-1]) + 1)
+    return index
+
+
+@cache
+def _blas() -> ThreadpoolController:
+    """The process's BLAS libraries (found once; numpy's and SciPy's are loaded by then)."""
+    return ThreadpoolController()
+
+
 def ecos_lp(g: sp.spmatrix, h: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, bool]:
-    """Run ECOS's method on min c·x s.t. G x ≤ h. Returns (x, whether it stopped optimal)."""
+    """Run ECOS's method on min c·x s.t. G x ≤ h. Returns (x, whether it stopped optimal).
+
+    BLAS runs on one thread here: the factorisations are of a few hundred rows and the vectors of some 10^5
+    entries, where OpenBLAS's threads cost more than they give (20x the CPU time on a loaded 2-core machine), and
+    one thread makes the answer's last bits the same on every machine whatever its core count."""
+    with _blas().limit(limits=1, user_api="blas"):
+        return _ecos_lp(g, h, c)
+
+
+def _ecos_lp(g: sp.spmatrix, h: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, bool]:
     g = sp.csr_matrix(g, dtype=float)
     rows, cols = g.shape
     row, col = _equilibrate(g)
@@ -49,12 +74,37 @@ def ecos_lp(g: sp.spmatrix, h: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, b
     h = np.asarray(h, dtype=float) / row
     c = np.asarray(c, dtype=float) / col
     count = np.diff(gs.indptr)
-    lone = np.flatnonzero(count == 1)  # rows of one entry (bounds on one variable): eliminated into their column
-    rest = np.flatnonzero(count != 1)
-    lone_col = gs.indices[gs.indptr[lone]]
-    lone_val = gs.data[gs.indptr[lone]]
-    gr = sp.csr_matrix(gs[rest])
+    lone_rows = np.flatnonzero(count == 1)  # rows of one entry (bounds on one variable): eliminated into their column
+    rest_rows = np.flatnonzero(count != 1)
+    lone_val = gs.data[gs.indptr[lone_rows]]
+    lone_cols = gs.indices[gs.indptr[lone_rows]]
+    lone_col = _as_slice(lone_cols)
+    gr = sp.csr_matrix(gs[rest_rows])
     grt = sp.csr_matrix(gr.T)
+    # G_r D⁻¹ G_r' as G_r @ diags(D⁻¹) @ G_r' sums it, without the first product: SciPy's sparse product leaves
+    # each row's entries in reverse column order, so the second sums over them in that order; scaling a copy of G_r
+    # with its rows reversed gives the same matrix to the bit at a fraction of the work
+    at = np.arange(gr.nnz)
+    row_of = np.repeat(np.arange(gr.shape[0]), np.diff(gr.indptr))
+    flip = gr.indptr[row_of] + gr.indptr[row_of + 1] - 1 - at
+    desc = sp.csr_matrix((gr.data[flip], gr.indices[flip], gr.indptr.copy()), shape=gr.shape)
+    # one bound per column: plain indexing adds as np.add.at does
+    unique = len(np.unique(lone_cols)) == len(lone_cols)
+    lone, rest = _as_slice(lone_rows), _as_slice(rest_rows)
+
+    def add_at(v: np.ndarray, add: np.ndarray) -> None:
+        if unique:
+            v[lone_col] += add
+        else:
+            np.add.at(v, lone_cols, add)
+
+    def times(dx: np.ndarray) -> np.ndarray:
+        """G x, a bound row as its one product and the other rows through their own matrix (the same bits as
+        ``gs @ dx``, without CSR's per-row work on the bound rows)."""
+        out = np.empty(rows)
+        out[lone] = lone_val * dx[lone_col]
+        out[rest] = gr @ dx
+        return out
 
     def kkt(dd: np.ndarray) -> Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
         """A solver of [reg·I  G'; G  −diag(dd)] [dx; dz] = [rx; rz]: rows of one entry folded into a diagonal over
@@ -62,15 +112,17 @@ def ecos_lp(g: sp.spmatrix, h: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, b
         Cholesky, and two steps of iterative refinement on the whole system, as ECOS refines its LDL solves."""
         d_lone = dd[lone]
         dx_diag = np.full(cols, _REG)
-        np.add.at(dx_diag, lone_col, lone_val * lone_val / d_lone)
+        add_at(dx_diag, lone_val * lone_val / d_lone)
         inv = 1.0 / dx_diag
-        m_r = (gr @ sp.diags(inv) @ grt).toarray() + np.diag(dd[rest])
-        chol = cho_factor(m_r)
+        scaled = desc.copy()
+        scaled.data *= inv[desc.indices]
+        m_r = (scaled @ grt).toarray() + np.diag(dd[rest])
+        chol = cho_factor(m_r, check_finite=False)
 
         def once(rx: np.ndarray, rz: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             r1 = rx.copy()
-            np.add.at(r1, lone_col, lone_val * rz[lone] / d_lone)
-            dz_r = cho_solve(chol, gr @ (inv * r1) - rz[rest])
+            add_at(r1, lone_val * rz[lone] / d_lone)
+            dz_r = cho_solve(chol, gr @ (inv * r1) - rz[rest], check_finite=False)
             dx = inv * (r1 - grt @ dz_r)
             dz = np.empty(rows)
             dz[rest] = dz_r
@@ -81,7 +133,7 @@ def ecos_lp(g: sp.spmatrix, h: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, b
             dx, dz = once(rx, rz)
             for _ in range(2):
                 ex = rx - (_REG * dx + gt @ dz)
-                ez = rz - (gs @ dx - dd * dz)
+                ez = rz - (times(dx) - dd * dz)
                 cx, cz = once(ex, ez)
                 dx, dz = dx + cx, dz + cz
             return dx, dz

@@ -26,6 +26,7 @@ the policies then schedule jobs alone.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from typing import ClassVar
 
 import numpy as np
@@ -39,6 +40,24 @@ from sim.model import Assignment, DecisionInfo, JobSpec, Plan, Snapshot
 __all__ = ["Packed", "PairTable"]
 
 Key = tuple[int, int]
+
+
+def _ranked(prio: np.ndarray, deficit: np.ndarray, alloc: np.ndarray, seq: np.ndarray,
+            head: int = 64) -> Iterator[int]:
+    """Entries by priority, deficit and X (highest first), then creation order: Gavel's order of a type's list.
+    A round places a few entries, so the ``head`` highest priorities (with all their ties) are sorted first and the
+    rest only if the round gets that far; ``seq`` is unique, so each part is exactly the full order's run."""
+    def order(ix: np.ndarray) -> list[int]:
+        return ix[np.lexsort((seq[ix], -alloc[ix], -deficit[ix], -prio[ix]))].tolist()
+
+    everything = np.arange(len(prio))
+    if len(prio) <= 4 * head or not np.isfinite(prio).all():
+        yield from order(everything)
+        return
+    cut = np.partition(prio, len(prio) - head)[len(prio) - head]
+    top = prio >= cut
+    yield from order(everything[top])
+    yield from order(everything[~top])
 
 
 class Packed(TimeSliced):
@@ -135,12 +154,13 @@ class Packed(TimeSliced):
 
     def _pair_rates(self, s: Snapshot, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
         """Each member's iterations per second next to the other on each type (0 where they may not share it),
-        the same for every pair of the same two kinds of job."""
+        the same for every pair of two jobs of the same kinds (what the interference models read: name, network,
+        framework, depth, batch, GPUs) and speeds and GPUs alone."""
         t = self._table
         ra, rb = t.row[a], t.row[b]
         spa, spb = self._specs[a], self._specs[b]
-        key = (spa.name, spa.application, spa.batch_size, spa.gpus, spb.name, spb.application, spb.batch_size,
-               spb.gpus)
+        key = tuple((sp.name, sp.application, sp.framework, sp.depth, sp.batch_size, sp.gpus, t.speed[r].tobytes(),
+                     t.sf[r].tobytes()) for sp, r in ((spa, ra), (spb, rb)))
         hit = self._pair_speed.get(key)
         if hit is None:
             assert s.colocation is not None
@@ -197,11 +217,10 @@ class Packed(TimeSliced):
         for w in order:
             if left[w] <= 0:
                 continue
-            ranked = np.lexsort((seq, -alloc_all[:, w], -deficit_all[:, w], -prio_all[:, w])).tolist()
-            pw = prio_all[:, w].tolist()
-            rw, sw, okw = rate[:, w].tolist(), sf[:, w].tolist(), pok[:, w].tolist()
+            pw, okw = prio_all[:, w], pok[:, w]
+            rw, sw = rate[:, w].tolist(), sf[:, w].tolist()
             room = int(left[w])
-            for i in ranked:
+            for i in _ranked(pw, deficit_all[:, w], alloc_all[:, w], seq):
                 if fifo and pw[i] <= 0:
                     break
                 if i < n:

@@ -115,7 +115,8 @@ def _per_pair(cache: dict[tuple[int, int, int], tuple[float, float]], key: Calla
             if not (math.isfinite(sa) and math.isfinite(sb) and sa > 0 and sb > 0):
                 sa = sb = math.inf
         hit = cache[(ka, kb, k)] = (sa, sb)
-        cache[(kb, ka, k)] = (sb, sa)
+        if kb != ka:  # one spec twice: the order stays the model's, whichever member is asked about first
+            cache[(kb, ka, k)] = (sb, sa)
     return hit
 
 

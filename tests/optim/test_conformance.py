@@ -115,11 +115,7 @@ PROPERTIES = {"engine_invariants": engine_run_keeps_the_invariants, "determinist
 @pytest.mark.parametrize("depth", [pytest.param(FEW, id="few"), pytest.param(MANY, id="many", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("prop", PROPERTIES)
 @pytest.mark.parametrize("kind", ENGINE_CASES)
-def test_on_random_worlds(kind, prop, depth, request):
-    if prop == "deterministic" and kind.startswith("max_min_fairness_packed"):
-        request.applymarker(pytest.mark.xfail(reason="known defect found at the end of session 3: a clone of "
-                                              "max_min_fairness_packed does not repeat some decisions on random "
-                                              "worlds; not yet diagnosed", strict=False))
+def test_on_random_worlds(kind, prop, depth):
     @depth
     @given(world=worlds(single_gpu=getattr(optim.registry()[kind], "single_gpu_only", False),
                         spot=optim.registry()[kind].plans_capacity))

@@ -15,7 +15,7 @@ import pytest
 from predictors.interference.explicit import GivenPairs
 from sim.engine import Simulation
 from sim.model import Assignment, CapsimError, Plan, Snapshot
-from tests.sim.helpers import A, B, Scripted, cluster, job, table
+from tests.sim.helpers import SMALL, A, B, Scripted, cluster, job, table
 
 PAIRS = GivenPairs({"A+B": [2.0, 1.5], "A+A": [1.8, 1.8], "B+B": [1.2, 1.2]})
 
@@ -190,3 +190,18 @@ def test_without_co_location_the_records_have_no_partner():
         Assignment(0, 0, 1),)) if s.waiting else Plan()), table()).run()
     assert r.segments.partner.isna().all() and r.summary["colocated_share"] == 0.0
     assert math.isclose(r.summary["gpu_utilisation"], 1.0)
+
+
+def test_two_jobs_of_one_spec_keep_the_models_order_however_often_asked():
+    """A pair of one spec with unequal slowdowns ("A+A": 1.3 for the first, 2.5 for the second) answers the same
+    every time, to the engine and the policy alike (a cache that stored both orders under one key flipped it on the
+    second call, so a policy replayed from recorded snapshots decided differently)."""
+    from sim.model import Config
+    from sim.sharing.view import PairView, TruePairs
+
+    model = GivenPairs({"A+A": [1.3, 2.5]})
+    truth = TruePairs(model, (Config(SMALL, 1),))
+    view = PairView(model, truth)
+    for _ in range(3):
+        assert truth.slowdowns(A, A, 0) == (1.3, 2.5)
+        assert view.slowdowns(A, A, 0) == (1.3, 2.5)
