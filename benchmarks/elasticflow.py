@@ -11,7 +11,8 @@ container like this machine, usually two or three runs at once, so indicative): 
     .venv/bin/python benchmarks/elasticflow.py --hand-out [--trace FILE --servers 64x8 --jobs 300]
 
 times ElasticFlow's policy (CPU seconds, one run each, the same process) with the hand-out's trials worked out on
-lists (``optim.elasticflow.trial``, what capsim does) against every trial laid by ``plan`` as coded, on the
+lists (``optim.elasticflow.trial``, what capsim does), the same without reusing the value of a trial whose region of
+the free-GPU timeline is unchanged (``reuse``: the ratio), and every trial laid by ``plan`` as coded (``all``), on the
 development runs or on the first ``--jobs`` jobs of ``--trace`` on ``--servers`` A100 servers; the job tables must
 be equal.
 """
@@ -44,19 +45,23 @@ def hand_out(trace: Path | None, servers: str, jobs: int) -> None:
         with open(trace, encoding="utf-8") as f:
             head.write_text("".join(line for _, line in zip(range(jobs + 1), f)), encoding="utf-8")
         cases = [(head, servers, "A100-40GB")]
-    fast = ef.marginal
-    print(f"{'trace':18s} {'servers':8s} {'lists (s)':>10s} {'plan (s)':>9s} {'ratio':>6s}")
+    fast, region = ef.marginal, ef._region
+    variants = {"lists": (fast, region), "no reuse": (fast, lambda *a: (object(),)),  # every region new
+                "plan": (lambda *a: None, region)}  # None: the trial is laid by plan
+    print(f"{'trace':18s} {'servers':8s} {'lists (s)':>10s} {'no reuse (s)':>13s} {'plan (s)':>9s} "
+          f"{'reuse':>6s} {'all':>6s}")
     for path, srv, gpu in cases:
         c, js, pol, estimator, truth = build(path, srv, gpu, "elasticflow")
         times, tables = [], []
-        for marginal in (fast, lambda *a: None):  # None: the trial is laid by plan
-            ef.marginal = marginal
+        for marginal, regions in variants.values():
+            ef.marginal, ef._region = marginal, regions
             t0 = time.process_time()
             tables.append(Simulation(c, js, pol, estimator, truth).run().jobs)
             times.append(time.process_time() - t0)
-        ef.marginal = fast
-        assert tables[0].equals(tables[1]), f"{path}: the two hand-outs decided differently"
-        print(f"{Path(path).stem:18s} {srv:8s} {times[0]:10.2f} {times[1]:9.2f} {times[1] / times[0]:5.1f}x")
+        ef.marginal, ef._region = fast, region
+        assert all(t.equals(tables[0]) for t in tables), f"{path}: the hand-outs decided differently"
+        print(f"{Path(path).stem:18s} {srv:8s} {times[0]:10.2f} {times[1]:13.2f} {times[2]:9.2f} "
+              f"{times[1] / times[0]:5.2f}x {times[2] / times[0]:5.1f}x")
 
 
 def main() -> None:

@@ -22,11 +22,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from experiments.running import interrupts
 from experiments.scenario import build_policy, validate_scenario
 from experiments.scenario.loading import raise_problems, read_yaml
 
 __all__ = ["EF_DIR", "REPLAY", "SETTINGS", "POLICIES", "REFERENCE_NAMES", "FIG8B", "build", "replay", "reference",
-           "agreement", "agreement_table", "fig8b", "fig8b_table", "FIG8B_PUBLISHED", "plot", "main"]
+           "agreement", "agreement_table", "fig8b", "fig8b_table", "rigid_bounds", "rigid_bounds_table",
+           "FIG8B_PUBLISHED", "plot", "main"]
 
 EF_DIR = Path(__file__).resolve().parents[1] / "experiments" / "elasticflow"
 REPLAY = EF_DIR / "replay.yaml"
@@ -130,29 +132,61 @@ def agreement_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def _fig8b_run(task: tuple[str, str, str]) -> dict[str, Any]:
+    """One Fig. 8b run (in a pool worker): its ratio, rejected jobs, mean JCT, CPU and wall time and the load."""
+    path, name, policy = task
+    servers = FIG8B[name]
+    c0, t0 = time.process_time(), time.perf_counter()
+    res = replay(path, servers, "A100-40GB", policy)
+    return {"setting": name, "servers": servers, "policy": policy, "jobs": len(res.jobs),
+            "deadline_met": res.summary["deadline_met"], "rejected": int(res.summary["rejected"]),
+            "mean_jct": res.summary["mean_jct"], "cpu_s": time.process_time() - c0,
+            "wall_s": time.perf_counter() - t0, "load": os.getloadavg()[0]}
+
+
+def _expected_cost(path: Path, name: str, policy: str) -> float:
+    """A run's expected CPU, only to start the longest first: ElasticFlow's hand-out grows with jobs x GPUs and
+    is far the slowest; the other policies grow with the jobs alone."""
+    with path.open() as f:
+        jobs = sum(1 for _ in f) - 1
+    gpus = int(FIG8B[name].split("x")[0]) * int(FIG8B[name].split("x")[1])
+    return jobs * gpus * (1000.0 if policy == "elasticflow" else 1.0)
+
+
 def fig8b(traces: Path, policies: tuple[str, ...] = POLICIES, settings: tuple[str, ...] = tuple(FIG8B),
-          out: Path | None = None) -> list[dict[str, Any]]:
+          out: Path | None = None, workers: int = 1) -> list[dict[str, Any]]:
     """Fig. 8b settings: each trace of ``traces`` on its cluster with every policy; ratio, CPU and wall time each
-    (a row appended to the CSV ``out`` as each run ends, so a long sweep keeps what it finished)."""
-    rows = []
+    (a row appended to the CSV ``out`` as each run ends, so a long sweep keeps what it finished, and runs already in
+    ``out`` are not run again). The runs go to ``workers`` processes of capsim's pool, the longest expected first."""
+    from experiments.running.pool import run_parallel
+
+    done: set[tuple[str, str]] = set()
+    if out is not None and out.exists():
+        done = {(r.setting, r.policy) for r in pd.read_csv(out).itertuples()}
+    tasks = []
     for name in settings:
-        servers = FIG8B[name]
+        if name not in FIG8B:
+            raise SystemExit(f"fig8b: unknown trace {name!r} (the traces: {', '.join(FIG8B)})")
         path = traces / f"{name}.csv"
         if not path.exists():
             raise SystemExit(f"fig8b: {path} is missing (the ten traces of microsoft/elasticflow-traces)")
-        for p in policies:
-            c0, t0 = time.process_time(), time.perf_counter()
-            res = replay(path, servers, "A100-40GB", p)
-            row = {"setting": name, "servers": servers, "policy": p, "jobs": len(res.jobs),
-                   "deadline_met": res.summary["deadline_met"], "rejected": int(res.summary["rejected"]),
-                   "mean_jct": res.summary["mean_jct"], "cpu_s": time.process_time() - c0,
-                   "wall_s": time.perf_counter() - t0, "load": os.getloadavg()[0]}
-            rows.append(row)
-            if out is not None:
-                pd.DataFrame([row]).to_csv(out, mode="a", header=not out.exists(), index=False)
-            print(f"{name:10s} {servers:6s} {LABELS[p]:12s} deadline ratio {row['deadline_met']:.3f}  "
-                  f"rejected {row['rejected']:5d}  {row['cpu_s']:7.1f} s CPU  {row['wall_s']:7.1f} s wall  "
-                  f"load {row['load']:.1f}", flush=True)
+        tasks += [(str(path), name, p) for p in policies if (name, p) not in done]
+    tasks.sort(key=lambda t: -_expected_cost(Path(t[0]), t[1], t[2]))
+    rows: list[dict[str, Any]] = []
+
+    def keep(_: int, row: dict[str, Any]) -> None:
+        rows.append(row)
+        if out is not None:
+            pd.DataFrame([row]).to_csv(out, mode="a", header=not out.exists(), index=False)
+        print(f"{row['setting']:10s} {row['servers']:6s} {LABELS[row['policy']]:12s} deadline ratio "
+              f"{row['deadline_met']:.3f}  rejected {row['rejected']:5d}  {row['cpu_s']:7.1f} s CPU  "
+              f"{row['wall_s']:7.1f} s wall  load {row['load']:.1f}", flush=True)
+
+    if workers > 1 and len(tasks) > 1:
+        run_parallel(_fig8b_run, tasks, keep, workers)
+    else:
+        for k, t in enumerate(tasks):
+            keep(k, _fig8b_run(t))
     return rows
 
 
@@ -172,6 +206,40 @@ def fig8b_table(rows: list[dict[str, Any]]) -> str:
         first = next(iter(mine.values()))
         lines.append(f"| {name} | {FIG8B[name]} | {int(first['jobs']):,} | " + " | ".join(cells) +
                      f" | {sum(float(r['cpu_s']) for r in mine.values()):,.1f} |")
+    return "\n".join(lines)
+
+
+SLOT_S = 60.0
+"""ElasticFlow's scheduling slot (seconds): decisions are never closer than this."""
+
+
+def rigid_bounds(traces: Path, settings: tuple[str, ...] = tuple(FIG8B)) -> list[dict[str, Any]]:
+    """Per Fig. 8b trace, what bounds a rigid policy's deadline ratio: the offered load (GPU-seconds the jobs ask for,
+    on their requested GPUs, per second of the trace's arrivals and per GPU of its cluster), the share of jobs whose
+    deadline leaves room for their duration (what a policy that starts every job on arrival can meet, less its
+    overheads), and, from capsim's Tiresias run, the shares of jobs that waited more than a slot or were preempted."""
+    rows = []
+    for name in settings:
+        path = traces / f"{name}.csv"
+        t = pd.read_csv(path)
+        servers, per = (int(x) for x in FIG8B[name].split("x"))
+        span = float(t.submission_time.max() - t.submission_time.min())
+        jobs = replay(path, FIG8B[name], "A100-40GB", "tiresias").jobs
+        k = int(name[-2:]) - 1
+        rows.append({"setting": name, "servers": FIG8B[name],
+                     "load": float((t.duration * t.num_gpu).sum()) / span / (servers * per),
+                     "room": float((t.deadline - t.submission_time >= t.duration).mean()),
+                     "tiresias": float((jobs.status == "on_time").mean()),
+                     "waited": float((jobs.start_time - jobs.submit_time > SLOT_S).mean()),
+                     "preempted": float((jobs.runs > 1).mean()), "paper": FIG8B_PUBLISHED["tiresias"][k]})
+    return rows
+
+
+def rigid_bounds_table(rows: list[dict[str, Any]]) -> str:
+    lines = ["| trace | cluster | offered load | deadline leaves room for the duration | Tiresias (capsim / paper) | "
+             "waited > 60 s | preempted |", "|---|---|---:|---:|---|---:|---:|"]
+    lines += [f"| {r['setting']} | {r['servers']} | {r['load']:.2f} | {r['room']:.3f} | {r['tiresias']:.3f} / "
+              f"{r['paper']:.3f} | {r['waited']:.1%} | {r['preempted']:.1%} |" for r in rows]
     return "\n".join(lines)
 
 
@@ -199,7 +267,7 @@ def plot(rows: list[dict[str, Any]], path: Path, with_reference: bool = True,
             if with_reference and "ref_deadline_met" in r:
                 ax.bar(x, r["ref_deadline_met"], -width * 0.5, color="white", edgecolor=colour, hatch="////",
                        align="edge", linewidth=0.6)
-    ax.set_xticks(range(len(settings)), settings)
+    ax.set_xticks(range(len(settings)), settings, **({"fontsize": 6.5} if len(settings) > 6 else {}))
     ax.set_ylabel("deadline satisfactory ratio")
     ax.set_ylim(0, 1.05)
     ax.legend(ncols=len(policies), fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
@@ -217,10 +285,17 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--fig8b", type=Path, help="replay every Fig. 8b setting from this folder of traces")
     ap.add_argument("--policies", help="with --fig8b: these policies only (comma-separated kinds)")
     ap.add_argument("--traces", help="with --fig8b: these traces only (comma-separated, e.g. cluster01,cluster10)")
-    ap.add_argument("--out", type=Path, help="with --fig8b: append each run's row to this CSV")
+    ap.add_argument("--out", type=Path, help="with --fig8b: append each run's row to this CSV (runs already in it "
+                    "are not run again)")
+    ap.add_argument("--workers", type=int, default=1, help="with --fig8b: runs at once, on capsim's process pool")
+    ap.add_argument("--bounds", type=Path, help="what bounds a rigid policy on each Fig. 8b trace in this folder "
+                    "(offered load, deadlines with room for the duration, capsim's Tiresias: waits, preemptions)")
     ap.add_argument("--rows", type=Path, nargs="+", help="Fig. 8b rows (--out files): print the table against the "
                     "paper's values and, with --plot, draw them")
     a = ap.parse_args(argv)
+    if a.bounds:
+        print(rigid_bounds_table(rigid_bounds(a.bounds, tuple(a.traces.split(",")) if a.traces else tuple(FIG8B))))
+        return
     if a.rows:
         table = pd.concat([pd.read_csv(f) for f in a.rows])
         rows = [{str(k): v for k, v in r.items()} for r in table.to_dict("records")]
@@ -232,10 +307,16 @@ def main(argv: list[str] | None = None) -> None:
         return
     if a.fig8b is not None:
         t0, c0 = time.perf_counter(), time.process_time()
-        rows = fig8b(a.fig8b, tuple(a.policies.split(",")) if a.policies else POLICIES,
-                     tuple(a.traces.split(",")) if a.traces else tuple(FIG8B), a.out)
-        print(f"Fig. 8b ({len(rows)} runs): {time.process_time() - c0:.0f} s CPU, "
-              f"{time.perf_counter() - t0:.0f} s wall")
+        if a.workers < 1:
+            raise SystemExit(f"--workers must be at least 1, got {a.workers}")
+        try:
+            with interrupts.install():
+                rows = fig8b(a.fig8b, tuple(a.policies.split(",")) if a.policies else POLICIES,
+                             tuple(a.traces.split(",")) if a.traces else tuple(FIG8B), a.out, a.workers)
+        except (KeyboardInterrupt, interrupts.Terminated):
+            raise SystemExit("fig8b: stopped; the runs that ended are in --out") from None
+        print(f"Fig. 8b ({len(rows)} runs): {sum(r['cpu_s'] for r in rows):.0f} s CPU in the runs, "
+              f"{time.process_time() - c0:.0f} s CPU in this process, {time.perf_counter() - t0:.0f} s wall")
         if a.plot:
             plot(rows, a.plot, with_reference=False)
         return

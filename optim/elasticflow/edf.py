@@ -19,6 +19,7 @@ from sim.elasticflow.vocabulary import (
     SLOT,
     ElasticPlan,
     ElasticView,
+    JobStatus,
     ReplayCluster,
     ReplayPolicy,
     align,
@@ -38,28 +39,31 @@ class ElasticEDF(ReplayPolicy):
 
     def decide(self, view: ElasticView) -> ElasticPlan:  # type: ignore[override]
         now, n = view.time, view.cluster.gpus
-        runnable = [self._jobs(s) for s in view.runnable]
-        arrivals = [self._jobs(s) for s in view.arrivals]
-        self._jobs.forget({j.id for j in runnable} | {j.id for j in arrivals})
+        runnable, arrivals = list(view.runnable), list(view.arrivals)
+        self._jobs.forget({s.id for s in runnable} | {s.id for s in arrivals})
         if arrivals:
-            planning = sorted(runnable + arrivals, key=lambda j: j.ddl)
+            planning = sorted(runnable + arrivals, key=_deadline)
             order = runnable + arrivals
         else:
-            runnable.sort(key=lambda j: j.ddl)
+            runnable.sort(key=_deadline)
             planning = order = runnable
         timeline: Timeline = {now: n}
         ends: dict[int, float] = {}
         gpus: dict[int, int] = {}
-        left = {j.id for j in planning if j.running}
-        for j in planning:
+        left = {s.id for s in planning if s.running}
+        for s in planning:
             if timeline[now] == 0 and not left:
-                gpus[j.id] = 0  # nothing is free now and every running job is planned: the rest wait unchanged
+                gpus[s.id] = 0  # nothing is free now and every running job is planned: the rest wait unchanged
                 continue
-            timeline, ends[j.id], alloc = edf_plan(j, now, timeline, n)
-            gpus[j.id] = alloc[now]
-            left.discard(j.id)
-        return ElasticPlan(tuple((j.id, gpus[j.id]) for j in order),
-                           {j.id: ends.get(j.id, math.inf) for j in order})
+            timeline, ends[s.id], alloc = edf_plan(self._jobs(s), now, timeline, n)  # a record only where laid
+            gpus[s.id] = alloc[now]
+            left.discard(s.id)
+        return ElasticPlan(tuple((s.id, gpus[s.id]) for s in order),
+                           {s.id: ends.get(s.id, math.inf) for s in order})
+
+
+def _deadline(s: JobStatus) -> float:
+    return s.job.deadline
 
 
 def edf_plan(job: PlanJob, start: float, timeline: Timeline, n: int) -> tuple[Timeline, float, dict[float, int]]:

@@ -140,6 +140,10 @@ def _marginal(job: PlanJob, spare: int, now: float, timeline: Timeline, n: int, 
         return
     gs_now = job.held_gs
     a_ddl = align(now, job.ddl)
+    region = _region(allocs, job.end, now, a_ddl, tk, tv)
+    if region == job.region and allocs is job.region_allocs and (q, job.left, gs_now) == job.region_job:
+        job.marginal = job.region_value  # it reads what its last trial on the lists' path read: the same value
+        return
     times, free = own_free(allocs, job.end, tk, tv, a_ddl)  # all a trial on the usual path reads
     k = bisect_right(times, now)
     if k == len(times) or times[k] >= a_ddl:  # no change before the aligned deadline: the whole timeline
@@ -154,7 +158,26 @@ def _marginal(job: PlanJob, spare: int, now: float, timeline: Timeline, n: int, 
         times, free = own_free(allocs, job.end, tk, tv)
         _lay(job, now, timeline, n, dict(zip(times, free)))
     else:
-        job.marginal = value
+        job.marginal = job.region_value = value
+        job.region, job.region_allocs, job.region_job = region, allocs, (q, job.left, gs_now)
+
+
+def _region(allocs: list[tuple[float, int]], end: float, now: float, a_ddl: float, tk: list[float],
+            tv: list[int]) -> tuple[object, ...]:
+    """What a trial's own free-GPU timeline up to its aligned deadline is made of, without building it: the
+    timeline's keys up to there and their free GPUs after ``now``, and what the free GPUs at ``now`` (changed by
+    every hand-out step) decide: if the timeline changes before the job's own GPUs do, only whether the job's own
+    timeline keeps that first key (``own_free`` drops a key whose value repeats the one before); else the free GPUs
+    at ``now`` themselves (the job's own changes before then are laid on them). The same region gives the same
+    trial."""
+    cut = bisect_right(tk, a_ddl)
+    g0 = allocs[0][1]
+    t_own, g_own = (allocs[1][0], allocs[1][1]) if len(allocs) > 1 and allocs[1][0] < end else (end, 0)
+    if len(tk) > 1 and tk[1] <= t_own:
+        head: object = tv[0] + g0 != tv[1] + (g0 if tk[1] < t_own else g_own)
+    else:
+        head = tv[0]
+    return (now, a_ddl, end, head, tk[:cut], tv[1:cut])
 
 
 def _lay_literal(job: PlanJob, timeline: Timeline, n: int) -> Timeline:

@@ -83,7 +83,7 @@ class PlanJob:
     __slots__ = ("id", "job", "left", "ddl", "cap", "levels", "rate", "gpus", "allocations", "end", "real_end",
                  "next_gpus", "marginal", "next_allocations", "next_timeline", "next_end", "next_real_end", "running",
                  "trial", "held", "held_end", "held_list", "held_gs", "seen",
-                 "seen_value")
+                 "seen_value", "region", "region_allocs", "region_job", "region_value")
 
     def __init__(self, status: JobStatus, cap: int):
         job = status.job
@@ -116,6 +116,10 @@ class PlanJob:
         self.held_gs = 0.0
         self.seen: tuple[object, ...] | None = None  # what the last trial read (optim.elasticflow.trial)
         self.seen_value: float | None = None
+        self.region: tuple[object, ...] | None = None  # what the last value on the lists' path was read from
+        self.region_allocs: list[tuple[float, int]] | None = None
+        self.region_job: tuple[int, float, float] | None = None
+        self.region_value = 0.0
         return self
 
 

@@ -133,10 +133,13 @@ def _forward(job: PlanJob, now: float, q: int, keys: list[float], fit: list[int]
     the next key of the plan, the last until its end)."""
     ddl, rate = job.ddl, job.rate
     total = q * (keys[0] - now)
-    level = quota if s <= 0 else last_quota
-    f = fit[0]
+    first = 1
+    if s > 0 and last_quota == 0:  # no GPUs before period s: nothing to lay or count there
+        first = s + 1
+    level = quota if s < first else last_quota
+    f = fit[first - 1]
     la = level if f > level else f
-    for k in range(1, periods + 1):
+    for k in range(first, periods + 1):
         t0 = keys[k - 1]
         if la != 0:
             done = ((ddl if k == periods else keys[k]) - t0) * rate[la]

@@ -31,3 +31,25 @@ def test_capsim_run_replays_cluster10_as_elasticflow_did(tmp_path: Path, capsys)
         assert summary.loc[kind, "deadline_met"] == pytest.approx((mine.status == "on_time").mean(), abs=1e-9)
         assert summary.loc[kind, "rejected"] == (mine.status == "rejected").sum()
     assert len(pd.read_parquet(out / "nodes")) == 2 * 32 and len(pd.read_parquet(out / "decisions")) > 0
+
+
+def test_the_fig8b_driver_runs_on_two_workers_and_resumes(tmp_path: Path) -> None:
+    # --fig8b on capsim's pool: every run's row in --out (verdicts as in ElasticFlow's own run of cluster10), and a
+    # second call runs only what is not there yet
+    from studies.elasticflow_replay import main as study
+
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    (traces / "cluster10.csv").write_bytes((REPLAY.parent / "../../sim/data/elasticflow/cluster10.csv").read_bytes())
+    out = tmp_path / "rows.csv"
+    study(["--fig8b", str(traces), "--traces", "cluster10", "--policies", "tiresias,elasticflow_gandiva",
+           "--workers", "2", "--out", str(out)])
+    rows = pd.read_csv(out).set_index("policy")
+    assert sorted(rows.index) == ["elasticflow_gandiva", "tiresias"] and (rows.jobs == 260).all()
+    for kind in rows.index:
+        ref = reference("cluster10", kind)
+        assert rows.deadline_met[kind] == pytest.approx((ref.status == "on_time").mean())
+    assert (rows.cpu_s > 0).all() and (rows.wall_s > 0).all()
+    study(["--fig8b", str(traces), "--traces", "cluster10", "--policies", "tiresias,themis", "--workers", "2",
+           "--out", str(out)])
+    assert sorted(pd.read_csv(out).policy) == ["elasticflow_gandiva", "themis", "tiresias"]

@@ -286,6 +286,42 @@ def test_a_run_with_every_trial_laid_by_plan_decides_the_same(monkeypatch):
         [(r.status, r.finish, r.on_time, r.segments) for r in laid]
 
 
+@pytest.mark.parametrize("trace,gpu,servers,gpus", [("cluster10", "A100", 32, 8), ("elasticVpollux_e", "T4", 16, 4)])
+def test_a_trial_that_reads_the_same_region_keeps_its_value(monkeypatch, trace, gpu, servers, gpus):
+    # a trial whose own timeline up to its deadline is made of the same keys and values as its last one is not worked
+    # out again; without that reuse (every region new) every trial's value and the whole run are the same
+    import optim.elasticflow.elasticflow as ef
+
+    jobs, cluster = trace_jobs(trace, gpu), ReplayCluster(servers, gpus, "A100-40GB" if gpu == "A100" else "T4")
+    region, reused, values = ef._region, [], {}
+
+    def counted(*a):
+        out = region(*a)
+        reused.append(out)
+        return out
+
+    fast_marginal = ef._marginal
+
+    def kept(job, *a):
+        fast_marginal(job, *a)
+        values.setdefault("fast", []).append(job.marginal)
+
+    monkeypatch.setattr(ef, "_region", counted)
+    monkeypatch.setattr(ef, "_marginal", kept)
+    fast, _ = replay(jobs, cluster, optim.build("elasticflow"))
+    monkeypatch.setattr(ef, "_region", lambda *a: (object(),))
+
+    def fresh(job, *a):
+        fast_marginal(job, *a)
+        values.setdefault("fresh", []).append(job.marginal)
+
+    monkeypatch.setattr(ef, "_marginal", fresh)
+    laid, _ = replay(jobs, cluster, optim.build("elasticflow"))
+    assert values["fast"] == values["fresh"] and len(values["fast"]) > 1000
+    assert [(r.status, r.finish, r.on_time, r.segments) for r in fast] == \
+        [(r.status, r.finish, r.on_time, r.segments) for r in laid]
+
+
 def test_the_own_timeline_up_to_a_time_is_the_whole_ones_beginning():
     # a trial reads its own free-GPU timeline up to its aligned deadline only: that part equals the whole timeline's
     from optim.elasticflow.trial import own_free
