@@ -28,8 +28,10 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import functools
 import io
 import math
+import os
 import pstats
 import shlex
 import subprocess
@@ -142,9 +144,12 @@ class _Timed:
 def gavel_now(command: str, trace: Path, policy: str, servers: str, seed: int) -> tuple[float, float]:
     """(Gavel's simulation CPU s, its average JCT s) for one policy, from the harness ``command`` run now (module
     docstring); NaNs, with the harness's last words printed, where it fails."""
-    try:
+    from experiments.running.pool import die_with_parent
+
+    try:  # the harness dies with this process, however it ends
         done = subprocess.run([*shlex.split(command), str(trace), policy, servers, str(seed)], capture_output=True,
-                              text=True, timeout=7200, check=False)
+                              text=True, timeout=7200, check=False,
+                              preexec_fn=functools.partial(die_with_parent, os.getpid()))
     except (OSError, subprocess.TimeoutExpired) as e:
         print(f"  (Gavel's harness did not run for {policy}: {e})")
         return math.nan, math.nan

@@ -19,6 +19,7 @@ from typing import Any
 
 from experiments.results.files import DASK_TMP
 from experiments.results.store import ResultStore, new_manifest
+from experiments.running import interrupts
 from experiments.running.dispatch import run_tasks
 from experiments.running.progress import Progress
 from experiments.running.records import label_type
@@ -173,6 +174,7 @@ def run_plan(p: Plan, out: str | Path, workers: int = 1, dask: str | None = None
         if dask_tmp:
             os.environ.setdefault("DASK_TEMPORARY_DIRECTORY", dask_tmp)
         try:
+            interrupts.check()  # a signal whose exception was swallowed while the plan was made
             run_tasks(todo, on_outcome, workers=max(1, min(workers, len(todo))), dask=dask, dask_tmp=dask_tmp)
         finally:
             if dask_tmp:

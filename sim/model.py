@@ -244,16 +244,17 @@ class NodeView:
         return self.allowed is None or vm_name in self.allowed
 
 
-def positional(cls: type[T]) -> Callable[..., T]:
+def positional(cls: type[T], kind: type[T] | None = None) -> Callable[..., T]:
     """A constructor of the frozen, slotted dataclass ``cls`` taking its fields positionally, in declaration order
     (those with a default may be left out at the end, as with the keyword constructor):
     for the engine, which builds views at every event (keyword arguments and ``object.__setattr__`` by name cost about
     twice as much as this, which sets each slot through its own descriptor). ``cls`` has no ``__post_init__``, so the
-    object is the one ``cls(...)`` makes of the same values."""
+    object is the one ``cls(...)`` makes of the same values. With ``kind``, a subclass of ``cls`` adding slots but no
+    fields, the object is one of ``kind`` with ``cls``'s fields set (its own slots are left unset)."""
     if hasattr(cls, "__post_init__"):
         raise TypeError(f"positional({cls.__name__}): it has a __post_init__")
     names, params = [], []
-    space: dict[str, object] = {"_new": object.__new__, "cls": cls}
+    space: dict[str, object] = {"_new": object.__new__, "cls": cls if kind is None else kind}
     for f in fields(cls):  # type: ignore[arg-type]
         n = f.name
         slot = cls.__dict__.get(n)
@@ -280,9 +281,10 @@ class NodeChanges:
     """Which node views changed over the engine's last few snapshots (``Snapshot.node_changes``), so a policy that
     keeps what it derived from an earlier snapshot's ``nodes`` re-reads only the nodes that changed since.
 
-    ``after`` is the snapshot's ``nodes``; ``before`` the ``nodes`` tuples of the engine's preceding snapshots whose
-    nodes differed (oldest first, at most ``NodeChanges.KEEP``) and ``changed[i]`` the indices whose views are new
-    objects from ``before[i]`` to the next tuple (``after`` for the last). A view not named is the very same object.
+    ``after`` is the snapshot's ``nodes``; ``before`` the preceding ``nodes`` tuples the engine made (oldest first, at
+    most ``NodeChanges.KEEP``; a snapshot whose nodes were never read made none) and ``changed[i]`` the indices whose
+    views are new objects from ``before[i]`` to the next tuple (``after`` for the last). A view not named is the very
+    same object.
     """
 
     before: tuple[tuple[NodeView, ...], ...]
@@ -359,6 +361,9 @@ class Snapshot:
     ``mig`` is the slice speeds where GPUs may be cut into MIG slices (``ClusterRules.mig``), else None.
     ``node_changes`` says which node views changed since the engine's preceding snapshots (``NodeChanges``), for a
     policy that follows the nodes across decisions; None where unknown (a snapshot not made by the engine).
+    The engine's snapshots are ``sim.state.EngineSnapshot``s, whose tuples of nodes, running jobs, empty and idle nodes
+    (and ``node_changes``) are made when first read (a list scheduler reads none when no job waits): the same fields
+    and values, whenever read.
     """
 
     time: float

@@ -25,7 +25,7 @@ import pandas as pd
 
 if TYPE_CHECKING:
     from sim.contracts import Predictor, Source
-    from sim.model import Config, DecisionInfo, Job, JobSpec, Plan, Snapshot, VMType
+    from sim.model import Config, DecisionInfo, Job, JobSpec, Plan, VMType
     from sim.state import Interval, JobState
 
 __all__ = ["Table", "Jobs", "Nodes", "Segments", "Decisions", "JOB_COLUMNS", "NODE_COLUMNS", "SEGMENT_COLUMNS",
@@ -140,19 +140,32 @@ class Jobs(Table):
         ``estimator`` says its source for each one's last configuration (asked once per job spec and configuration).
         Numeric columns are filled straight into arrays (no Python float per value: a million jobs' table).
         """
-        memo: dict[tuple[int, int], Source] = {}  # by the spec's id: its hash costs more (``states`` hold the specs)
-        sources = []
-        for st in states:
-            spec = st.job.spec
-            source = memo.get((id(spec), st.cfg))
-            if source is None:
-                c = configs[st.cfg]
-                source = memo[(id(spec), st.cfg)] = estimator.source(spec, c.vm, c.gpus)
-            sources.append(source)
+        # The columns a job's spec and configuration fix are computed once per distinct (spec, runtime rows,
+        # configuration) and gathered row by row: a million jobs share a few hundred.
+        seen: dict[tuple[int, int, int, int], int] = {}
+        first: list[JobState] = []
+        index = array("q")
+        for st in states:  # (``states`` hold every spec and row: no id is reused)
+            key = (id(st.job.spec), id(st.base), id(st.true), st.cfg)
+            k = seen.get(key)
+            if k is None:
+                k = seen[key] = len(first)
+                first.append(st)
+            index.append(k)
+        rows = np.asarray(index, dtype=np.intp)
+        sources: list[Source] = []
+        for st in first:
+            c = configs[st.cfg]
+            sources.append(estimator.source(st.job.spec, c.vm, c.gpus))
+        kinds = [st.job.spec for st in first]
+
+        def each(values: list[Any], dtype: Any = object) -> np.ndarray:
+            return np.array(values + [None], dtype=object)[:-1][rows] if dtype is object else \
+                np.array(values, dtype=dtype)[rows]
+
         t = cls()
         n = len(states)
         jobs = list(map(_JOB, states))
-        specs = list(map(_SPEC, jobs))
 
         def ints(values: Iterable[int]) -> np.ndarray:
             return np.fromiter(values, dtype=np.int64, count=n)
@@ -160,40 +173,43 @@ class Jobs(Table):
         def floats(values: Iterable[float]) -> np.ndarray:
             return np.fromiter(values, dtype=np.float64, count=n)
 
-        lateness = [max(0.0, st.end - j.deadline) for st, j in zip(states, jobs)]
         submit = floats(map(attrgetter("submit_time"), jobs))
         start = floats(map(attrgetter("first_start"), states))
         end = floats(map(attrgetter("end"), states))
+        deadline = floats(map(attrgetter("deadline"), jobs))
+        weight = floats(map(attrgetter("weight"), jobs))
+        over = end - deadline
+        lateness = np.where(over > 0.0, over, 0.0)  # max(0.0, over) as Python takes it (NaN: 0)
         cols: dict[str, Any] = {
             "job_id": ints(map(attrgetter("id"), jobs)),
-            "name": list(map(attrgetter("name"), specs)),
-            "application": list(map(attrgetter("application"), specs)),
-            "framework": list(map(attrgetter("framework"), specs)),
-            "iterations": ints(map(attrgetter("iterations"), specs)),
-            "batch_size": ints(map(attrgetter("batch_size"), specs)),
+            "name": each([s.name for s in kinds]),
+            "application": each([s.application for s in kinds]),
+            "framework": each([s.framework for s in kinds]),
+            "iterations": each([s.iterations for s in kinds], np.int64),
+            "batch_size": each([s.batch_size for s in kinds], np.int64),
             "submit_time": submit,
             "start_time": start,
             "end_time": end,
-            "deadline": floats(map(attrgetter("deadline"), jobs)),
-            "weight": floats(map(attrgetter("weight"), jobs)),
-            "vm_type": [configs[st.cfg].vm.name for st in states],
-            "gpus": ints(configs[st.cfg].gpus for st in states),
+            "deadline": deadline,
+            "weight": weight,
+            "vm_type": each([configs[st.cfg].vm.name for st in first]),
+            "gpus": each([configs[st.cfg].gpus for st in first], np.int64),
             "node": ints(map(attrgetter("node"), states)),
             "runs": ints(map(attrgetter("runs"), states)),
             "wait_time": start - submit,  # float64 arithmetic: the same values as Python's
             "jct": end - submit,
-            "lateness": floats(lateness),
-            "tardiness_cost": floats(j.weight * late for j, late in zip(jobs, lateness)),
+            "lateness": lateness,
+            "tardiness_cost": weight * lateness,
             "cost_share": floats(map(attrgetter("cost_share"), states)),
-            "est_runtime": floats(float(st.base[st.cfg]) for st in states),
-            "est_source": [s.kind for s in sources],
-            "est_error": floats(s.error for s in sources),
-            "true_runtime": floats(float(st.true[st.cfg]) for st in states),
+            "est_runtime": each([float(st.base[st.cfg]) for st in first], np.float64),
+            "est_source": each([s.kind for s in sources]),
+            "est_error": each([s.error for s in sources], np.float64),
+            "true_runtime": each([float(st.true[st.cfg]) for st in first], np.float64),
             "final_round_iterations": list(map(attrgetter("final"), states)),
             "revocations": ints(map(attrgetter("revoked"), states)),
             "lost_gpu_seconds": floats(map(attrgetter("lost"), states)),
-            "status": ["on_time" if late <= 0 else "late" for late in lateness],
-            "gpu_request": floats(cls.request(s) for s in specs),
+            "status": np.array(["on_time", "late"], dtype=object)[(lateness > 0.0).view(np.int8)],
+            "gpu_request": each([cls.request(s) for s in kinds], np.float64),
         }
         for name, col in cols.items():
             setattr(t, name, col)
@@ -315,21 +331,42 @@ class Decisions(Table):
         """Each decision's ``Plan.info``, whose fields are the ``_derived`` columns."""
 
     def _columns(self) -> dict[str, Sequence[Any]]:
-        cols = super()._columns()
-        infos = self.info
+        cols: dict[str, Any] = super()._columns()
+        # each distinct info once (most decisions share a few), then its values gathered row by row
+        seen: dict[int, int] = {}
+        distinct: list[DecisionInfo] = []
+        index = array("q")
+        for i in self.info:  # (the list holds every info: no id is reused)
+            k = seen.get(id(i))
+            if k is None:
+                k = seen[id(i)] = len(distinct)
+                distinct.append(i)
+            index.append(k)
+        rows = np.asarray(index, dtype=np.intp)
         for name in self._derived:
-            cols[name] = [getattr(i, name) for i in infos]
+            values = [getattr(i, name) for i in distinct]
+            dtype = self.dtypes[name]
+            if dtype == "Int64":
+                known = np.array([v is not None for v in values], dtype=bool)
+                ints = np.array([v if v is not None else 0 for v in values], dtype=np.int64)
+                cols[name] = pd.arrays.IntegerArray(ints[rows], ~known[rows])
+            elif dtype == "float64":
+                cols[name] = np.array([math.nan if v is None else v for v in values], dtype=np.float64)[rows]
+            else:
+                cols[name] = np.array(values + [None], dtype=object)[:-1][rows]  # (None: never a 2-D array)
         return cols
 
-    def add(self, policy: str, snap: Snapshot, plan: Plan, wall: float) -> None:
-        """The decision ``policy`` took on ``snap`` with ``plan``, in ``wall`` seconds."""
+    def add(self, policy: str, time: float, trigger: str, waiting: int, running: int, plan: Plan, wall: float
+            ) -> None:
+        """The decision ``policy`` took at ``time`` on a snapshot of ``waiting`` and ``running`` jobs with ``plan``,
+        in ``wall`` seconds."""
         self.decision.append(len(self.decision))
-        self.time.append(snap.time)
-        self.trigger.append(snap.trigger)
+        self.time.append(time)
+        self.trigger.append(trigger)
         self.policy.append(policy)
         self.info.append(plan.info)
-        self.waiting.append(len(snap.waiting))
-        self.running.append(len(snap.running))
+        self.waiting.append(waiting)
+        self.running.append(running)
         self.started.append(len(plan.start))
         self.preempted.append(len(plan.preempt))
         self.moved.append(len(plan.move))

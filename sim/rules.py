@@ -47,7 +47,11 @@ if TYPE_CHECKING:
     from sim.contracts import Policy
     from sim.state import World
 
-__all__ = ["PlanRejected", "check_plan"]
+__all__ = ["PlanRejected", "Placed", "check_plan"]
+
+Placed = tuple[tuple[tuple[int, int], ...], int]
+"""Where a checked assignment runs: its ``(node, GPUs)`` parts as plain ints (the first node first) and the index of
+its configuration in ``Cluster.configs``."""
 
 
 class PlanRejected(CapsimError):
@@ -66,8 +70,10 @@ def _as_index(x: Any) -> int | None:
         return None
 
 
-def check_plan(plan: Plan, world: World, policy: Policy) -> None:
-    """Raise ``PlanRejected`` if ``plan`` breaks a rule (see the module docstring) in the current ``world``."""
+def check_plan(plan: Plan, world: World, policy: Policy) -> list[Placed | None]:
+    """Raise ``PlanRejected`` if ``plan`` breaks a rule (see the module docstring) in the current ``world``; else
+    return, for each assignment of ``plan.move`` then ``plan.start``, where it was checked to run (``Placed``; None
+    for one on a partner's GPUs or a MIG slice), so the engine applies what was checked without reading it again."""
     nodes = world.nodes
     last = len(nodes) - 1
 
@@ -136,7 +142,7 @@ def check_plan(plan: Plan, world: World, policy: Policy) -> None:
             raise PlanRejected("it cuts GPUs into MIG slices (layouts), but the cluster has no MIG")
         if plan.layouts:
             _slices(plan, (), world, changes, seen)
-        return
+        return []
 
     # 7. Each placement: an existing node with a VM after the plan, a GPU count that VM has, a feasible estimate.
     # ``load``: node -> [GPUs used, jobs hosted, VM] after the plan, starting from the jobs that stay.
@@ -150,13 +156,17 @@ def check_plan(plan: Plan, world: World, policy: Policy) -> None:
         load = _slices(plan, placed, world, changes, seen)
     elif plan.layouts:
         raise PlanRejected("it cuts GPUs into MIG slices (layouts), but the cluster has no MIG")
+    checked: list[Placed | None] = []
+    config_index = world.config_index
     for a in placed:
         if a.partner is not None:
             _partner(a, placed, world, policy, changes, seen)
+            checked.append(None)
             continue
         if a.slice is not None:
             if not cut:
                 raise PlanRejected(f"job {a.job_id} is put on MIG slice {a.slice!r}, but the cluster has no MIG")
+            checked.append(None)
             continue  # rule 11, checked with the layouts
         if a.gang:
             vm, g, parts = _gang(a, world, changes, policy)
@@ -172,11 +182,13 @@ def check_plan(plan: Plan, world: World, policy: Policy) -> None:
             if g is None or not 1 <= g <= vm.gpus:
                 raise PlanRejected(f"job {a.job_id} asks for {a.gpus!r} GPUs on node {n}, whose {vm.name} has "
                                    f"{vm.gpus}")
-            parts = None
-        if not math.isfinite(world.jobs[a.job_id].est[world.config_index[(vm.name, g)]]):
+            parts = ((n, g),)
+        k = config_index[(vm.name, g)]
+        if not math.isfinite(world.jobs[a.job_id].est[k]):
             raise PlanRejected(f"job {a.job_id} is put on {vm.name}x{g}, a configuration the estimator marks "
                                f"infeasible")
-        shares = parts or ((n, g),)
+        checked.append((parts, k))
+        shares = parts
         for n, gn in shares:
             slot = load.get(n)
             if slot is None:
@@ -199,6 +211,7 @@ def check_plan(plan: Plan, world: World, policy: Policy) -> None:
             raise PlanRejected(f"node {n} would use {used} GPUs, more than its {vm.name} has ({vm.gpus})")
         if count > 1 and not policy.may_share:
             raise PlanRejected(f"node {n} would host {count} jobs, but the policy does not declare may_share")
+    return checked
 
 
 def _staying(node: Any, n: int, seen: set[int]) -> tuple[int, int]:
@@ -275,27 +288,31 @@ def _gang(a: Any, world: World, changes: dict[int, VMType | None], policy: Polic
         raise PlanRejected(f"job {jid} is spread over several nodes, but the policy does not declare may_gang")
     if not world.cluster.rules.gang:
         raise PlanRejected(f"job {jid} is spread over several nodes, but the cluster does not allow gangs")
-    last = len(world.nodes) - 1
+    nodes = world.nodes
+    last = len(nodes) - 1
     first: VMType | None = None
     parts: list[tuple[int, int]] = []
-    for node, gpus in a.parts:
+    named: set[int] = set()
+    total = 0
+    for node, gpus in chain(((a.node, a.gpus),), a.gang):
         n = node if node.__class__ is int else _as_index(node)
         if n is None or not 0 <= n <= last:
             raise PlanRejected(f"job {jid} is assigned to node {node!r}, but the cluster has nodes 0..{last}")
-        vm = changes[n] if n in changes else world.nodes[n].vm
+        vm = changes[n] if n in changes else nodes[n].vm
         if vm is None:
             raise PlanRejected(f"job {jid} is started on node {n}, which has no VM after the plan")
-        if first is not None and vm.name != first.name:
+        if first is not None and vm is not first and vm.name != first.name:
             raise PlanRejected(f"job {jid} is spread over {first.name} and {vm.name}: a gang runs on one VM type")
         first = vm
         g = gpus if gpus.__class__ is int else _as_index(gpus)
         if g is None or not 1 <= g <= vm.gpus:
             raise PlanRejected(f"job {jid} asks for {gpus!r} GPUs on node {n}, whose {vm.name} has {vm.gpus}")
-        if any(n == m for m, _ in parts):
+        if n in named:
             raise PlanRejected(f"job {jid} names node {n} twice in its gang")
+        named.add(n)
         parts.append((n, g))
+        total += g
     assert first is not None
-    total = sum(g for _, g in parts)
     if (first.name, total) not in world.config_index:
         raise PlanRejected(f"job {jid} is spread over {total} GPUs of {first.name}, more than the cluster's "
                            f"configurations of that type reach")

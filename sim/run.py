@@ -39,7 +39,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from operator import index
 from time import perf_counter
-from typing import Any
+from typing import cast
 
 import numpy as np
 
@@ -49,7 +49,7 @@ from sim.contracts import Policy, Predictor, Progress
 from sim.metrics import RunTables
 from sim.model import CapsimError, Job, JobSpec, JobView, Plan, Slice, SliceSpeeds, Snapshot, VMType
 from sim.records import Decisions, Jobs, Nodes, Segments
-from sim.rules import PlanRejected, check_plan
+from sim.rules import Placed, PlanRejected, check_plan
 from sim.sharing import PairView, SharedGPUs, TruePairs
 from sim.state import Interval, JobState, NodeState, World, job_states, job_view
 from sim.streams import spot_streams
@@ -198,7 +198,7 @@ class Run:
         world = self.world
         for st in list(node.jobs.values()):
             self._detach(st, now, revoked=True)
-            world.add_waiting(JobView(st.job, st.est, done=st.done))
+            world.add_waiting(job_view(st.job, st.est, st.done))
         self._stop_vm(node, now, revoked=True)
         self.time.revoked(now)
 
@@ -250,37 +250,40 @@ class Run:
             gc.collect(1)
         if self._observes:
             observe(self.world, now, self.estimator, self._rounds)
-        snap = self.world.snapshot(now, trigger)
+        world = self.world
+        waiting, running = len(world.waiting), len(world.running)
+        snap: Snapshot = world.snapshot(now, trigger)
         if self.markets is not None:
             snap = self._market_view(snap, now)
         t0 = perf_counter()
         plan = self.policy.decide(snap)
         wall = perf_counter() - t0
+        del snap  # its running tuple, if never read, need not be made (``sim.state.EngineSnapshot``)
         if not isinstance(plan, Plan):
             raise self._rejected(f"decide() returned {type(plan).__name__}, not a sim.model.Plan", now)
         if plan.start or plan.vms or plan.move or plan.preempt or plan.keep_idle or plan.layouts:
             try:
-                check_plan(plan, self.world, self.policy)
+                checked = check_plan(plan, self.world, self.policy)
             except PlanRejected as e:
                 raise self._rejected(str(e), now) from None
-            self._apply(plan, now)
+            self._apply(plan, checked, now)
         elif self.world.idle:
             self._stop_idle((), now)
         if self.markets is not None and self.world.waiting:
             self._await_markets(now)
-        self._decisions.add(self.label, snap, plan, wall)
+        self._decisions.add(self.label, now, trigger, waiting, running, plan, wall)
 
     def _rejected(self, rule: str, now: float) -> CapsimError:
         return CapsimError(f"policy {self.label!r}: plan rejected at t={now:g}: {rule}")
 
-    def _apply(self, plan: Plan, now: float) -> None:
-        """Apply a checked plan: preempt and lift moved jobs, set VMs, place moved and started jobs, stop idle VMs."""
+    def _apply(self, plan: Plan, checked: list[Placed | None], now: float) -> None:
+        """Apply a plan as checked (``check_plan``'s placements): lift preempted and moved jobs, set VMs, place."""
         world = self.world
         jobs = world.jobs
         for jid in plan.preempt:
             st = jobs[jid]
             self._detach(st, now)
-            world.add_waiting(JobView(st.job, st.est, done=st.done))
+            world.add_waiting(job_view(st.job, st.est, st.done))
         for a in plan.move:
             self._detach(jobs[a.job_id], now)
         for key, name in plan.vms.items():
@@ -294,11 +297,14 @@ class Run:
         if self.sharing is not None:
             self.sharing.place(plan, now, self._place)
         else:
+            where = iter(cast("list[Placed]", checked))  # no partner or slice without sharing (rules 10, 11)
             for a in plan.move:
-                self._place(jobs[a.job_id], ((index(a.node), index(a.gpus)),) if not a.gang else _parts(a), now)
+                parts, k = next(where)
+                self._place(jobs[a.job_id], parts, now, None, None, k)
             for a in plan.start:
                 world.drop_waiting(a.job_id)
-                self._place(jobs[a.job_id], ((index(a.node), index(a.gpus)),) if not a.gang else _parts(a), now)
+                parts, k = next(where)
+                self._place(jobs[a.job_id], parts, now, None, None, k)
         if world.idle:
             self._stop_idle(plan.keep_idle, now)
 
@@ -313,9 +319,9 @@ class Run:
     # ------------------------------------------------------------------ mutations
 
     def _place(self, st: JobState, parts: tuple[tuple[int, int], ...], now: float, partner: int | None = None,
-               cut: Slice | None = None) -> None:
-        """Run job ``st`` on ``parts`` ((node, GPUs) each, one VM type) from ``now`` (or once its VMs and GPUs are
-        ready); with ``partner``, on that job's GPUs; with ``cut``, on that MIG slice."""
+               cut: Slice | None = None, k: int = -1) -> None:
+        """Run job ``st`` on ``parts`` ((node, GPUs) each, one VM type; configuration ``k``, -1: find it) from ``now``
+        (or once its VMs and GPUs are ready); with ``partner``, on that job's GPUs; with ``cut``, on that MIG slice."""
         world = self.world
         nodes = world.nodes
         n, g = parts[0]
@@ -324,7 +330,8 @@ class Run:
         assert vm is not None, "the plan rules put jobs only on nodes with a VM"
         if not single:
             g = sum(gn for _, gn in parts)
-        k = world.config_index[(vm.name, g)]
+        if k < 0:
+            k = world.config_index[(vm.name, g)]
         true = float(st.true[k])
         if not math.isfinite(true):
             raise CapsimError(
@@ -455,13 +462,6 @@ class Run:
         node.devices = node.layouts = node.devices_ready = None
         node.ready_at = 0.0
         self.world.vm_stopped(node.index)
-
-
-def _parts(a: Any) -> tuple[tuple[int, int], ...]:
-    """An assignment's (node, GPUs) parts as plain ints."""
-    if not a.gang:
-        return ((index(a.node), index(a.gpus)),)
-    return tuple((index(n), index(g)) for n, g in a.parts)
 
 
 def observe(world: World, now: float, estimator: Predictor, rounds: bool) -> None:

@@ -2,7 +2,8 @@
 finished run intact; and no process left after a SIGKILL of any command (read from the process table).
 
 The long version (``-m slow``) interrupts ``CAPSIM_STRESS_N`` times (default 100) per mode: ``--workers 1``,
-``--workers 2``, ``--dask local:2`` and ``predict evaluate --workers 2``; the default suite runs a few of each.
+``--workers 2``, ``--dask local:2`` and ``predict evaluate --workers 2`` (mode ``evaluate``); the default suite runs a
+few of each.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
+from experiments.results.files import TMP_PREFIX
 from experiments.results.store import ResultStore
 
 from .test_faults import ROOT, sweep_file
@@ -111,6 +114,15 @@ def dump_stuck(proc: subprocess.Popen) -> None:
             continue
         rows.append(f"{pid} ppid={stat[1]} state={stat[0]} wchan={wchan} {cmd}")
     print("stuck session:\n" + "\n".join(rows))
+    signals = []
+    for task in sorted(Path(f"/proc/{proc.pid}/task").glob("*")):  # masks: which thread could take a signal
+        try:
+            status = dict(line.split(":\t", 1) for line in (task / "status").read_text().splitlines() if ":\t" in line)
+        except OSError:
+            continue
+        signals.append(f"{task.name} {status.get('Name', '').strip()}: " + " ".join(
+            f"{k}={status.get(k, '').strip()}" for k in ("SigPnd", "ShdPnd", "SigBlk", "SigIgn", "SigCgt")))
+    print("signal masks of the command's threads (SIGINT = 0x2, SIGTERM = 0x4000):\n" + "\n".join(signals))
     try:
         proc.send_signal(signal.SIGUSR1)
     except ProcessLookupError:
@@ -134,13 +146,15 @@ def gone(sid: int) -> set[int]:
 
 
 def interrupt_many(mode: str, n: int, tmp_path: Path) -> list[Stopped]:
-    """Start and interrupt the sweep ``n`` times in a row into one folder; the stop times."""
+    """Start and interrupt the sweep (or ``predict evaluate``: mode ``evaluate``) ``n`` times in a row into one
+    folder; the stop times."""
     rng = np.random.default_rng(18)
     f, out = sweep_file(tmp_path, seeds="0-40"), tmp_path / f"out-{mode}"
     times = []
     for k in range(n):
         log = tmp_path / f"err-{mode}-{k}.log"
-        proc = start(["sweep", str(f), "--out", str(out), *MODES[mode], "--quiet"], log)
+        proc = _evaluate(tmp_path, k, out) if mode == "evaluate" else start(
+            ["sweep", str(f), "--out", str(out), *MODES[mode], "--quiet"], log)
         sig = signal.SIGINT if k % 2 else signal.SIGTERM
         try:
             time.sleep(float(rng.uniform(1.0, 6.0)))
@@ -162,7 +176,9 @@ def interrupt_many(mode: str, n: int, tmp_path: Path) -> list[Stopped]:
         assert "Traceback" not in text and "Error" not in text.replace("capsim: error", ""), text
         left = gone(proc.pid)
         assert not left, f"{mode} #{k}: left {left}"
-        if out.exists():
+        if mode == "evaluate":  # it writes its files at the end, each whole or not at all
+            assert not list(out.glob(f"{TMP_PREFIX}*")) and all(len(pd.read_csv(c)) for c in out.glob("*.csv"))
+        elif out.exists():
             assert ResultStore(out).load_checked(all_runs=True)[1] == {}, "every finished run is intact"
         times.append(stopped)
     return times
@@ -178,7 +194,7 @@ def test_a_few_interrupts_in_a_row(mode: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.parametrize("mode", [*MODES, "evaluate"])
 def test_a_hundred_interrupts_in_a_row(mode: str, tmp_path: Path) -> None:
     n = int(os.environ.get("CAPSIM_STRESS_N", "100"))
     stops = interrupt_many(mode, n, tmp_path)
@@ -188,9 +204,10 @@ def test_a_hundred_interrupts_in_a_row(mode: str, tmp_path: Path) -> None:
           f"{np.median(queued):.2f} s, max {queued.max():.2f} s; over {STOP_WITHIN} s: {(took > STOP_WITHIN).sum()}")
 
 
-def _evaluate(tmp_path: Path, k: int) -> subprocess.Popen:
+def _evaluate(tmp_path: Path, k: int, out: Path | None = None) -> subprocess.Popen:
     return start(["predict", "evaluate", "--workers", "2", "--protocols", "interpolation", "--out",
-                  str(tmp_path / f"ev{k}"), "--quiet"], tmp_path / f"ev{k}.log")
+                  str(out or tmp_path / f"ev{k}"), "--quiet"], tmp_path / (f"err-evaluate-{k}.log" if out else
+                                                                           f"ev{k}.log"))
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])

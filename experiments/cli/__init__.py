@@ -10,7 +10,7 @@ import argparse
 import importlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -100,12 +100,12 @@ def _crash_report(e: BaseException, argv: Sequence[str]) -> str:
     return f"capsim: internal error (a defect in capsim, not in your input): {what}{where}; {saved}; please report it"
 
 
-def console(argv: list[str] | None = None) -> NoReturn:
+def console(argv: list[str] | None = None, setup: Callable[[], object] | None = None) -> NoReturn:
     """The ``capsim`` program: ``main``, then exit. A command stopped by Ctrl-C or SIGTERM exits at once, without the
     interpreter's teardown (every result is on disk and the journal synced by then; the teardown of a process that
     loaded pandas, Arrow and the solvers took over a second under load, past the 2 s a stop may take; what Dask
     leaves, multiprocessing's resource tracker removes: ``running.pool.quiet_resource_tracker``)."""
-    code = main(argv)
+    code = main(argv, setup)
     if code in (EXIT_INTERRUPTED, EXIT_TERMINATED):
         if "multiprocessing.forkserver" in sys.modules:
             from experiments.running.pool import end_helpers
@@ -120,11 +120,13 @@ def console(argv: list[str] | None = None) -> NoReturn:
     sys.exit(code)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, setup: Callable[[], object] | None = None) -> int:
+    """Run one command line; ``setup``: called before the command, once Ctrl-C and SIGTERM are handled (a program
+    that adds components imports them there, so a signal while it imports stops it like any command)."""
     try:
         with interrupts.install():  # before the parser: a signal while a loaded machine starts capsim is one line too
             args = _parser().parse_args(argv)
-            return _run(args, list(sys.argv[1:] if argv is None else argv))
+            return _run(args, list(sys.argv[1:] if argv is None else argv), setup)
     except KeyboardInterrupt:  # a signal Python handled only as the command's handlers were being put back
         print("capsim: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -133,11 +135,14 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_TERMINATED
 
 
-def _run(args: argparse.Namespace, argv: list[str]) -> int:
-    """Run the command; every way it can end becomes one line on stderr and an exit code (``EXIT_*``)."""
+def _run(args: argparse.Namespace, argv: list[str], setup: Callable[[], object] | None = None) -> int:
+    """Run the command (``setup`` first); every way it can end becomes one line on stderr and an exit code
+    (``EXIT_*``)."""
     from sim.model import CapsimError
 
     try:
+        if setup is not None:
+            setup()
         return int(args._run(args) or 0)
     except CapsimError as e:
         print(f"capsim: error: {e}", file=sys.stderr)
@@ -149,17 +154,41 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
         return 0
     except OSError as e:
         if e.filename is None:
-            print(_crash_report(e, argv), file=sys.stderr)
-            return EXIT_INTERNAL
+            return _internal(e, argv)
         target = f"{e.filename} -> {e.filename2}" if e.filename2 else str(e.filename)
         print(f"capsim: error: {target}: {e.strerror or e}", file=sys.stderr)
         return EXIT_USER_ERROR
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, interrupts.Terminated) as e:
+        return _run_stop(e)
+    except Exception as e:  # noqa: BLE001 (the one place an unexpected error becomes one line, not a traceback)
+        return _internal(e, argv)
+
+
+def _internal(e: BaseException, argv: list[str]) -> int:
+    """An unexpected error: a stop if a signal caused it (``_stopped_by``), else capsim's defect, reported."""
+    stop = _stopped_by(e)
+    if stop is not None:
+        return _run_stop(stop)
+    print(_crash_report(e, argv), file=sys.stderr)
+    return EXIT_INTERNAL
+
+
+def _stopped_by(e: BaseException) -> BaseException | None:
+    """The Ctrl-C or SIGTERM that ``e`` comes from, if a library turned it into an error of its own (a signal while
+    a compiled module initialises surfaces as ``ImportError: initialization failed``)."""
+    seen: set[int] = set()
+    cause: BaseException | None = e
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, (KeyboardInterrupt, interrupts.Terminated)):
+            return cause
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
+def _run_stop(stop: BaseException) -> int:
+    if isinstance(stop, KeyboardInterrupt):
         print("capsim: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except interrupts.Terminated:
-        print("capsim: terminated", file=sys.stderr)
-        return EXIT_TERMINATED
-    except Exception as e:  # noqa: BLE001 (the one place an unexpected error becomes one line, not a traceback)
-        print(_crash_report(e, argv), file=sys.stderr)
-        return EXIT_INTERNAL
+    print("capsim: terminated", file=sys.stderr)
+    return EXIT_TERMINATED

@@ -12,7 +12,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("file", metavar="SWEEP.yaml", help="sweep file")
     p.add_argument("--out", metavar="DIR", help="result directory (default: results/<sweep name>/)")
-    p.add_argument("--dask", metavar="ADDRESS", help="run on a Dask cluster: tcp://host:8786, or local:N")
+    p.add_argument("--dask", metavar="ADDRESS", help="run on a Dask cluster: tcp://host:8786, or local:N "
+                   "(N local workers; local:N:PORT adds Dask's dashboard on PORT)")
     p.add_argument("--dry-run", action="store_true", help="validate and list the runs, run nothing")
     add_run_options(p)
 

@@ -9,8 +9,8 @@ from collections.abc import Callable
 from itertools import islice
 from typing import Any
 
-from experiments.running import interrupts
-from experiments.running.pool import init_worker, quiet_resource_tracker, run_parallel, sigint_blocked
+from experiments.running import dask_local, interrupts
+from experiments.running.pool import init_worker, run_parallel
 from experiments.running.tasks import Outcome, Task, run_task
 from predictors.base import adopt_fits, shared_fits
 
@@ -27,12 +27,7 @@ machine (where a tiny run's wall time is ten times its CPU) does not shrink chun
 back together, so a SIGKILL of the command loses at most about this much of a worker's finished work."""
 MAX_CHUNK = 64
 """Runs in one Dask task at most."""
-LOCAL_QUIET = {"distributed.worker.profile.enabled": False, "distributed.admin.tick.interval": "1s",
-               "distributed.worker.memory.monitor-interval": "1s", "distributed.admin.system-monitor.interval": "5s"}
-"""Dask settings of a ``local:N`` cluster: no statistical profiler (it feeds the dashboard, which is off), and its
-event-loop, memory and system monitors every second or five instead of every 20-500 ms. An idle ``local:2`` cluster
-burnt 57-60 ms of CPU per second with Dask's defaults, 9.7 with these (``benchmarks/sweep_scale.py`` counts that
-CPU as overhead per run, large when a loaded machine runs few runs per second)."""
+
 
 
 def _run_single_thread(task: Task) -> tuple[str | None, float, bytes | None]:
@@ -66,7 +61,7 @@ def run_tasks(
     """Run ``tasks`` and hand each Outcome to ``on_outcome`` in the calling process as it arrives.
 
     ``workers == 1`` runs in this process; more uses the process pool (solver threads 1 each); ``dask`` is a
-    scheduler address (``tcp://host:8786``) or ``local:N`` for a local Dask cluster of N single-threaded worker
+    scheduler address (``tcp://host:8786``) or ``local:N[:PORT]`` for a local Dask cluster of N single-threaded worker
     processes. Each outcome comes with its record built where it ran (``Outcome.record``).
     """
     if not tasks:
@@ -84,14 +79,13 @@ def run_tasks(
 
 
 def _run_dask(tasks: list[Task], on_outcome: Callable[[Outcome], None], address: str, tmp: str | None) -> None:
-    """Run on a Dask cluster: an existing one at ``address``, or ``local:N`` started here. A local cluster's worker
-    processes start with Ctrl-C blocked (the command alone decides) and are killed as soon as the runs are over or
-    the command is stopped: they hold nothing, and a graceful close took seconds and warned."""
+    """Run on a Dask cluster: an existing one at ``address``, or ``local:N`` started here (``running.dask_local``:
+    its workers follow the pool's rules and are killed as soon as the runs are over or the command is stopped)."""
     from sim.model import CapsimError
 
     try:
         import dask
-        from distributed import Client, LocalCluster, as_completed
+        from distributed import Client, as_completed
     except ImportError:
         raise CapsimError("--dask needs Dask's distributed scheduler: pip install 'capsim[dist]'") from None
 
@@ -101,28 +95,17 @@ def _run_dask(tasks: list[Task], on_outcome: Callable[[Outcome], None], address:
     os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "error")  # workers: no warnings of cancelled tasks at the end
     cluster = None
     if address.startswith("local:"):
-        try:
-            n = int(address.split(":", 1)[1])
-        except ValueError:
-            raise CapsimError(f"--dask {address!r}: expected local:N with N a number of workers") from None
-        quiet_resource_tracker()
-        dask.config.set(LOCAL_QUIET)  # the workers are given the command's settings
-        try:
-            with sigint_blocked():  # inherited by the workers
-                cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
-                                       local_directory=tmp)
-                client = Client(cluster)
-        except BaseException:  # a signal while the cluster starts: its workers do not die with us yet
-            _kill_workers()
-            raise
+        n, dashboard = dask_local.parse_local(address)
+        cluster, client = dask_local.start_local(n, dashboard, tmp)
     else:
         try:
             client = Client(address, timeout=20)
         except (OSError, TimeoutError) as e:
             raise CapsimError(f"--dask {address!r}: cannot reach the Dask scheduler: {e}") from None
     try:
-        client.run(init_worker)  # a local cluster's workers are this process's children: they die with it
-        client.run(adopt_fits, shared_fits())
+        if cluster is None:  # a local cluster's workers set themselves up as Dask builds them
+            dask_local.on_workers(client, init_worker, what="setting up the workers")
+        dask_local.on_workers(client, adopt_fits, shared_fits(), what="giving the workers the predictors' fits")
         width = IN_FLIGHT * max(1, len(client.scheduler_info().get("workers", {})))
         queue = iter(tasks)
         owner: dict[Any, list[Task]] = {}
@@ -148,29 +131,5 @@ def _run_dask(tasks: list[Task], on_outcome: Callable[[Outcome], None], address:
             if more:
                 running.add(submit(more))
     finally:
-        _close(client, cluster)
+        dask_local.close(client, cluster)
 
-
-def _kill_workers() -> None:
-    """Kill a local cluster's worker processes (this process's multiprocessing children), not waiting for them."""
-    import multiprocessing as mp
-
-    for p in mp.active_children():
-        p.kill()
-
-
-def _close(client: Any, cluster: Any) -> None:
-    """Close the client, and a local cluster by killing its worker processes first (quiet and fast)."""
-    import logging
-
-    logger = logging.getLogger("distributed")
-    level = logger.level
-    logger.setLevel(logging.CRITICAL)
-    try:
-        if cluster is not None:
-            _kill_workers()
-        client.close(timeout=2)
-        if cluster is not None:
-            cluster.close(timeout=2)
-    finally:
-        logger.setLevel(level)

@@ -6,8 +6,8 @@ finished run kept) and exits 130 or 143. Three places need more:
 
 - writes of results (``deferred()``): there the handler only records the request, and the code raises it at a safe
   point (``check()``: between runs and at least every ``POLL`` seconds while waiting for workers);
-- places where Python cannot let the exception escape (an at-fork hook, a ``__del__``): ``check()`` raises a
-  request whose exception was swallowed;
+- places where Python cannot let the exception escape (an at-fork hook, a ``__del__``) or a library would swallow
+  it (pydantic's callbacks): ``check()`` raises a request whose exception was swallowed or never raised;
 - native code that runs on without returning to Python (a solver's long call in this process): a watchdog thread,
   woken by the signal itself (``signal.set_wakeup_fd``), ends the process after ``GRACE`` seconds if the command
   has not finished unwinding by then, and never while a write is in progress. Finished runs are on disk by then.
@@ -56,8 +56,21 @@ def on_signal(signum: int, frame: Any) -> None:
     global _requested
     if _requested is None:
         _requested = signum
-    if _active and not _deferred:
+    if _active and not _deferred and not _called_by_pydantic(frame):
         raise _exception(signum)
+
+
+def _called_by_pydantic(frame: Any) -> bool:
+    """Whether the main thread is in Python code that pydantic called while validating or serialising a model: a
+    discriminator that raises while pydantic-core serialises is taken as a failed match (the exception lost, and a
+    ``UserWarning`` on the user's terminal), so the request waits for the next ``check()``."""
+    for _ in range(8):
+        if frame is None:
+            return False
+        if str(frame.f_globals.get("__name__", "")).startswith("pydantic"):
+            return True
+        frame = frame.f_back
+    return False
 
 
 @contextmanager

@@ -15,7 +15,7 @@ from collections.abc import Callable
 import numpy as np
 
 from optim.gavel.ipm import solve as ecos_answer
-from optim.gavel.lp import LeastShare, centre, max_min
+from optim.gavel.lp import LeastHorizon, LeastShare, centre, max_min
 
 SLACK = 1e-6
 """Relative room above the least finish-time ratio, so that the allocations meeting it have an interior whose
@@ -141,15 +141,20 @@ def horizon(best: float) -> float:
     return found
 
 
-def min_total_duration(rate: np.ndarray, sf: np.ndarray, gpus: np.ndarray, remaining: np.ndarray) -> np.ndarray:
+def min_total_duration(rate: np.ndarray, sf: np.ndarray, gpus: np.ndarray, remaining: np.ndarray,
+                       least: LeastHorizon | None = None, ids: list[int] | None = None) -> np.ndarray:
     """Gavel's ``min_total_duration[_perf]``: the least horizon T by which every active job can finish (each needs
     a rate of R_j/T), as Gavel's bisection finds it (``horizon``, up to 5 % above the least, which one HiGHS LP
-    gives), and X the answer ECOS gives to Gavel's feasibility problem at that horizon (``optim.gavel.ipm``).
-    The heterogeneity-agnostic policy passes every job's reference rate on every type."""
+    gives: ``least``, the run's model kept across recomputes, for the jobs ``ids``; a cold LP without it), and X the
+    answer ECOS gives to Gavel's feasibility problem at that horizon (``optim.gavel.ipm``). The
+    heterogeneity-agnostic policy passes every job's reference rate on every type."""
     n = rate.shape[0]
     if n == 0:
         return np.zeros(rate.shape)
-    best = max_min(rate / remaining[:, None], sf, gpus, ipm=False)[1]
+    if least is not None and ids is not None:
+        best = least.value(ids, rate, sf, gpus, remaining)
+    else:
+        best = max_min(rate / remaining[:, None], sf, gpus, ipm=False)[1]
     t = horizon(1.0 / best)
     return ecos_answer(rate, sf, gpus, remaining / t, with_t=False)[0]
 

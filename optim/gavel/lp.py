@@ -18,7 +18,7 @@ from optim.highs import new_highs
 if TYPE_CHECKING:
     import highspy
 
-__all__ = ["max_min", "LeastShare", "centre"]
+__all__ = ["max_min", "LeastShare", "LeastHorizon", "centre"]
 
 _STALL = 2.0 ** -20
 """Near the centre (Newton decrement below 1e-6) a step that must be cut below this length is lost in the rounding
@@ -126,6 +126,92 @@ class LeastShare:
         s = self.value(need)
         x = np.asarray(self.h.getSolution().col_value[: self.col], dtype=float)
         return np.clip(x.reshape(self.n, -1), 0.0, 1.0), s
+
+
+class LeastHorizon:
+    """The least horizon's LP of min_total_duration, kept across recomputes: max s s.t. s·R_j ≤ Σ_w rate[j,w]·X[j,w]
+    under the base constraints (s = 1 / the least horizon, R_j the work a job has left).
+
+    One HiGHS model lives for the whole run: at each recompute the jobs that left lose their rows and columns, those
+    that arrived are appended, every job's R_j is updated (the coefficients of s, scaled by the largest R so that s
+    is of order 1 and HiGHS's tolerances are relative to it), and the dual simplex restarts from the last optimal
+    basis. The model is rebuilt when the server types or a kept job's rates or GPUs change. Layout: column 0 is s,
+    then each job's m columns; rows 0..m−1 the capacities, then per job its bound and its share."""
+
+    def __init__(self) -> None:
+        self.h: highspy.Highs | None = None
+        self.ids: list[int] = []
+        self.rate = np.zeros((0, 0))
+        self.sf = np.zeros((0, 0))
+        self.gpus = np.zeros(0)
+
+    def value(self, ids: list[int], rate: np.ndarray, sf: np.ndarray, gpus: np.ndarray, left: np.ndarray) -> float:
+        """max_X min_j Σ_w rate[j,w]·X[j,w] / left[j] for the jobs ``ids`` (in admission order), rows as given."""
+        n, m = rate.shape
+        if self.h is None or self.gpus.shape != gpus.shape or (self.gpus != gpus).any():
+            self._build(m, gpus)
+        h = self.h
+        assert h is not None
+        keep = set(ids)
+        gone = [k for k, j in enumerate(self.ids) if j not in keep]
+        if gone:
+            g = np.array(gone)
+            h.deleteRows(2 * len(g), (m + 2 * g[:, None] + np.arange(2)).ravel().astype(np.int32))
+            h.deleteCols(m * len(g), (1 + m * g[:, None] + np.arange(m)).ravel().astype(np.int32))
+            alive = np.ones(len(self.ids), dtype=bool)
+            alive[g] = False
+            self.ids = [j for j in self.ids if j in keep]
+            self.rate, self.sf = self.rate[alive], self.sf[alive]
+        old = len(self.ids)
+        if self.ids != ids[:old] or not (np.array_equal(self.rate, rate[:old]) and np.array_equal(self.sf, sf[:old])):
+            self._build(m, gpus)  # a kept job changed, or arrivals are not at the end: start afresh
+            h, old = self._build(m, gpus), 0
+        if old < n:
+            self._add(rate[old:], sf[old:])
+            self.ids = list(ids)
+            self.rate, self.sf = rate.copy(), sf.copy()
+        scale = float(left.max())
+        for k, v in enumerate((left / scale).tolist()):
+            h.changeCoeff(m + 2 * k, 0, v)
+        h.run()
+        return float(h.getInfo().objective_function_value) / scale
+
+    def _build(self, m: int, gpus: np.ndarray) -> highspy.Highs:
+        import highspy
+
+        h = self.h = new_highs()
+        h.setOptionValue("random_seed", 0)
+        h.changeObjectiveSense(highspy.ObjSense.kMaximize)
+        h.addCol(1.0, 0.0, highspy.kHighsInf, 0, np.zeros(0, dtype=np.int32), np.zeros(0))
+        h.addRows(m, np.full(m, -highspy.kHighsInf), gpus.astype(float), 0, np.zeros(m, dtype=np.int32),
+                  np.zeros(0, dtype=np.int32), np.zeros(0))
+        self.gpus = gpus.copy()
+        self.ids, self.rate, self.sf = [], np.zeros((0, m)), np.zeros((0, m))
+        return h
+
+    def _add(self, rate: np.ndarray, sf: np.ndarray) -> None:
+        """Append jobs: their columns (each in its type's capacity row), then their bound and share rows (the bound's
+        coefficient of s is set by ``value``)."""
+        import highspy
+
+        h = self.h
+        assert h is not None
+        k, m = rate.shape
+        first = h.getNumCol()
+        h.addCols(k * m, np.zeros(k * m), np.zeros(k * m), np.ones(k * m), k * m,
+                  np.arange(k * m, dtype=np.int32), np.tile(np.arange(m, dtype=np.int32), k),
+                  sf.astype(float).ravel())
+        cols = first + np.arange(k * m, dtype=np.int32).reshape(k, m)
+        index = np.concatenate([np.concatenate([np.zeros((k, 1), dtype=np.int32), cols], axis=1), cols],
+                               axis=1).ravel()
+        value = np.concatenate([np.concatenate([np.ones((k, 1)), -rate], axis=1), np.ones((k, m))], axis=1).ravel()
+        starts = np.empty(2 * k, dtype=np.int32)
+        starts[0::2] = np.arange(k) * (2 * m + 1)
+        starts[1::2] = starts[0::2] + m + 1
+        upper = np.zeros(2 * k)
+        upper[1::2] = 1.0
+        h.addRows(2 * k, np.full(2 * k, -highspy.kHighsInf), upper, len(index), starts, index.astype(np.int32),
+                  value)
 
 
 def centre(rate: np.ndarray, sf: np.ndarray, gpus: np.ndarray, demand: np.ndarray,

@@ -19,6 +19,7 @@ from optim.gavel.fairness import (
     max_min_fairness_agnostic,
     min_total_duration,
 )
+from optim.gavel.lp import LeastHorizon
 from optim.gavel.mechanism import JobTable, TimeSliced
 from optim.gavel.packing import AlloX
 from sim.model import CapsimError
@@ -170,8 +171,15 @@ class MinTotalDurationPerf(_Agnostic):
     """Gavel's ``min_total_duration_perf``: the allocation under which every active job finishes by the least
     horizon Gavel's bisection finds (``optim.gavel.fairness.min_total_duration``)."""
 
+    _least: LeastHorizon
+
     def allocate(self, table: JobTable, rows: np.ndarray, gpus: np.ndarray) -> np.ndarray:
-        return min_total_duration(self.policy_rate(rows), table.sf[rows].astype(float), gpus, self.remaining(rows))
+        return min_total_duration(self.policy_rate(rows), table.sf[rows].astype(float), gpus, self.remaining(rows),
+                                  self._least, table.ids[rows].tolist())
+
+    def _restart(self) -> None:
+        super()._restart()
+        self._least = LeastHorizon()
 
 
 @register("min_total_duration")

@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from sim.clock import LAST, Call
-from sim.model import JobView
+from sim.state import job_view
 from sim.timing.base import Engine, TimeModel
 
 if TYPE_CHECKING:
@@ -81,10 +81,10 @@ class Rounds(TimeModel):
                 st.steps += st.pending
                 st.pending = 0
                 st.done = st.steps / st.job.spec.iterations
-            world.add_running(JobView(st.job, st.est, done=st.done, node=st.node, config=st.cfg, since=now,
-                                      parts=jv.parts, partner=jv.partner, pace=jv.pace))
+            world.add_running(job_view(st.job, st.est, st.done, st.node, st.cfg, now, jv.parts, jv.partner, jv.pace,
+                                       jv.slice))
         for st in self._arrived:
-            world.add_waiting(JobView(st.job, st.est, done=st.done))
+            world.add_waiting(job_view(st.job, st.est, st.done))
         self._arrived.clear()
         if run.all_done:
             return  # the last jobs just completed: nothing is left to decide

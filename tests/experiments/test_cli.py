@@ -9,6 +9,7 @@ from importlib.metadata import version
 import pytest
 
 from experiments.cli import COMMANDS, main
+from experiments.running import interrupts
 
 HEAVY = ("pandas", "scipy", "matplotlib", "pulp", "sklearn", "pyarrow", "highspy", "simpy")
 HELPS = [[], *([c] for c in COMMANDS), ["predict", "evaluate"], ["predict", "show"]]
@@ -59,3 +60,24 @@ def test_help_shows_percent_signs_once(capsys) -> None:
         main(["report", "--help"])
     out = capsys.readouterr().out
     assert "95% CI" in out and "%%" not in out
+
+
+@pytest.mark.parametrize("error", [ImportError("initialization failed"), OSError("interrupted system call")])
+@pytest.mark.parametrize("stop,code,line", [(KeyboardInterrupt, 130, "capsim: interrupted"),
+                                            (interrupts.Terminated, 143, "capsim: terminated")])
+def test_a_signal_a_library_turned_into_its_own_error_is_still_a_stop(error: Exception, stop: type, code: int,
+                                                                      line: str, capsys) -> None:
+    """A SIGTERM while a compiled module initialised came back as ``ImportError: initialization failed`` and was
+    reported as capsim's internal error (exit 3) by the 100-interrupts stress test."""
+    import argparse
+
+    from experiments import cli
+
+    def command(args: argparse.Namespace) -> int:
+        try:
+            raise stop()
+        except BaseException as signal_exc:
+            raise error from signal_exc
+
+    assert cli._run(argparse.Namespace(_run=command), []) == code
+    assert capsys.readouterr().err == line + "\n"

@@ -134,3 +134,30 @@ def test_centre_stopping_at_the_rounding_keeps_the_answer(seed, n, monkeypatch):
     assert (x >= 0).all() and (x.sum(axis=1) <= 1 + 1e-9).all() and ((sf * x).sum(axis=0) <= gpus + 1e-9).all()
     monkeypatch.setattr(lp, "_STALL", 0.0)
     assert finish_time_fairness(rate, sf, gpus, age, remaining, used, iso) == pytest.approx(x, abs=1e-9)
+
+
+def test_least_horizon_follows_arrivals_and_departures_as_cold_solves_do():
+    """A run's series of least-horizon LPs (jobs leaving from anywhere, arriving at the end, work left shrinking,
+    one job whose rates change, which rebuilds the model): each warm value equals the cold max-min LP's on
+    rate / work left."""
+    from optim.gavel.lp import LeastHorizon
+
+    rng = np.random.default_rng(7)
+    m, gpus = 3, np.array([6, 4, 4])
+    jobs = {j: (rng.uniform(0.5, 5.0, m), float(rng.choice([1, 2]))) for j in range(40)}
+    left = {j: rng.uniform(1e4, 1e6) for j in jobs}
+    least = LeastHorizon()
+    active = list(range(12))
+    nxt = 12
+    for step in range(8):
+        if step == 5:
+            jobs[active[2]] = (jobs[active[2]][0] * 1.5, jobs[active[2]][1])  # a kept job's rates change
+        rate = np.array([jobs[j][0] for j in active])
+        sf = np.array([[jobs[j][1]] * m for j in active])
+        need = np.array([left[j] for j in active])
+        cold = max_min(rate / need[:, None], sf, gpus, ipm=False)[1]
+        assert least.value(active, rate, sf, gpus, need) == pytest.approx(cold, rel=1e-6)
+        for j in active:
+            left[j] *= 0.8
+        active = [j for k, j in enumerate(active) if k % 4 != step % 4] + list(range(nxt, nxt + 3))
+        nxt += 3

@@ -263,3 +263,83 @@ def test_positional_views_are_the_keyword_ones():
 @dataclasses.dataclass(frozen=True)
 class _Loose:
     x: int
+
+
+def _running_ids(s) -> tuple[int, ...]:
+    return tuple(j.id for j in s.running)
+
+
+def _state(s) -> tuple:
+    """What a snapshot shows of the cluster: running jobs, empty and idle nodes, each node's VM and used GPUs."""
+    return (_running_ids(s), s.empty_nodes, s.idle_nodes,
+            tuple((n.vm.name if n.vm else None, n.used_gpus) for n in s.nodes))
+
+
+class _Keeper(FirstFit):
+    """FirstFit that keeps every other snapshot unread, reads every fourth at once, and every third follows the nodes
+    by ``node_changes`` (checking them against an identity comparison with the nodes it followed last)."""
+
+    def __init__(self):
+        super().__init__()
+        self.kept, self.count, self.followed, self.checked = [], 0, None, 0
+
+    def decide(self, s):
+        self.count += 1
+        if self.count % 2:
+            self.kept.append(s)
+            return super().decide(s) if self.count % 3 == 0 else self._without_nodes(s)
+        if self.count % 4 == 0:
+            _state(s)  # read at once: made from the state as it is then
+        if self.count % 3 == 0:
+            nodes, before = s.nodes, self.followed
+            if before is not None and s.node_changes.since(before) is not None:
+                assert s.node_changes.since(before) == {i for i, (a, b) in enumerate(zip(before, nodes)) if a is not b}
+                self.checked += 1
+            self.followed = nodes
+        return self._without_nodes(s)
+
+    def _without_nodes(self, s):
+        """FirstFit's plan without reading ``nodes`` (a free node is one no job is running on or started on)."""
+        taken = {j.node for j in s.running}
+        free = [n for n in range(len(self.slots)) if n not in taken]
+        vms, start = {}, []
+        for jv, n in zip(s.waiting, free):
+            vms[n] = self.vm
+            start.append(Assignment(jv.id, n, self.gpus))
+        return Plan(vms=vms, start=tuple(start))
+
+
+def test_a_kept_snapshot_shows_the_state_of_its_own_decision():
+    # The engine makes a snapshot's tuples when first read. Run 1 reads them at each decision; run 2 keeps every
+    # other snapshot unread (the others die at once, or are read at once, or follow the nodes) and reads them all at
+    # the end, after the engine has started and ended jobs and VMs many times: each must show the state of its own
+    # decision (two nodes, so some decisions follow one another with nothing changed).
+    jobs = [job(i, A if i % 3 else B, 9.0 * i) for i in range(16)]
+    eager: list[tuple] = []
+    keeper = _Keeper()
+    keeper.slots = range(2)
+    run(jobs, Scripted(lambda s: (eager.append(_state(s)), keeper._without_nodes(s))[1]), n=2)
+    policy = _Keeper()
+    policy.slots = range(2)
+    r = run(jobs, policy, n=2)
+    assert len(eager) == len(r.decisions) > 20 and any(e[0] for e in eager) and any(not e[0] for e in eager)
+    assert [_state(s) for s in policy.kept] == eager[::2]
+    assert r.decisions.running.tolist() == [len(e[0]) for e in eager]
+    assert policy.checked > 3
+
+
+def test_an_engine_snapshot_is_replaced_and_compared_as_any_snapshot():
+    seen = []
+    run([job(0, A, 0.0), job(1, B, 1.0), job(2, B, 2.0)], Scripted(lambda s: (seen.append(s), FirstFit().decide(s))[1]),
+        n=2)
+    s = seen[2]
+    assert _running_ids(s) == (0, 1)
+    other = dataclasses.replace(s, trigger="elsewhere")
+    assert other.trigger == "elsewhere" and other.running == s.running and other.nodes is s.nodes
+    assert dataclasses.replace(s) == s and other != s
+
+
+def test_a_snapshot_with_no_running_job_reads_an_empty_tuple():
+    seen = []
+    run([job(0, A, 0.0)], Scripted(lambda s: (seen.append(s), FirstFit().decide(s))[1]))
+    assert seen[0].running == () and dataclasses.replace(seen[0], trigger="x").running == ()

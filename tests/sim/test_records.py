@@ -156,3 +156,26 @@ def test_node_rows_of_a_vm_stopped_while_booting_and_of_a_shared_vm():
     assert (shared.vm_type, shared.gpus, shared.start_time, shared.stop_time, shared.jobs) == ("big", 2, 5.0, 105.0, 2)
     assert (shared.billed_seconds, shared.busy_gpu_seconds, shared.price_per_hour) == (100.0, 150.0, 7.2)
     assert r.summary["idle_cost"] == pytest.approx(0.005)
+
+
+def test_decision_info_columns_follow_each_row_when_plans_alternate_infos():
+    # The info columns are built per distinct info and gathered row by row: rows must keep their own.
+    infos = [DecisionInfo(status="optimal", solver="HiGHS", objective=2.0, variables=4, constraints=1),
+             DecisionInfo(status="time_limit", gap=0.5, fallback="fifo", reason="limit"), Plan().info]
+    count = [0]
+
+    def script(s):
+        count[0] += 1
+        plan = FirstFit().decide(s)
+        return Plan(vms=plan.vms, start=plan.start, info=infos[(count[0] * 2) % 3])
+
+    r = Simulation(cluster(1), [job(i, A if i % 2 else B, 20.0 * i) for i in range(6)], Scripted(script),
+                   table()).run()
+    d = r.decisions
+    assert len(d) == count[0] > 6
+    for i, row in enumerate(d.itertuples()):
+        info = infos[((i + 1) * 2) % 3]
+        for name in ("status", "solver", "objective", "gap", "variables", "constraints", "fallback", "reason"):
+            want, got = getattr(info, name), getattr(row, name)
+            assert (pd.isna(got) if want is None else got == want), (i, name, got, want)
+    assert str(d.variables.dtype) == "Int64" and str(d.objective.dtype) == "float64"
