@@ -38,9 +38,15 @@ GAVEL_CPU_S: dict[Key, dict[str, float]] = {
 """Gavel's simulation CPU seconds per (jobs, lam, servers, seed) and policy, measured on this machine as the module
 docstring says (one run each, on a 2-core machine shared with other work)."""
 
-GAVEL_PREFIX_S: dict[Key, dict[str, tuple[float, float]]] = {}
+GAVEL_PREFIX_S: dict[Key, dict[str, tuple[float, float]]] = {
+    (300, 200.0, "4:4:4", 21): {"fifo_packed": (50398.0, 62.2), "gandiva": (48238.0, 100.40),
+                                "max_min_fairness_packed": (50398.0, 97.08),
+                                "min_total_duration_packed": (37439.0, 93.08)},
+}
 """Gavel's CPU seconds up to a simulated time, ``policy: (time, CPU)``, for runs that did not finish (module
-docstring): the last allocation its run logged, the CPU counted from the policy's construction."""
+docstring): the last allocation its run logged (the 25th, 24th, 25th and 19th recompute, with 176-215 jobs
+active), the CPU counted from the policy's construction. Measured here with the four runs side by side at
+``nice -n 10`` for 90-105 minutes of wall time on the shared machine (load 15-38), after which they were stopped."""
 
 POLICIES = ("fifo_perf", "fifo_packed", "gandiva", "max_min_fairness_packed", "min_total_duration_packed",
             "finish_time_fairness_packed")

@@ -85,7 +85,7 @@ class Decision:
             if n in on_node:
                 vm = hosted(nv)
                 ready = max(0.0, nv.ready_at - now)
-                ends = [ready + r.remaining(where(r)[1]) for r in on_node[n]]
+                ends = [ready + r.remaining_at(now) for r in on_node[n]]
                 self.pinned[n] = True
                 self.horizon[n] = max(ends)
                 self.room0[n] = vm.gpus - nv.used_gpus

@@ -16,7 +16,7 @@ import numpy as np
 import pulp
 
 from optim.colocate import promising_pairs
-from optim.common import hosted, where
+from optim.common import hosted
 from optim.milp.model import Model
 from optim.milp.reductions import reduce_snapshot
 from sim.model import Snapshot
@@ -67,7 +67,8 @@ def build_model(
     """Reduce the snapshot (infeasible and dominated configs, symmetric empty slots) and write the MILP.
 
     Running jobs are first brought to the decision time (``JobView.at``): their remaining work counts the time they
-    have already run. ``extra_constraints`` receives the model with its PuLP problem written.
+    have already run, and a pinned job's end its pace (a co-located or MIG-sliced job runs ``pace`` times slower).
+    ``extra_constraints`` receives the model with its PuLP problem written.
     """
     snapshot = replace(snapshot, running=tuple(r.at(snapshot.time) for r in snapshot.running))
     model = reduce_snapshot(snapshot, preempt, urgency, dominance, wait_estimate)
@@ -125,7 +126,7 @@ def write_lp(model: Model) -> LinearProgram:
     constant = 0.0
     for n in pinned:
         for r in on_node[n]:
-            end = now + max(0.0, nodes[n].ready_at - now) + r.remaining(where(r)[1])
+            end = now + max(0.0, nodes[n].ready_at - now) + r.remaining_at(now)
             constant += r.job.weight * max(0.0, end - r.job.deadline)
     obj_order = (
         list(h_pos.values()) + [x_pos[i] for i, pl in enumerate(placements) if pl.cost != 0.0] + list(z_pos.values())

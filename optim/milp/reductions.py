@@ -171,7 +171,7 @@ def reduce_snapshot(
         if nv.index in on_node and not preempt:
             host, here = hosted(nv), on_node[nv.index]
             ready = max(0.0, nv.ready_at - now)
-            ends = [ready + r.remaining(where(r)[1]) for r in here]
+            ends = [ready + r.remaining_at(now) for r in here]
             pinned[nv.index] = (host.name, max(ends))
             pinned_area[nv.index] = sum(configs[where(r)[1]].gpus * end for r, end in zip(here, ends)) / host.gpus
         else:

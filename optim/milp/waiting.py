@@ -24,7 +24,7 @@ def next_decision_delay(snapshot: Snapshot, how: str = "mean") -> float:
     """
     now = snapshot.time
     ends = [
-        max(0.0, snapshot.nodes[r.node].ready_at - now) + r.remaining(r.config)
+        max(0.0, snapshot.nodes[r.node].ready_at - now) + r.remaining_at(now)
         for r in snapshot.running
         if r.config is not None and r.node is not None
     ]

@@ -110,6 +110,38 @@ def test_running_jobs_count_the_time_already_run():
     assert model.pinned[0][1] == pytest.approx(40.0)
 
 
+def test_a_paced_running_job_ends_at_its_pace_in_the_milp_and_the_heuristics():
+    """A pinned job at pace 2 (sharing its GPU, or on a half-speed MIG slice) with a 100 s alone estimate, started at
+    t=0, is 30 % done at t=60 and ends 140 s later, at t=200 -- not at t=130 as alone. Its deadline t=150 is missed
+    by 50 s: the MILP's constant C, the slot's horizon H_n and GPU-seconds E_n, the expected wait and the heuristics'
+    decision all use the paced end."""
+    from dataclasses import replace
+
+    from optim.heuristics import Decision
+    from optim.milp import next_decision_delay
+    from sim.model import NodeView
+    from tests.optim.helpers import BIG, CONFIGS
+
+    k = CONFIGS.index(next(c for c in CONFIGS if c.vm is BIG and c.gpus == 1))
+    est = [math.inf] * len(CONFIGS)
+    est[k] = 100.0
+    running = replace(job(0, est, deadline=150.0, weight=0.5, node=0, config=k, since=0.0), pace=2.0)
+    snap = snapshot([job(1, [50.0] * len(CONFIGS))], [running], [NodeView(0, vm=BIG, used_gpus=1), NodeView(1)],
+                    time=60.0)
+    model = build_model(snap)
+    assert model.pinned[0][1] == pytest.approx(140.0)
+    assert model.pinned_area[0] == pytest.approx(140.0 * 1 / 2)
+    assert model.constant == pytest.approx(0.5 * 50.0)
+    assert next_decision_delay(model.snapshot, "earliest") == pytest.approx(140.0)
+    assert next_decision_delay(snap, "earliest") == pytest.approx(140.0)  # a view not yet brought to now
+    dec = Decision(snap)
+    assert dec.horizon[0] == pytest.approx(140.0)
+    assert dec.constant == pytest.approx(0.5 * 50.0)
+    # alone (pace 1) the same job ends at t=100, in time
+    alone = build_model(replace(snap, running=(replace(running, pace=1.0),)))
+    assert (alone.pinned[0][1], alone.constant) == (pytest.approx(40.0), 0.0)
+
+
 def test_expected_wait_is_the_mean_or_the_earliest_running_completion():
     from optim.milp import next_decision_delay
     from sim.model import NodeView
