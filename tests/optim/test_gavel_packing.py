@@ -8,6 +8,7 @@ import random
 import numpy as np
 import pytest
 
+from optim.gavel.fill import fill
 from optim.gavel.packed_alloc import GandivaPairs, fifo_packed, normalized_pair_rate
 from optim.gavel.pairs import PairTable
 
@@ -164,3 +165,21 @@ def test_the_lp_packing_policies_refuse_a_mix_of_gpu_counts_as_gavel_fails():
     mixed_scale_refusal("p", "q", np.array([[1, 1]] * 2 + [[4, 4]] * 2))
     with pytest.raises(CapsimError):
         mixed_scale_refusal("p", "q", np.array([[1, 1]] * 3 + [[2, 2]] * 2))
+
+
+def test_fill_takes_offers_that_fit_and_whose_jobs_are_free_until_each_type_is_full():
+    """Two types visited 1 then 0, with 2 and 3 free GPUs. Type 1: job 5 (1 GPU), the pair 5+6 (job 5 placed:
+    skipped), a 2-GPU job 7 (does not fit in the 1 left), job 8 (1 GPU: full; the offer after it is never read).
+    Type 0: job 8 again (placed: skipped), the pair 6+9 (1 GPU), job 7 (2 GPUs: full)."""
+    def offers(w: int):
+        if w == 1:
+            yield from [(0, (5,), 1), (1, (5, 6), 1), (2, (7,), 2), (3, (8,), 1)]
+            raise AssertionError("read past a full type")
+        yield from [(4, (8,), 1), (5, (6, 9), 1), (6, (7,), 2), (7, (10,), 1)]
+
+    left = np.array([3, 2])
+    placed: set[int] = set()
+    assert fill([1, 0], left, offers, placed) == [(0, 1), (3, 1), (5, 0), (6, 0)]
+    assert left.tolist() == [0, 0] and placed == {5, 6, 7, 8, 9}
+    asked: list[int] = []
+    assert fill([0, 1], np.array([0, 1]), lambda w: asked.append(w) or [], set()) == [] and asked == [1]
