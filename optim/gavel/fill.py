@@ -9,8 +9,9 @@ import numpy as np
 
 __all__ = ["fill"]
 
-Offer = tuple[int, Sequence[int], int]
-"""An offer to a type: (key, the job ids it runs, the GPUs it takes there)."""
+Offer = tuple[int, int, int, int]
+"""An offer to a type: (key, job a, job b, the GPUs it takes there); a job alone is offered with b = a, a pair with
+its two members."""
 
 
 def fill(order: Sequence[int], left: np.ndarray, offers: Callable[[int], Iterable[Offer]],
@@ -20,16 +21,18 @@ def fill(order: Sequence[int], left: np.ndarray, offers: Callable[[int], Iterabl
     ``left`` and ``placed`` are updated; ``offers`` is asked only for types with free GPUs and read only while the
     type has room."""
     taken: list[tuple[int, int]] = []
+    add, keep = placed.add, taken.append  # the hot loop's calls, looked up once
     for w in order:
         if left[w] <= 0:
             continue
         room = int(left[w])
-        for key, members, need in offers(w):
-            if need > room or not placed.isdisjoint(members):
+        for key, a, b, need in offers(w):
+            if need > room or a in placed or b in placed:
                 continue
             room -= need
-            placed.update(members)
-            taken.append((key, w))
+            add(a)
+            add(b)
+            keep((key, w))
             if room <= 0:
                 break
         left[w] = room

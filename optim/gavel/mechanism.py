@@ -302,13 +302,13 @@ class TimeSliced(Policy):
         priority = np.where((alloc > 0) & (rate > 0), alloc / t.received[rows], 0.0)
         fifo = self.fifo
 
-        def offers(w: int) -> Iterator[tuple[int, tuple[int], int]]:
+        def offers(w: int) -> Iterator[tuple[int, int, int, int]]:
             # the candidates: a job that cannot run here is never mapped here; FIFO maps only priorities > 0, which
             # sort before every priority 0, so dropping the others beforehand changes no job's place in the order
             cand = np.flatnonzero(priority[:, w] > 0 if fifo else rate[:, w] > 0)
             cand = cand[np.lexsort((cand, -alloc[cand, w], -deficit[cand, w], -priority[cand, w]))]
             jobs = ids[cand].tolist()
-            return zip(jobs, zip(jobs), sf[cand, w].tolist())
+            return zip(jobs, jobs, jobs, sf[cand, w].tolist())
 
         return dict(fill(order, self._gpus.copy(), offers, set()))
 

@@ -213,7 +213,7 @@ class Packed(TimeSliced):
         pos = dict(zip(idl, range(n)))  # a job's place in ``rows``
         fifo = self.fifo
 
-        def offers(w: int) -> Iterator[tuple[int, tuple[int, ...], int]]:
+        def offers(w: int) -> Iterator[tuple[int, int, int, int]]:
             pw, okw = prio_all[:, w], pok[:, w]
             rw, sw = rate[:, w].tolist(), sf[:, w].tolist()
             for i in _ranked(pw, deficit_all[:, w], alloc_all[:, w], seq):
@@ -221,10 +221,10 @@ class Packed(TimeSliced):
                     return
                 if i < n:
                     if rw[i] > 0:
-                        yield i, (idl[i],), sw[i]
+                        yield i, idl[i], idl[i], sw[i]
                 elif okw[i - n]:
                     a = pa[i - n]
-                    yield i, (a, pb[i - n]), sw[pos[a]]
+                    yield i, a, pb[i - n], sw[pos[a]]
 
         mapped: dict[int, int] = {}
         for i, w in fill(order, self._gpus.copy(), offers, set()):  # entries outside the allocation hold GPUs idle
