@@ -193,7 +193,7 @@ def fig8b(traces: Path, policies: tuple[str, ...] = POLICIES, settings: tuple[st
     def keep(_: int, row: dict[str, Any]) -> None:
         rows.append(row)
         if out is not None:
-            pd.DataFrame([row]).to_csv(out, mode="a", header=not out.exists(), index=False)
+            _append(out, row)
         print(f"{row['setting']:10s} {row['servers']:6s} {LABELS[row['policy']]:12s} deadline ratio "
               f"{row['deadline_met']:.3f}  rejected {row['rejected']:5d}  {row['cpu_s']:7.1f} s CPU  "
               f"{row['wall_s']:7.1f} s wall  load {row['load']:.1f}", flush=True)
@@ -204,6 +204,23 @@ def fig8b(traces: Path, policies: tuple[str, ...] = POLICIES, settings: tuple[st
         for k, t in enumerate(tasks):
             keep(k, _fig8b_run(t))
     return rows
+
+
+def _append(out: Path, row: dict[str, Any]) -> None:
+    """Append ``row`` to the CSV ``out`` under its header; a header without one of the row's columns (a file written
+    before the slot was recorded) is widened first, its rows taking ElasticFlow's default slot."""
+    new = pd.DataFrame([row])
+    if not out.exists():
+        new.to_csv(out, index=False)
+        return
+    head = list(pd.read_csv(out, nrows=0).columns)
+    if set(new.columns) - set(head):
+        old = pd.read_csv(out)
+        if "slot" not in old.columns:
+            old["slot"] = SLOT
+        pd.concat([old, new], ignore_index=True).to_csv(out, index=False)
+    else:
+        new.reindex(columns=head).to_csv(out, mode="a", header=False, index=False)
 
 
 def fig8b_table(rows: list[dict[str, Any]]) -> str:
