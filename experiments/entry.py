@@ -2,22 +2,20 @@
 
 Python's own SIGINT handler prints a traceback; until ``experiments.cli`` is imported and the command's handlers are
 installed (``running.interrupts``), which takes a while on a loaded machine, a signal here ends the process at once:
-nothing has started yet, so there is nothing to unwind. Imports only what Python has loaded already.
+nothing has started yet, so there is nothing to unwind. Imports only what Python has loaded already and the
+signal module's compiled core (``signal`` itself builds enums: tens of ms under load, a window for a traceback).
 """
 
-from __future__ import annotations
-
+import _signal  # type: ignore[import-not-found]  # the compiled core of signal, loaded at start-up (no stub)
 import os
-import signal
 import sys
-from typing import Any, NoReturn
 
 __all__ = ["console"]
 
-_EARLY = {int(signal.SIGINT): (130, "capsim: interrupted\n"), int(signal.SIGTERM): (143, "capsim: terminated\n")}
+_EARLY = {_signal.SIGINT: (130, "capsim: interrupted\n"), _signal.SIGTERM: (143, "capsim: terminated\n")}
 
 
-def _early_stop(signum: int, frame: Any) -> None:
+def _early_stop(signum: int, frame: object) -> None:
     """A signal before the command handles signals itself (or after it has put them back): one line, its exit
     code, output written so far kept."""
     code, line = _EARLY[signum]
@@ -32,10 +30,10 @@ def _early_stop(signum: int, frame: Any) -> None:
         os._exit(code)
 
 
-def console() -> NoReturn:
-    """``capsim``: the early handlers first, then the command line (``experiments.cli.console``)."""
+def console() -> None:
+    """``capsim``: the early handlers first, then the command line (``experiments.cli.console``, which exits)."""
     for signum in _EARLY:
-        signal.signal(signum, _early_stop)
+        _signal.signal(signum, _early_stop)
     from experiments.cli import console as run
 
     run()
