@@ -40,7 +40,7 @@ import pandas as pd
 import pyarrow as pa
 
 from experiments.results import batches, spool
-from experiments.results.files import atomic_write_bytes, clean_temp_files, sha256, summary_columns, write_csv_rows
+from experiments.results.files import atomic_write_bytes, clean_temp_files, sha256
 from experiments.results.folders import LEGACY_MANIFEST, MANIFEST, FolderLock, read_manifest
 from experiments.results.journal import JOURNAL, Batch, Journal, Ledger
 from experiments.running import interrupts
@@ -412,10 +412,9 @@ class ResultStore:
         Only the runs of the latest command into the folder are read (a folder may also hold runs of an earlier,
         different grid or scenario); ``all_runs`` reads every finished run.
         """
-        parts, skipped = self._parts(all_runs, tables, drop)
-        manifest = self.manifest()
-        fields, policies = manifest.get("grid_fields", []), manifest.get("policies", [])
-        return {name: batches.frame(chunks, fields, policies) for name, chunks in parts.items()}, skipped
+        (parts, skipped), m = self._parts(all_runs, tables, drop), self.manifest()
+        return {name: batches.frame(c, m.get("grid_fields", []), m.get("policies", [])) for name, c in parts.items()}, \
+            skipped
 
     def _parts(self, all_runs: bool, tables: Sequence[str] | None, drop: Sequence[str]
                ) -> tuple[dict[str, list[pa.Table]], dict[str, str]]:
@@ -493,17 +492,7 @@ class ResultStore:
         return out
 
     def export_summary(self) -> Path | None:
-        """Write ``summary.csv``: the manifest's finished runs, label columns and headline metrics first; return its
-        path (None, and no file, when no run finished). The rows stay Arrow and are written a slice at a time, so
-        the command's memory does not grow with its runs."""
-        path = self.root / "summary.csv"
-        chunks = self._parts(False, ("summary",), ("config",))[0]["summary"]
-        table = pa.concat_tables(chunks, promote_options="permissive") if chunks else None
-        if table is None or table.num_rows == 0:
-            path.unlink(missing_ok=True)
-            return None
-        manifest = self.manifest()
-        fields = [f for f in manifest.get("grid_fields", []) if f in table.column_names]
-        write_csv_rows(table, batches.order(table, fields, manifest.get("policies", [])),
-                       summary_columns(table.column_names, fields), path)
-        return path
+        """Write ``summary.csv`` (``batches.write_summary``: the manifest's finished runs, a slice at a time); return
+        its path (None, and no file, when no run finished)."""
+        chunks, m = self._parts(False, ("summary",), ("config",))[0]["summary"], self.manifest()
+        return batches.write_summary(chunks, m.get("grid_fields", []), m.get("policies", []), self.root / "summary.csv")
