@@ -168,8 +168,7 @@ class Run:
         st: JobState = call.value
         st.done = 1.0
         self._end_segment(st, call.time)
-        st.end = call.time
-        st.event = None
+        st.end, st.event = call.time, None
         st.parts = ()  # a million finished jobs need not keep where they ran last (``node``, ``cfg`` say it)
         self.world.drop_running(st.job.id)
         self._completed += 1
@@ -258,7 +257,8 @@ class Run:
         t0 = perf_counter()
         plan = self.policy.decide(snap)
         wall = perf_counter() - t0
-        del snap  # its running tuple, if never read, need not be made (``sim.state.EngineSnapshot``)
+        del snap  # its tuples, if never read, need not be made (``sim.state.EngineSnapshot``)
+        world.let_go()
         if not isinstance(plan, Plan):
             raise self._rejected(f"decide() returned {type(plan).__name__}, not a sim.model.Plan", now)
         if plan.start or plan.vms or plan.move or plan.preempt or plan.keep_idle or plan.layouts:

@@ -255,14 +255,25 @@ def test_positional_views_are_the_keyword_ones():
         4, allowed=frozenset({"small"}), vm=SMALL, ready_at=3.0, used_gpus=1, fixed=True)
     assert positional(NodeView)(4) == NodeView(4)  # fields with defaults may be left out (a field added later)
     with pytest.raises(TypeError, match="__post_init__"):
-        positional(Plan)
+        positional(_Checked)
     with pytest.raises(TypeError, match="not a slot"):
         positional(_Loose)
+    with pytest.raises(TypeError, match="not a slot"):
+        positional(Plan)
 
 
 @dataclasses.dataclass(frozen=True)
 class _Loose:
     x: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Checked:
+    x: int
+
+    def __post_init__(self) -> None:
+        if self.x < 0:
+            raise ValueError("x < 0")
 
 
 def _running_ids(s) -> tuple[int, ...]:
