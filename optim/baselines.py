@@ -68,8 +68,8 @@ class ListScheduler(Policy):
         if not snapshot.waiting or not (snapshot.empty_nodes or snapshot.idle_nodes or self.pack):
             return _NOTHING  # nowhere to start a job (packing may still find free GPUs on running VMs)
         table = config_table(snapshot.configs)
-        if self._index is None or self._index.table is not table:
-            self._index = NodeIndex(table)
+        if self._index is None or self._index.table is not table or self._index.track_spare is not self.pack:
+            self._index = NodeIndex(table, spare=self.pack)
         self._index.follow(snapshot.nodes, snapshot.node_changes)
         room = Room(self._index, self.pack)
         if room.empty():

@@ -283,8 +283,8 @@ class NodeChanges:
 
     ``after`` is the snapshot's ``nodes``; ``before`` the preceding ``nodes`` tuples the engine made (oldest first, at
     most ``NodeChanges.KEEP``; a snapshot whose nodes were never read made none) and ``changed[i]`` the indices whose
-    views are new objects from ``before[i]`` to the next tuple (``after`` for the last). A view not named is the very
-    same object.
+    views were made again from ``before[i]`` to the next tuple (``after`` for the last): new objects, or a node's one
+    view without a VM shown again. A view not named is the very same object.
     """
 
     before: tuple[tuple[NodeView, ...], ...]
@@ -295,8 +295,9 @@ class NodeChanges:
     """The earlier tuples kept."""
 
     def since(self, nodes: tuple[NodeView, ...]) -> set[int] | None:
-        """Indices of the views of ``after`` that are not the same objects as in ``nodes``, if ``nodes`` is
-        ``after`` or one of ``before`` (compared by identity), else None (unknown: compare every view)."""
+        """Indices of the views of ``after`` made again since ``nodes`` (every one that is not the same object as in
+        ``nodes``), if ``nodes`` is ``after`` or one of ``before`` (compared by identity), else None (unknown: compare
+        every view)."""
         if nodes is self.after:
             return set()
         before = self.before

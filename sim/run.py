@@ -59,7 +59,8 @@ __all__ = ["Run", "observe"]
 
 _YOUNG_LIMIT = 50_000
 """Container objects allocated since the last young collection (cyclic garbage of policies) before a decision
-collects them; the simulation turns the collector off while it runs (full collections would walk every record)."""
+collects them (looked at every 64th decision); the simulation turns the collector off while it runs (full collections
+would walk every record)."""
 
 
 class Run:
@@ -245,7 +246,7 @@ class Run:
 
     def decide(self, trigger: str, now: float) -> None:
         """Ask the policy, check its plan against the rules, apply it, and record the decision."""
-        if gc.get_count()[0] > _YOUNG_LIMIT:
+        if not len(self._decisions.time) & 63 and gc.get_count()[0] > _YOUNG_LIMIT:
             gc.collect(1)
         if self._observes:
             observe(self.world, now, self.estimator, self._rounds)
@@ -457,9 +458,7 @@ class Run:
             for jid, gs in iv.gpu_secs.items():
                 jobs[jid].cost_share += cost * (gs / busy)
         self._nodes.add(node.index, iv, now, billed, rate, cost, busy, revoked)
-        node.vm = None
-        node.interval = None
-        node.devices = node.layouts = node.devices_ready = None
+        node.vm = node.interval = node.devices = node.layouts = node.devices_ready = None
         node.ready_at = 0.0
         self.world.vm_stopped(node.index)
 

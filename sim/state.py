@@ -227,6 +227,8 @@ class World:
         self.idle: set[int] = set()
         """Nodes whose VM hosts no job."""
         self._node_views = [NodeView(i, allowed=s.allowed, fixed=s.fixed) for i, s in enumerate(cluster.slots)]
+        self._bare = tuple(self._node_views)
+        """Each node's view without a VM, shown again whenever its VM stops (the same state, the same object)."""
         self._dirty: set[int] = set()
         self._nodes_t: tuple[NodeView, ...] | None = tuple(self._node_views)
         self._changes = NodeChanges((), self._nodes_t, ())
@@ -347,11 +349,12 @@ class World:
 
     def _renew_views(self) -> None:
         """Make anew the views of the nodes that changed since the last nodes tuple."""
-        views = self._node_views
+        views, bare = self._node_views, self._bare
         for n in self._dirty:
             node = self.nodes[n]
             slot = node.slot
-            views[n] = (_node_view(n, slot.allowed, node.vm, node.ready_at, node.used, slot.fixed, None)
+            views[n] = ((bare[n] if node.vm is None else
+                         _node_view(n, slot.allowed, node.vm, node.ready_at, node.used, slot.fixed, None))
                         if node.layouts is None else
                         NodeView(n, allowed=slot.allowed, vm=node.vm, ready_at=node.ready_at,
                                  used_gpus=node.used + sum(1 for lay in node.layouts if lay),
