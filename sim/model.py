@@ -301,7 +301,9 @@ class NodeChanges:
         if nodes is self.after:
             return set()
         before = self.before
-        for i in range(len(before) - 1, -1, -1):
+        if before and before[-1] is nodes:  # the usual case: the policy read the preceding tuple the engine made
+            return set(self.changed[-1])
+        for i in range(len(before) - 2, -1, -1):
             if before[i] is nodes:
                 return set().union(*self.changed[i:])
         return None

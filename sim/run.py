@@ -350,7 +350,8 @@ class Run:
             since, devices, speed = sharing.devices_for(st, parts, vm, since, partner, cut)
         overhead = self.rules.restart_overhead if st.ran else 0.0
         st.node, st.cfg, st.gpus, st.since, st.overhead, st.parts = n, k, g, since, overhead, parts
-        st.run_start = st.steps if self._rounds else int(st.done * st.job.spec.iterations + 1e-9)
+        if self._observes:  # (what ``observe`` counts a run's iterations from)
+            st.run_start = st.steps if self._rounds else int(st.done * st.job.spec.iterations + 1e-9)
         st.runs += 1
         if st.runs == 1 or st.first_start != st.first_start:  # first run, or every earlier one lifted before it began
             st.first_start = since

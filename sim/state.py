@@ -106,7 +106,8 @@ class JobState:
     current round's micro-task (credited at the round's end) and ``final`` those of the job's last micro-task.
     ``revoked`` counts the runs ended by a spot revocation and ``lost`` the GPU-seconds of work they threw away.
     ``base`` is the estimator's row before any observation (``est`` becomes the refined row of an estimator that
-    observes, ``sim.run.observe``) and ``run_start`` the iterations done when the current run began.
+    observes, ``sim.run.observe``) and ``run_start`` the iterations done when the current run began (kept only for
+    such an estimator).
 
     Co-location (``ClusterRules.jobs_per_gpu`` 2): ``partner`` is the job sharing its GPUs, ``slow`` its true
     slowdown now (its run goes ``slow`` times slower than ``true`` says; 1 alone), ``devices`` the indices of its GPUs
