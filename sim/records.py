@@ -70,7 +70,7 @@ class Table:
         for name, dtype in self._numeric.items():
             values = getattr(self, name)
             rows = len(values)
-            self._arrays[name].append(np.array(values, dtype=dtype))
+            self._arrays[name].append(np.fromiter(values, dtype=dtype, count=len(values)))
             values.clear()
         self.spilled += rows
 
@@ -82,7 +82,9 @@ class Table:
                 continue
             values = getattr(self, name)
             spilled = self._arrays.get(name)
-            cols[name] = np.concatenate([*spilled, np.array(values, dtype=self._numeric[name])]) if spilled else values
+            if spilled:
+                values = np.concatenate([*spilled, np.fromiter(values, dtype=self._numeric[name], count=len(values))])
+            cols[name] = values
         return cols
 
     def frame(self) -> pd.DataFrame:

@@ -37,7 +37,7 @@ import gc
 import math
 from collections.abc import Sequence
 from dataclasses import replace
-from operator import index
+from operator import attrgetter, index
 from time import perf_counter
 from typing import cast
 
@@ -138,7 +138,7 @@ class Run:
             raise CapsimError(f"policy {self.label!r} left {len(self.states) - self._completed} jobs unfinished when "
                               f"the simulation ran out of events")
         end = clock.now
-        last = max((st.end for st in self.states), default=end)  # fixed servers stop with the last job
+        last = max(map(attrgetter("end"), self.states), default=end)  # fixed servers stop with the last job
         for node in world.nodes:
             if node.vm is not None:
                 self._stop_vm(node, last if node.index in self._fixed else end)
