@@ -161,7 +161,8 @@ class Room:
     def _free_nodes(self, vm: str, need: int) -> list[int]:
         """The first ``need`` free nodes for ``vm``: its idle VMs, then the other free nodes accepting it."""
         index, taken = self.index, self.taken
-        out = [n for n in _untaken(index.hosting.get(vm, ()), taken, need)]
+        hosting = index.hosting.get(vm)
+        out = [n for n in _untaken(hosting, taken, need)] if hosting else []
         if len(out) >= need:
             return out
         views = index.views

@@ -35,11 +35,10 @@ from __future__ import annotations
 
 import gc
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from operator import attrgetter, index
 from time import perf_counter
-from typing import cast
 
 import numpy as np
 
@@ -298,7 +297,7 @@ class Run:
         if self.sharing is not None:
             self.sharing.place(plan, now, self._place)
         else:
-            where = iter(cast("list[Placed]", checked))  # no partner or slice without sharing (rules 10, 11)
+            where: Iterator[Placed] = iter(checked)  # type: ignore[arg-type]  # (no partner or slice: rules 10, 11)
             for a in plan.move:
                 parts, k = next(where)
                 self._place(jobs[a.job_id], parts, now, None, None, k)
