@@ -21,7 +21,9 @@ the CPU of the ``simulate`` call alone; docs/gavel.md, "Speed"), and the ratio u
 
 Each row also splits capsim's CPU: the policy's ``allocate`` (the LP or cone program at each recompute), the rest of
 the policy (Gavel's round mechanism: credits, priority lists, placement) and the engine (rounds, plan checks,
-records); ``ceiling`` is Gavel's CPU over the engine's alone, the ratio a free policy would reach.
+records); ``ceiling`` is Gavel's CPU over the engine's alone, the ratio a free policy would reach; ``ms/round`` is
+capsim's CPU per round and ``Gavel`` Gavel's CPU over the same number of rounds (a ratio of 20 leaves capsim a
+twentieth of the latter per round).
 """
 
 from __future__ import annotations
@@ -185,7 +187,7 @@ def _rows(cluster: Any, built: Any, predictor: Any, servers: str, seed: int, pol
           gavel: dict[str, tuple[float, float]], gavel_cmd: str | None, trace: Path) -> None:
     """The table's rows: each policy run by capsim, then (``gavel_cmd``) by Gavel on the same ``trace``."""
     print(f"{'policy':26} {'CPU (s)':>8} {'alloc':>6} {'mech':>6} {'engine':>6} {'rounds':>6} {'JCT (h)':>8} "
-          f"{'Gavel JCT':>9} {'Gavel CPU':>9} {'ratio':>7} {'ceiling':>7}")
+          f"{'Gavel JCT':>9} {'Gavel CPU':>9} {'ratio':>7} {'ceiling':>7} {'ms/round':>8} {'Gavel':>6}")
     for kind in policies:
         policy = optim.build(kind, seed=seed)
         timed = _Timed(policy)
@@ -207,7 +209,7 @@ def _rows(cluster: Any, built: Any, predictor: Any, servers: str, seed: int, pol
         ceiling = f"{ref_cpu / engine:6.1f}x" if math.isfinite(ref_cpu) else "      -"
         print(f"{kind:26} {cpu:8.2f} {timed.allocate:6.2f} {timed.decide - timed.allocate:6.2f} {engine:6.2f} "
               f"{rounds:6d} {result.summary['gavel_mean_jct'] / 3600:8.2f} {ref_jct / 3600:9.2f} {ref_cpu:9.2f} "
-              f"{ratio} {ceiling}")
+              f"{ratio} {ceiling} {1e3 * cpu / max(rounds, 1):8.2f} {1e3 * ref_cpu / max(rounds, 1):6.2f}")
         if prof is not None:
             out = io.StringIO()
             pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(20)

@@ -8,6 +8,7 @@ on the shipped runs; there is no stand-in table.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -15,7 +16,7 @@ import predictors
 from sim.catalogue import configurations, job_types, vm_types
 from sim.model import Config, Job, JobView, NodeView, Snapshot
 
-__all__ = ["runtime_table", "instance"]
+__all__ = ["runtime_table", "instance", "revoked"]
 
 
 def runtime_table(configs: tuple[Config, ...]) -> tuple[dict[str, np.ndarray], str]:
@@ -70,3 +71,13 @@ def instance(slots: int, jobs: int, seed: int, table: dict[str, np.ndarray]) -> 
         time=now, trigger="arrival", configs=configs, vm_types=vms, nodes=tuple(nodes), waiting=tuple(waiting),
         running=tuple(running), empty_nodes=tuple(nv.index for nv in nodes if nv.vm is None),
     )
+
+
+
+def revoked(slots: int, jobs: int, seed: int, table: dict[str, np.ndarray]) -> Snapshot:
+    """The decision after a recorded spot zone's end revoked every VM at once: ``instance``'s jobs all waiting again
+    (the running ones with the work they had done), every slot empty."""
+    snap = instance(slots, jobs, seed, table)
+    waiting = tuple(replace(jv, node=None, config=None, since=None) for jv in snap.running + snap.waiting)
+    return replace(snap, nodes=tuple(NodeView(n) for n in range(slots)), waiting=waiting, running=(),
+                   empty_nodes=tuple(range(slots)))

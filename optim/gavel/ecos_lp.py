@@ -19,7 +19,7 @@ import scipy.sparse as sp
 from scipy.linalg import cho_factor, cho_solve
 from threadpoolctl import ThreadpoolController
 
-from optim.gavel.ipm import _EQUIL_PASSES, _MAX_ITER, _REG, _TOL, hsd_step
+from optim.gavel.ipm import _EQUIL_PASSES, _REG, hsd_solve
 
 __all__ = ["ecos_lp"]
 
@@ -140,35 +140,5 @@ def _ecos_lp(g: sp.spmatrix, h: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, 
 
         return step
 
-    def into_cone(r: np.ndarray) -> np.ndarray:
-        worst = max(-0.99, float((-r[r <= 0]).max()) if (r <= 0).any() else -0.99)
-        return r + (worst + 1.0)
-
-    first = kkt(np.ones(rows) + _REG)
-    x, z0 = first(np.zeros(cols), h)
-    s = into_cone(-z0)
-    _, zd = first(-c, np.zeros(rows))
-    z = into_cone(zd)
-    tau = kap = 1.0
-    res_x0 = max(1.0, float(np.linalg.norm(c)))
-    res_z0 = max(1.0, float(np.linalg.norm(h)))
-    optimal = False
-    for _ in range(_MAX_ITER + 1):
-        rx = -(gt @ z) - c * tau
-        rz = s + gs @ x - h * tau
-        cx, hz = float(c @ x), float(h @ z)
-        rt = kap + cx + hz
-        gap = float(s @ z)
-        mu = (gap + kap * tau) / (rows + 1)
-        pcost, dcost = cx / tau, -hz / tau
-        relgap = gap / -pcost if pcost < 0 else (gap / dcost if dcost > 0 else np.nan)
-        pres = float(np.linalg.norm(rz)) / max(res_z0 + float(np.linalg.norm(x)) + float(np.linalg.norm(s)), 1.0)
-        dres = float(np.linalg.norm(rx)) / max(res_x0 + float(np.linalg.norm(z)), 1.0)
-        pres, dres = pres / tau, dres / tau
-        if (-cx > 0 or -hz >= -_TOL) and pres < _TOL and dres < _TOL and (gap < _TOL or relgap < _TOL):
-            optimal = True
-            break
-        if hz < 0 and float(np.linalg.norm(gt @ z)) / max(1.0, -hz) < _TOL:  # a certificate: infeasible
-            break
-        x, z, s, kap, tau = hsd_step(kkt, x, z, s, kap, tau, c, h, rx, rz, rt, mu)
+    x, tau, optimal = hsd_solve(kkt, lambda x: gs @ x, lambda z: gt @ z, c, h, lambda v: float(np.linalg.norm(v)))
     return x / (tau * col), optimal

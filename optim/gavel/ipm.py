@@ -30,7 +30,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["GavelLP", "solve", "hsd_step"]
+__all__ = ["GavelLP", "solve", "hsd_step", "hsd_solve"]
 
 _REG = 7e-8
 _TOL = 1e-8
@@ -161,39 +161,8 @@ def solve(a: np.ndarray, sf: np.ndarray, gpus: np.ndarray, d: np.ndarray, with_t
     c = np.zeros(n * m + 1)
     if with_t:
         c[-1] = -1.0 / col[-1]
-    rows = len(h)
-
-    def into_cone(r: np.ndarray) -> np.ndarray:
-        worst = max(-0.99, float((-r[r <= 0]).max()) if (r <= 0).any() else -0.99)
-        return r + (worst + 1.0)
-
-    start = lp.kkt(np.ones(rows) + _REG, coef)  # both least-squares starts solve with W = I
-    x, z0 = start(np.zeros(n * m + 1), h)
-    s = into_cone(-z0)
-    _, zd = start(-c, np.zeros(rows))
-    z = into_cone(zd)
-    tau = kap = 1.0
-    res_x0 = max(1.0, _norm(c))
-    res_z0 = max(1.0, _norm(h))
-    optimal = False
-    for _ in range(_MAX_ITER + 1):
-        rx = -lp.tmul(z, coef) - c * tau
-        rz = s + lp.mul(x, coef) - h * tau
-        cx, hz = float(c @ x), float(h @ z)
-        rt = kap + cx + hz
-        gap = float(s @ z)
-        mu = (gap + kap * tau) / (rows + 1)
-        pcost, dcost = cx / tau, -hz / tau
-        relgap = gap / -pcost if pcost < 0 else (gap / dcost if dcost > 0 else np.nan)
-        pres = _norm(rz) / max(res_z0 + _norm(x) + _norm(s), 1.0)
-        dres = _norm(rx) / max(res_x0 + _norm(z), 1.0)
-        pres, dres = pres / tau, dres / tau
-        if (-cx > 0 or -hz >= -_TOL) and pres < _TOL and dres < _TOL and (gap < _TOL or relgap < _TOL):
-            optimal = True
-            break
-        if hz < 0 and _norm(lp.tmul(z, coef)) / max(1.0, -hz) < _TOL:  # a certificate: infeasible
-            break
-        x, z, s, kap, tau = hsd_step(lambda d: lp.kkt(d, coef), x, z, s, kap, tau, c, h, rx, rz, rt, mu)
+    x, tau, optimal = hsd_solve(lambda d: lp.kkt(d, coef), lambda v: lp.mul(v, coef), lambda v: lp.tmul(v, coef),
+                                c, h, _norm)
     X = (x[:-1] / (tau * col[:-1])).reshape(n, m)
     return np.clip(X, 0.0, 1.0), optimal
 
@@ -249,3 +218,45 @@ def hsd_step(kkt: Callable[[np.ndarray], Callable[[np.ndarray, np.ndarray], tupl
     x, z, s = x + step * dx, z + step * dz, s + step * w * ds_w
     kap, tau = kap + step * dkap, tau + step * dtau
     return x, z, s, kap, tau
+
+
+def hsd_solve(kkt: Callable[[np.ndarray], Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]],
+              mul: Callable[[np.ndarray], np.ndarray], tmul: Callable[[np.ndarray], np.ndarray], c: np.ndarray,
+              h: np.ndarray, norm: Callable[[np.ndarray], float]) -> tuple[np.ndarray, float, bool]:
+    """ECOS's homogeneous self-dual method on min c·x s.t. G x ≤ h (scaled), from its start to its stop, for any
+    representation of G: ``mul`` is G @ x, ``tmul`` G.T @ z, ``kkt`` as in ``hsd_step``, ``norm`` the caller's
+    vector norm (each caller keeps the one its answers were computed with). Returns (x, τ, whether it stopped
+    optimal); the answer is x / τ."""
+    rows, cols = len(h), len(c)
+
+    def into_cone(r: np.ndarray) -> np.ndarray:
+        worst = max(-0.99, float((-r[r <= 0]).max()) if (r <= 0).any() else -0.99)
+        return r + (worst + 1.0)
+
+    start = kkt(np.ones(rows) + _REG)  # both least-squares starts solve with W = I
+    x, z0 = start(np.zeros(cols), h)
+    s = into_cone(-z0)
+    _, zd = start(-c, np.zeros(rows))
+    z = into_cone(zd)
+    tau = kap = 1.0
+    res_x0 = max(1.0, norm(c))
+    res_z0 = max(1.0, norm(h))
+    for _ in range(_MAX_ITER + 1):
+        gtz = tmul(z)
+        rx = -gtz - c * tau
+        rz = s + mul(x) - h * tau
+        cx, hz = float(c @ x), float(h @ z)
+        rt = kap + cx + hz
+        gap = float(s @ z)
+        mu = (gap + kap * tau) / (rows + 1)
+        pcost, dcost = cx / tau, -hz / tau
+        relgap = gap / -pcost if pcost < 0 else (gap / dcost if dcost > 0 else np.nan)
+        pres = norm(rz) / max(res_z0 + norm(x) + norm(s), 1.0)
+        dres = norm(rx) / max(res_x0 + norm(z), 1.0)
+        pres, dres = pres / tau, dres / tau
+        if (-cx > 0 or -hz >= -_TOL) and pres < _TOL and dres < _TOL and (gap < _TOL or relgap < _TOL):
+            return x, tau, True
+        if hz < 0 and norm(gtz) / max(1.0, -hz) < _TOL:  # a certificate: infeasible
+            break
+        x, z, s, kap, tau = hsd_step(kkt, x, z, s, kap, tau, c, h, rx, rz, rt, mu)
+    return x, tau, False

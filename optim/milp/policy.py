@@ -14,18 +14,23 @@ from optim.base import Policy, build, register, registry
 from optim.colocate import hosts
 from optim.milp.formulation import build_model
 from optim.milp.model import Model
+from optim.milp.reductions import reduce_snapshot
 from optim.milp.solution import set_warm_start, to_plan
 from optim.milp.solvers import SOLVERS, report_licence_once, solve
+from optim.milp.split import GROUP_SHARE, group_size, solve_in_groups
 from optim.milp.waiting import WAIT_ESTIMATES
 from optim.spot.fleet import check_spot_rule, uniform_progress_snapshot
 from sim.model import CapsimError, DecisionInfo, Plan, Snapshot
 from sim.registry import did_you_mean
 from sim.risk import expected_snapshot
 
-__all__ = ["MILP", "NODE_LIMIT"]
+__all__ = ["MILP", "NODE_LIMIT", "SPLIT_ABOVE"]
 
 NODE_LIMIT = 500
 """Default branch-and-bound nodes per decision (docs/milp.md, "Limits and reproducibility", measures the choice)."""
+SPLIT_ABOVE = 10_000
+"""Default candidate placements above which a decision is solved in groups of waiting jobs (docs/milp.md, "Large
+decisions"): above every decision of the shipped studies (the largest had 8,569 variables)."""
 
 
 @register("milp")
@@ -44,7 +49,9 @@ class MILP(Policy):
     ``solver_path`` (a CBC binary), ``solver_options`` (passed to the solver as they are), ``extra_constraints``
     (a callable adding constraints to the Model: research and tests only), ``msg`` (solver log on stdout),
     ``spot_rule`` (``uniform_progress``: each waiting job only on the market Uniform Progress allows it, see
-    ``optim.spot.fleet``; spot at its expected runtime from the revocation rate either way).
+    ``optim.spot.fleet``; spot at its expected runtime from the revocation rate either way), ``split_above``
+    (candidate placements above which a decision's waiting jobs are solved in groups by deadline, each group's model
+    about a quarter of that size, ``optim.milp.split``; null: never; not with ``preempt`` or co-location).
     ``fallback_policy`` is the fallback built from its name: derived, not a parameter. Where GPUs may be shared,
     pair variables let a waiting job join a running one (docs/milp.md, "Co-located pairs"; not with ``preempt``).
     """
@@ -72,6 +79,7 @@ class MILP(Policy):
         extra_constraints: Callable[[Model], None] | None = None,
         msg: bool = False,
         spot_rule: str | None = None,
+        split_above: int | None = SPLIT_ABOVE,
     ):
         if solver not in SOLVERS:
             raise CapsimError(f"milp policy: unknown solver {solver!r}; choose one of {', '.join(SOLVERS)}")
@@ -119,6 +127,8 @@ class MILP(Policy):
                               f"{solver_options!r}")
         self.spot_rule = spot_rule
         check_spot_rule("milp", spot_rule)
+        self.split_above = split_above
+        self.check_param("split_above", int, low=1, optional=True)
 
     def _fall_back(self, snapshot: Snapshot, status: str, reason: str | None, size: tuple[int, int] | None) -> Plan:
         plan = self.fallback_policy.decide(snapshot)
@@ -136,6 +146,19 @@ class MILP(Policy):
         if self.spot_rule is not None:
             snapshot = uniform_progress_snapshot(snapshot)
         snapshot = expected_snapshot(snapshot)  # spot at its expected runtime (the work revocations lose)
+        limit = self.split_above
+        if (limit is not None and not self.preempt and snapshot.colocation is None and snapshot.mig is None
+                and len(snapshot.waiting) > 1
+                and len(snapshot.waiting) * len(snapshot.nodes) * len(snapshot.configs) > limit):
+            full = reduce_snapshot(replace(snapshot, running=tuple(r.at(snapshot.time) for r in snapshot.running)),
+                                   False, self.urgency, self.dominance, self.wait_estimate)
+            if len(full.placements) > limit:
+                size = group_size(full, limit / GROUP_SHARE)
+                return solve_in_groups(snapshot, size, self._decide, len(full.placements), limit)
+        return self._decide(snapshot)
+
+    def _decide(self, snapshot: Snapshot) -> Plan:
+        """One MILP on ``snapshot`` (spot already at its expected runtime), or the fallback's plan."""
         if not snapshot.waiting and not (self.preempt and snapshot.running):
             return Plan(info=DecisionInfo(status="nothing_to_decide"))
         pairable = snapshot.colocation is not None and not self.preempt and bool(hosts(snapshot))

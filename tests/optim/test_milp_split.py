@@ -1,0 +1,109 @@
+"""Large MILP decisions solved in groups (optim/milp/split.py): the shape a recorded spot market produces when a
+zone's end revokes every VM at once while arrivals wait, and the hand-checked ways groups see each other."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import replace
+
+import pytest
+
+from optim.milp.policy import MILP
+from optim.milp.reductions import reduce_snapshot
+from optim.milp.split import solve_in_groups, started
+from sim.catalogue import configurations, vm_types
+from sim.model import Assignment, CapsimError, Config, NodeView, Plan, Snapshot
+from tests.instances import instance, revoked, runtime_table
+from tests.optim.helpers import BIG, SMALL, job, snapshot
+
+INF = float("inf")
+
+
+def _configs() -> tuple[Config, ...]:
+    return configurations(tuple(vm_types().values()))
+
+
+def _check_plan(snap: Snapshot, plan: Plan) -> None:
+    """Every job starts at most once, on a VM the plan leaves there, within that VM's GPUs."""
+    ids = [a.job_id for a in plan.start]
+    assert len(ids) == len(set(ids))
+    assert set(ids) <= {jv.id for jv in snap.waiting}
+    used: Counter[int] = Counter()
+    for a in plan.start:
+        used[a.node] += a.gpus
+    for n, gpus in used.items():
+        host = snap.nodes[n].vm
+        name = plan.vms.get(n) or (host.name if host is not None else None)
+        assert name is not None
+        assert any(c.vm.name == name and c.gpus == a.gpus for c in snap.configs for a in plan.start if a.node == n)
+        assert gpus <= snap.vm_type(name).gpus
+
+
+def test_mass_revocation_is_solved_in_groups_and_places_everyone_validly():
+    snap = revoked(16, 24, 0, runtime_table(_configs())[0])
+    full = reduce_snapshot(snap, False, 0.0, "safe")
+    assert len(full.placements) > 2000
+    policy = MILP(split_above=2000)
+    plan = policy.decide(snap)
+    assert (plan.info.reason or "").startswith(f"split: {len(full.placements)} placements > split_above 2000")
+    assert plan.info.status in ("optimal", "work_limit")
+    assert (plan.info.variables or 0) < len(full.placements)
+    _check_plan(snap, plan)
+    assert len(plan.start) == len(snap.waiting)  # 16 empty slots of up to 4-8 GPUs hold 24 one-GPU-or-more jobs
+    again = MILP(split_above=2000).decide(snap)
+    assert again == plan  # deterministic
+
+
+def test_groups_go_by_deadline_and_each_sees_only_its_jobs():
+    jobs = [job(j, [100.0, 100.0, 60.0], deadline=float(d)) for j, d in enumerate([500, 100, 300, 200, 400])]
+    snap = snapshot(jobs, nodes=5)
+    seen: list[list[int]] = []
+
+    def decide(s: Snapshot) -> Plan:
+        seen.append([jv.id for jv in s.waiting])
+        return Plan()
+
+    plan = solve_in_groups(snap, 2, decide, 99, 10)
+    assert seen == [[1, 3], [2, 4], [0]]
+    assert plan.start == () and "3 groups of ≤ 2" in (plan.info.reason or "")
+
+
+def test_a_later_group_joins_the_vm_an_earlier_group_opened():
+    # one slot; both jobs run only on the big VM's one-GPU configuration: the second group must share that VM
+    a, b = job(0, [INF, 100.0, INF], deadline=50.0), job(1, [INF, 100.0, INF], deadline=60.0)
+    snap = snapshot([a, b], nodes=1)
+    plan = MILP(split_above=1).decide(snap)
+    assert "2 groups of ≤ 1" in (plan.info.reason or "")
+    assert dict(plan.vms) == {0: "big"}
+    assert sorted((s.job_id, s.node, s.gpus) for s in plan.start) == [(0, 0, 1), (1, 0, 1)]
+
+
+def test_started_pins_the_new_vm_with_its_job_from_when_it_is_ready():
+    small = replace(SMALL, boot_time=30.0)
+    big = replace(BIG, boot_time=60.0)
+    a, b = job(0, [50.0, 40.0, 25.0]), job(1, [50.0, 40.0, 25.0])
+    snap = snapshot([a, b], nodes=[NodeView(0), NodeView(1, vm=small, ready_at=0.0)], time=100.0,
+                    vm_types=(small, big))
+    plan = Plan(vms={0: "big"}, start=(Assignment(0, 0, 1),))
+    after = started(snap, plan)
+    assert after.nodes[0].vm == big and after.nodes[0].ready_at == 160.0 and after.nodes[0].used_gpus == 1
+    assert after.nodes[1] == snap.nodes[1]
+    assert [jv.id for jv in after.waiting] == [1]
+    (r,) = after.running
+    assert (r.id, r.node, r.config, r.since) == (0, 0, 1, 160.0)
+    assert r.remaining_at(100.0) == 40.0  # not begun: its whole estimate is left
+    assert after.empty_nodes == ()
+
+
+def test_small_decisions_are_not_split():
+    table, _ = runtime_table(_configs())
+    snap = instance(5, 15, 1, table)
+    assert len(reduce_snapshot(snap, False, 0.0, "safe").placements) < 10_000
+    default, never = MILP().decide(snap), MILP(split_above=None).decide(snap)
+    assert default == never and "split" not in (default.info.reason or "")
+
+
+@pytest.mark.parametrize("value", [0, -3, 2.5, True])
+def test_split_above_must_be_a_positive_whole_number(value):
+    with pytest.raises(CapsimError, match="split_above"):
+        MILP(split_above=value)
