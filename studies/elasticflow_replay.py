@@ -25,6 +25,7 @@ import pandas as pd
 from experiments.running import interrupts
 from experiments.scenario import build_policy, validate_scenario
 from experiments.scenario.loading import raise_problems, read_yaml
+from sim.elasticflow.vocabulary import SLOT
 
 __all__ = ["EF_DIR", "REPLAY", "SETTINGS", "POLICIES", "REFERENCE_NAMES", "FIG8B", "build", "replay", "reference",
            "agreement", "agreement_table", "fig8b", "fig8b_table", "rigid_bounds", "rigid_bounds_table",
@@ -132,16 +133,30 @@ def agreement_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def _fig8b_run(task: tuple[str, str, str]) -> dict[str, Any]:
+def _fig8b_run(task: tuple[str, str, str, int]) -> dict[str, Any]:
     """One Fig. 8b run (in a pool worker): its ratio, rejected jobs, mean JCT, CPU and wall time and the load."""
-    path, name, policy = task
+    path, name, policy, slot = task
     servers = FIG8B[name]
     c0, t0 = time.process_time(), time.perf_counter()
-    res = replay(path, servers, "A100-40GB", policy)
+    res = replay(path, servers, "A100-40GB", policy, _slot_params(policy, slot))
     return {"setting": name, "servers": servers, "policy": policy, "jobs": len(res.jobs),
             "deadline_met": res.summary["deadline_met"], "rejected": int(res.summary["rejected"]),
             "mean_jct": res.summary["mean_jct"], "cpu_s": time.process_time() - c0,
-            "wall_s": time.perf_counter() - t0, "load": os.getloadavg()[0]}
+            "wall_s": time.perf_counter() - t0, "load": os.getloadavg()[0], "slot": slot}
+
+
+def _slot_params(policy: str, slot: int) -> dict[str, Any]:
+    """The policy's parameters for ElasticFlow's scheduling slot ``slot`` (none for Chronus, whose own simulator has
+    leases of 240 s instead, nor at the default)."""
+    import optim
+
+    return {"slot": slot} if slot != SLOT and "slot" in optim.registry()[policy].param_names() else {}
+
+
+def _slot_of(row: Any) -> int:
+    """A row's scheduling slot (rows written before the slot was recorded are ElasticFlow's default, 60 s)."""
+    slot = row.get("slot") if isinstance(row, dict) else getattr(row, "slot", None)
+    return SLOT if slot is None or slot != slot else int(slot)
 
 
 def _expected_cost(path: Path, name: str, policy: str) -> float:
@@ -154,15 +169,16 @@ def _expected_cost(path: Path, name: str, policy: str) -> float:
 
 
 def fig8b(traces: Path, policies: tuple[str, ...] = POLICIES, settings: tuple[str, ...] = tuple(FIG8B),
-          out: Path | None = None, workers: int = 1) -> list[dict[str, Any]]:
+          out: Path | None = None, workers: int = 1, slot: int = SLOT) -> list[dict[str, Any]]:
     """Fig. 8b settings: each trace of ``traces`` on its cluster with every policy; ratio, CPU and wall time each
     (a row appended to the CSV ``out`` as each run ends, so a long sweep keeps what it finished, and runs already in
-    ``out`` are not run again). The runs go to ``workers`` processes of capsim's pool, the longest expected first."""
+    ``out`` are not run again). The runs go to ``workers`` processes of capsim's pool, the longest expected first.
+    ``slot``: ElasticFlow's scheduling slot for every policy that has one (``ReplayPolicy``)."""
     from experiments.running.pool import run_parallel
 
     done: set[tuple[str, str]] = set()
     if out is not None and out.exists():
-        done = {(r.setting, r.policy) for r in pd.read_csv(out).itertuples()}
+        done = {(r.setting, r.policy) for r in pd.read_csv(out).itertuples() if _slot_of(r) == slot}
     tasks = []
     for name in settings:
         if name not in FIG8B:
@@ -170,14 +186,14 @@ def fig8b(traces: Path, policies: tuple[str, ...] = POLICIES, settings: tuple[st
         path = traces / f"{name}.csv"
         if not path.exists():
             raise SystemExit(f"fig8b: {path} is missing (the ten traces of microsoft/elasticflow-traces)")
-        tasks += [(str(path), name, p) for p in policies if (name, p) not in done]
+        tasks += [(str(path), name, p, slot) for p in policies if (name, p) not in done]
     tasks.sort(key=lambda t: -_expected_cost(Path(t[0]), t[1], t[2]))
     rows: list[dict[str, Any]] = []
 
     def keep(_: int, row: dict[str, Any]) -> None:
         rows.append(row)
         if out is not None:
-            pd.DataFrame([row]).to_csv(out, mode="a", header=not out.exists(), index=False)
+            _append(out, row)
         print(f"{row['setting']:10s} {row['servers']:6s} {LABELS[row['policy']]:12s} deadline ratio "
               f"{row['deadline_met']:.3f}  rejected {row['rejected']:5d}  {row['cpu_s']:7.1f} s CPU  "
               f"{row['wall_s']:7.1f} s wall  load {row['load']:.1f}", flush=True)
@@ -188,6 +204,23 @@ def fig8b(traces: Path, policies: tuple[str, ...] = POLICIES, settings: tuple[st
         for k, t in enumerate(tasks):
             keep(k, _fig8b_run(t))
     return rows
+
+
+def _append(out: Path, row: dict[str, Any]) -> None:
+    """Append ``row`` to the CSV ``out`` under its header; a header without one of the row's columns (a file written
+    before the slot was recorded) is widened first, its rows taking ElasticFlow's default slot."""
+    new = pd.DataFrame([row])
+    if not out.exists():
+        new.to_csv(out, index=False)
+        return
+    head = list(pd.read_csv(out, nrows=0).columns)
+    if set(new.columns) - set(head):
+        old = pd.read_csv(out)
+        if "slot" not in old.columns:
+            old["slot"] = SLOT
+        pd.concat([old, new], ignore_index=True).to_csv(out, index=False)
+    else:
+        new.reindex(columns=head).to_csv(out, mode="a", header=False, index=False)
 
 
 def fig8b_table(rows: list[dict[str, Any]]) -> str:
@@ -209,10 +242,6 @@ def fig8b_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-SLOT_S = 60.0
-"""ElasticFlow's scheduling slot (seconds): decisions are never closer than this."""
-
-
 def rigid_bounds(traces: Path, settings: tuple[str, ...] = tuple(FIG8B)) -> list[dict[str, Any]]:
     """Per Fig. 8b trace, what bounds a rigid policy's deadline ratio: the offered load (GPU-seconds the jobs ask for,
     on their requested GPUs, per second of the trace's arrivals and per GPU of its cluster), the share of jobs whose
@@ -230,7 +259,7 @@ def rigid_bounds(traces: Path, settings: tuple[str, ...] = tuple(FIG8B)) -> list
                      "load": float((t.duration * t.num_gpu).sum()) / span / (servers * per),
                      "room": float((t.deadline - t.submission_time >= t.duration).mean()),
                      "tiresias": float((jobs.status == "on_time").mean()),
-                     "waited": float((jobs.start_time - jobs.submit_time > SLOT_S).mean()),
+                     "waited": float((jobs.start_time - jobs.submit_time > SLOT).mean()),
                      "preempted": float((jobs.runs > 1).mean()), "paper": FIG8B_PUBLISHED["tiresias"][k]})
     return rows
 
@@ -288,6 +317,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", type=Path, help="with --fig8b: append each run's row to this CSV (runs already in it "
                     "are not run again)")
     ap.add_argument("--workers", type=int, default=1, help="with --fig8b: runs at once, on capsim's process pool")
+    ap.add_argument("--slot", type=int, default=SLOT, help="with --fig8b: ElasticFlow's scheduling slot in seconds "
+                    "(60, its released scripts; 240, its earlier Fig. 8b script); with --rows: the rows of this slot")
     ap.add_argument("--bounds", type=Path, help="what bounds a rigid policy on each Fig. 8b trace in this folder "
                     "(offered load, deadlines with room for the duration, capsim's Tiresias: waits, preemptions)")
     ap.add_argument("--rows", type=Path, nargs="+", help="Fig. 8b rows (--out files): print the table against the "
@@ -299,6 +330,7 @@ def main(argv: list[str] | None = None) -> None:
     if a.rows:
         table = pd.concat([pd.read_csv(f) for f in a.rows])
         rows = [{str(k): v for k, v in r.items()} for r in table.to_dict("records")]
+        rows = [r for r in rows if _slot_of(r) == a.slot]
         for r in rows:
             r["ref_deadline_met"] = FIG8B_PUBLISHED[r["policy"]][int(r["setting"][-2:]) - 1]
         print(fig8b_table(rows))
@@ -312,7 +344,7 @@ def main(argv: list[str] | None = None) -> None:
         try:
             with interrupts.install():
                 rows = fig8b(a.fig8b, tuple(a.policies.split(",")) if a.policies else POLICIES,
-                             tuple(a.traces.split(",")) if a.traces else tuple(FIG8B), a.out, a.workers)
+                             tuple(a.traces.split(",")) if a.traces else tuple(FIG8B), a.out, a.workers, a.slot)
         except (KeyboardInterrupt, interrupts.Terminated):
             raise SystemExit("fig8b: stopped; the runs that ended are in --out") from None
         print(f"Fig. 8b ({len(rows)} runs): {sum(r['cpu_s'] for r in rows):.0f} s CPU in the runs, "

@@ -28,7 +28,7 @@ PROJECT = (*ROOMS, *OUTSIDE, "tests")
 FLOOR = {"sim.model", "sim.vocabulary", "sim.vocabulary.resources", "sim.vocabulary.mig", "sim.registry",
          "sim.contracts", "sim.catalogue", "sim.metrics", "sim.spotjob", "sim.risk", "sim.elasticflow.vocabulary"}
 LAYERS = ("experiments.scenario", "experiments.running", "experiments.results", "experiments.runs", "experiments.plots",
-          "experiments.api", "experiments.cli")
+          "experiments.api", "experiments.cli", "experiments.entry")
 """The parts of ``experiments/``, bottom up: a part imports only the parts below it (and itself)."""
 MAX_LINES = 500
 MAX_MODULES = 20

@@ -250,3 +250,20 @@ def test_no_process_outlives_a_sigkill_of_any_command(command: str, tmp_path: Pa
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_while_the_command_line_is_still_importing_is_one_line(sig: signal.Signals) -> None:
+    """The entry point handles Ctrl-C and SIGTERM before it imports the command line: a signal sent the moment its
+    first module starts importing (Python's own SIGINT handler printed a traceback there) is one line and 130/143."""
+    prog = ("import os, sys\n"
+            "def hook(event, args):\n"
+            "    if event == 'import' and args[0] == 'experiments.cli':\n"
+            f"        os.kill(os.getpid(), {int(sig)})\n"
+            "sys.addaudithook(hook)\n"
+            "sys.argv = ['capsim', '--version']\n"
+            "from experiments.entry import console\n"
+            "console()\n")
+    r = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    word = "interrupted" if sig == signal.SIGINT else "terminated"
+    assert (r.returncode, r.stderr, r.stdout) == (128 + int(sig), f"capsim: {word}\n", "")

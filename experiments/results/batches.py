@@ -20,12 +20,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from experiments.results.files import atomic_write_bytes, sha256
+from experiments.results.files import atomic_write_bytes, sha256, summary_columns, write_csv_rows
 from experiments.results.journal import Batch
 from experiments.running import interrupts
 from experiments.running.records import FAILURES, decode_meta, decode_tables
 
-__all__ = ["make", "check", "read_tables", "without", "frame", "batch_name", "TABLE_ORDER", "NEEDED"]
+__all__ = ["make", "check", "read_tables", "without", "frame", "order", "write_summary", "batch_name", "TABLE_ORDER",
+           "NEEDED"]
 
 TABLE_ORDER = ("summary", "jobs", "nodes", "decisions", "segments", FAILURES)
 """Tables in the order their files are written and checked (``summary`` first)."""
@@ -180,16 +181,36 @@ def without(root: Path, b: Batch, runs: Collection[str], failed: Collection[str]
     return _write(root, {n: [t] for n, t in read.items()}, keep_runs, keep_failed), None
 
 
+def order(table: pa.Table, fields: Sequence[str], policies: Sequence[str]) -> pa.Array:
+    """The row order of ``table`` by its labels: grid ``fields``, the command's ``policies`` order (others after),
+    seed, run id (a stable sort of the label columns alone, converted to pandas: the rest of the table stays Arrow)."""
+    keys = [c for c in fields if c in table.column_names]
+    df = table.select([*keys, "policy", "seed", "run_id"]).to_pandas()
+    rank = {p: i for i, p in enumerate(policies)}
+    df = df.assign(_p=df["policy"].map(lambda p: rank.get(p, len(rank))))
+    done = df.sort_values(keys + ["_p", "policy", "seed", "run_id"], kind="mergesort")
+    return pa.array(done.index.to_numpy(), pa.int64())
+
+
 def frame(chunks: Sequence[pa.Table], fields: Sequence[str], policies: Sequence[str]) -> pd.DataFrame:
-    """Rows of many runs as one frame sorted by their labels: grid ``fields``, the command's ``policies`` order (others
-    after), seed, run id."""
+    """Rows of many runs as one frame sorted by their labels (``order``)."""
     if not chunks:
         return pd.DataFrame()
-    df = pa.concat_tables(chunks, promote_options="permissive").to_pandas()
-    if df.empty:
-        return df
-    order = {p: i for i, p in enumerate(policies)}
-    keys = [c for c in fields if c in df.columns]
-    df = df.assign(_p=df["policy"].map(lambda p: order.get(p, len(order))))
-    return df.sort_values(keys + ["_p", "policy", "seed", "run_id"], kind="mergesort").drop(columns="_p") \
-        .reset_index(drop=True)
+    table = pa.concat_tables(chunks, promote_options="permissive")
+    if table.num_rows == 0:
+        return table.to_pandas()
+    return table.take(order(table, fields, policies)).to_pandas()
+
+
+def write_summary(chunks: Sequence[pa.Table], fields: Sequence[str], policies: Sequence[str], path: Path
+                  ) -> Path | None:
+    """Write the summary rows ``chunks`` as ``summary.csv`` at ``path``: label columns and headline metrics first,
+    rows in ``order``, kept as Arrow and written a slice at a time (``files.write_csv_rows``), so memory does not
+    grow with runs; return the path (None, and no file, when there is no row)."""
+    table = pa.concat_tables(chunks, promote_options="permissive") if chunks else None
+    if table is None or table.num_rows == 0:
+        path.unlink(missing_ok=True)
+        return None
+    by = [f for f in fields if f in table.column_names]
+    write_csv_rows(table, order(table, by, policies), summary_columns(table.column_names, by), path)
+    return path

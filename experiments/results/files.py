@@ -31,7 +31,8 @@ __all__ = [
     "write_parquet",
     "read_parquet_bytes",
     "write_csv",
-    "summary_frame",
+    "write_csv_rows",
+    "summary_columns",
     "clean_temp_files",
     "pid_alive",
     "sha256",
@@ -109,19 +110,41 @@ def read_parquet_bytes(data: bytes) -> pa.Table:
 
 def write_csv(df: pd.DataFrame, path: str | Path) -> None:
     """Write ``df`` as CSV (no index, full float precision) atomically."""
-    atomic_write(Path(path), lambda tmp: df.to_csv(tmp, index=False, float_format="%.12g", lineterminator="\n"))
+    atomic_write(Path(path), lambda tmp: df.to_csv(tmp, index=False, **_CSV))
 
 
-def summary_frame(rows: list[dict[str, Any]] | pd.DataFrame, by: list[str]) -> pd.DataFrame:
-    """Summary rows as a frame with the label columns ``by``, then ``SUMMARY_FIRST``, first; rows sorted stably by
-    ``by``."""
-    df = pd.DataFrame(rows)
-    if df.empty:
-        return df
-    first = [c for c in by if c in df.columns]
-    first += [c for c in SUMMARY_FIRST if c in df.columns and c not in first]
-    df = df[first + [c for c in df.columns if c not in first]]
-    return df.sort_values([c for c in by if c in df.columns], kind="mergesort").reset_index(drop=True)
+_CSV: dict[str, Any] = {"float_format": "%.12g", "lineterminator": "\n"}
+CSV_ROWS = 2000
+"""Rows ``write_csv_rows`` converts to pandas at a time."""
+
+
+def write_csv_rows(table: pa.Table, order: pa.Array, columns: list[str], path: str | Path) -> None:
+    """Write the rows of ``table`` in ``order`` (row indices), ``columns`` only, as ``write_csv`` writes the same
+    rows as one frame, byte for byte, converting ``CSV_ROWS`` rows to pandas at a time (memory stays flat however
+    many rows). Each slice converts as the whole would: an integer column with a missing value anywhere is written
+    as float; a table with dates or times (pandas formats those by the whole column) goes whole."""
+    table = table.select(columns)
+    casts = {i: pa.float64() for i, f in enumerate(table.schema)
+             if pa.types.is_integer(f.type) and table.column(i).null_count}
+    for i, t in casts.items():
+        table = table.set_column(i, table.schema.field(i).with_type(t), table.column(i).cast(t))
+    whole = any(pa.types.is_temporal(f.type) for f in table.schema)
+    step = max(1, len(order)) if whole else CSV_ROWS
+
+    def w(tmp: str) -> None:
+        with open(tmp, "w", encoding="utf-8", newline="") as f:
+            for start in range(0, max(1, len(order)), step):
+                part = table.take(order[start:start + step]).to_pandas()
+                part.to_csv(f, index=False, header=start == 0, **_CSV)
+
+    atomic_write(Path(path), w)
+
+
+def summary_columns(names: list[str], by: list[str]) -> list[str]:
+    """Summary columns in their CSV order: the label columns ``by``, then ``SUMMARY_FIRST``, then the rest."""
+    first = [c for c in by if c in names]
+    first += [c for c in SUMMARY_FIRST if c in names and c not in first]
+    return first + [c for c in names if c not in first]
 
 
 def _owner_alive(name: str, prefix: str) -> bool:

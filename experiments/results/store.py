@@ -40,7 +40,7 @@ import pandas as pd
 import pyarrow as pa
 
 from experiments.results import batches, spool
-from experiments.results.files import atomic_write_bytes, clean_temp_files, sha256, summary_frame, write_csv
+from experiments.results.files import atomic_write_bytes, clean_temp_files, sha256
 from experiments.results.folders import LEGACY_MANIFEST, MANIFEST, FolderLock, read_manifest
 from experiments.results.journal import JOURNAL, Batch, Journal, Ledger
 from experiments.running import interrupts
@@ -412,6 +412,14 @@ class ResultStore:
         Only the runs of the latest command into the folder are read (a folder may also hold runs of an earlier,
         different grid or scenario); ``all_runs`` reads every finished run.
         """
+        (parts, skipped), m = self._parts(all_runs, tables, drop), self.manifest()
+        return {name: batches.frame(c, m.get("grid_fields", []), m.get("policies", [])) for name, c in parts.items()}, \
+            skipped
+
+    def _parts(self, all_runs: bool, tables: Sequence[str] | None, drop: Sequence[str]
+               ) -> tuple[dict[str, list[pa.Table]], dict[str, str]]:
+        """``load_checked``'s tables as the Arrow tables of each batch and spooled run (read again when a spool
+        segment went away meanwhile: its runs were just compacted by the writer)."""
         for _ in range(3):
             try:
                 return self._load(all_runs, tables, drop)
@@ -422,7 +430,7 @@ class ResultStore:
         return self._load(all_runs, tables, drop)
 
     def _load(self, all_runs: bool, tables: Sequence[str] | None, drop: Sequence[str]
-              ) -> tuple[dict[str, pd.DataFrame], dict[str, str]]:
+              ) -> tuple[dict[str, list[pa.Table]], dict[str, str]]:
         manifest = self.manifest()
         scope = None if all_runs or "run_ids" not in manifest else set(manifest["run_ids"])
         wanted = [n for n in ("summary", *TABLES) if tables is None or n in tables]
@@ -457,8 +465,7 @@ class ResultStore:
                 raise _Raced() from None
             for t, table in decode_tables(blob, [*wanted, FAILURES]).items():
                 parts[t].append(table.drop_columns([c for c in drop if c in table.column_names]))
-        fields, policies = manifest.get("grid_fields", []), manifest.get("policies", [])
-        return {name: batches.frame(parts[name], fields, policies) for name in (*wanted, FAILURES)}, skipped
+        return {name: parts[name] for name in (*wanted, FAILURES)}, skipped
 
     def load(self, all_runs: bool = False, tables: Sequence[str] | None = None) -> dict[str, pd.DataFrame]:
         """The tables of ``load_checked``, without the list of runs left out."""
@@ -485,13 +492,7 @@ class ResultStore:
         return out
 
     def export_summary(self) -> Path | None:
-        """Write ``summary.csv``: the manifest's finished runs, label columns and headline metrics first; return its
-        path (None, and no file, when no run finished)."""
-        path = self.root / "summary.csv"
-        summary = self.load_checked(tables=("summary",), drop=("config",))[0]["summary"]
-        if summary.empty:
-            path.unlink(missing_ok=True)
-            return None
-        fields = [f for f in self.manifest().get("grid_fields", []) if f in summary.columns]
-        write_csv(summary_frame(summary, fields), path)
-        return path
+        """Write ``summary.csv`` (``batches.write_summary``: the manifest's finished runs, a slice at a time); return
+        its path (None, and no file, when no run finished)."""
+        chunks, m = self._parts(False, ("summary",), ("config",))[0]["summary"], self.manifest()
+        return batches.write_summary(chunks, m.get("grid_fields", []), m.get("policies", []), self.root / "summary.csv")

@@ -3,10 +3,12 @@ with the command however it ends, are never started again once the command stops
 bound.
 
 The cluster runs in the command: its scheduler and one nanny per worker on Dask's event-loop thread, each worker a
-process the nanny spawned. Every worker sets itself up (``experiments.running.pool.init_worker``) as Dask builds it,
-through this module as a worker preload (``dask_setup``), so a worker a nanny starts again after a crash follows the
-same rules. Once the command stops, no nanny starts a worker again: a nanny that sees its worker die while "running"
-starts a new one (one stop in a hundred left such workers behind for seconds).
+process the nanny starts from the command's fork server (``pool.start_server``, which has imported Dask and capsim
+once, so a worker starts in a moment and is bound to die with the command from the moment it is forked; spawned
+where there is no fork server). Every worker sets itself up (``experiments.running.pool.init_worker``) as Dask
+builds it, through this module as a worker preload (``dask_setup``), so a worker a nanny starts again after a crash
+follows the same rules. Once the command stops, no nanny starts a worker again: a nanny that sees its worker die
+while "running" starts a new one (one stop in a hundred left such workers behind for seconds).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from functools import cache
 from typing import Any
 
 from experiments.running import interrupts
-from experiments.running.pool import die_with_parent, init_worker, quiet_resource_tracker, sigint_blocked
+from experiments.running.pool import init_worker, quiet_resource_tracker, sigint_blocked, start_server
 from sim.model import CapsimError
 
 __all__ = ["parse_local", "start_local", "on_workers", "close", "kill_workers", "LOCAL_QUIET", "START_TIMEOUT",
@@ -94,7 +96,8 @@ def start_local(n: int, dashboard: str | None, tmp: str | None) -> tuple[Any, An
 
     _stopping.clear()
     quiet_resource_tracker()
-    dask.config.set(LOCAL_QUIET)  # the workers are given the command's settings
+    method = start_server(("distributed", __name__))
+    dask.config.set({**LOCAL_QUIET, "distributed.worker.multiprocessing-method": method})  # given to the workers
     preload = [__name__, *dask.config.get("distributed.worker.preload", [])]
     # The scheduler's HTTP server (health, metrics; also the dashboard's) listens on a free port of this machine
     # unless a dashboard was asked for: Dask's default port 8787 warned when two commands ran at once.
@@ -146,11 +149,10 @@ def _abandon() -> None:
 
 def dask_setup(worker: Any) -> None:
     """Dask's preload hook, run in each worker of a local cluster as Dask builds it: the pool's worker set-up (Ctrl-C
-    ignored, death with the command, which is the worker's parent), before the worker takes any task."""
+    ignored, death with its parent, the fork server or the command, and exit if the command is gone), before the
+    worker takes any task."""
     command = os.environ.get(COMMAND_ENV)
     init_worker(int(command) if command else None)
-    if command:
-        die_with_parent(int(command))
 
 
 def on_workers(client: Any, fn: Callable[..., Any], *args: Any, what: str) -> None:

@@ -19,7 +19,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from multiprocessing.connection import Connection, wait
 from typing import Any
@@ -28,7 +28,7 @@ from experiments.running import interrupts
 from experiments.scenario.components import register_extras, registered_extras
 from predictors.base import adopt_fits, shared_fits
 
-__all__ = ["run_parallel", "die_with_parent", "init_worker", "start_method", "quiet_resource_tracker",
+__all__ = ["run_parallel", "die_with_parent", "init_worker", "start_method", "start_server", "quiet_resource_tracker",
            "end_helpers", "sigint_blocked", "PRELOAD"]
 
 PRELOAD = ["experiments.running.server", "experiments.running.tasks", "sim.engine", "optim", "predictors"]
@@ -140,8 +140,9 @@ class _Worker:
 _CONTEXT: Any = None
 
 
-def _context() -> Any:
-    """The multiprocessing context of every pool (its fork server started once per command process)."""
+def _context(extra: Sequence[str] = ()) -> Any:
+    """The multiprocessing context of every pool (its fork server started once per command process, importing
+    ``PRELOAD`` and the modules ``extra``)."""
     global _CONTEXT
     if _CONTEXT is None:
         import multiprocessing as mp
@@ -152,11 +153,17 @@ def _context() -> Any:
         if method == "forkserver":
             from multiprocessing import forkserver
 
-            ctx.set_forkserver_preload(PRELOAD)
+            ctx.set_forkserver_preload([*PRELOAD, *extra])
             with sigint_blocked():
                 forkserver.ensure_running()
         _CONTEXT = ctx
     return _CONTEXT
+
+
+def start_server(extra: Sequence[str] = ()) -> str:
+    """Start this command's fork server now (unless running already, or workers are spawned here), importing
+    ``extra`` too; return the start method (``start_method``)."""
+    return str(_context(extra).get_start_method())
 
 
 @contextmanager

@@ -26,7 +26,7 @@ TABLES = ("jobs", "nodes", "decisions", "segments")
 run segment of a job on a node)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Task:
     """One simulation to run. ``labels`` are the leading columns of its rows (run id, grid values, policy, seed)."""
 

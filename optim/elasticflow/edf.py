@@ -16,7 +16,6 @@ from optim.base import register
 from optim.elasticflow.timeline import PlanJob, PlanJobs, Timeline, merged, ordered, table_cap
 from sim.elasticflow.vocabulary import (
     LEVELS,
-    SLOT,
     ElasticPlan,
     ElasticView,
     JobStatus,
@@ -35,7 +34,7 @@ class ElasticEDF(ReplayPolicy):
     clock: ClassVar[str] = "elastic"
 
     def reset(self, cluster: ReplayCluster) -> None:
-        self._jobs = PlanJobs(table_cap, cluster.gpus, "elasticflow_edf")
+        self._jobs = PlanJobs(table_cap, cluster.gpus, "elasticflow_edf", self.slot)
 
     def decide(self, view: ElasticView) -> ElasticPlan:  # type: ignore[override]
         now, n = view.time, view.cluster.gpus
@@ -118,7 +117,7 @@ def edf_plan(job: PlanJob, start: float, timeline: Timeline, n: int) -> tuple[Ti
     alloc[event_time] = base
     end = math.ceil(event_time + left / rate[base])
     new[event_time] = n - base
-    new[align(start, end, SLOT)] = n
+    new[align(start, end, job.slot)] = n
     return merged(ordered(new)), end, merged(alloc)
 
 
@@ -132,5 +131,5 @@ def _done(job: PlanJob, new: Timeline, timeline: Timeline, alloc: dict[float, in
             new[t] -= g
     new[event_time] = available - g
     if end not in timeline:
-        new[align(start, end, SLOT)] = last_event_gpu
+        new[align(start, end, job.slot)] = last_event_gpu
     return merged(ordered(new)), end, merged(alloc)

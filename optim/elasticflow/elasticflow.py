@@ -29,6 +29,7 @@ from optim.elasticflow.plan import free_at, plan
 from optim.elasticflow.timeline import PlanJob, PlanJobs, Timeline, elasticflow_cap, gpu_seconds, merged, ordered
 from optim.elasticflow.trial import marginal, own_free
 from sim.elasticflow.vocabulary import (
+    SLOT,
     ElasticPlan,
     ElasticView,
     ReplayCluster,
@@ -46,18 +47,20 @@ class ElasticFlow(ReplayPolicy):
     """ElasticFlow's admission control and elastic scaling (see the module docstring).
 
     ``verdict``: ``plan`` judges a job by its last planned exact end, as ElasticFlow does; ``end`` by when it really
-    ended (a job whose overheads pushed it past its deadline is late)."""
+    ended (a job whose overheads pushed it past its deadline is late). ``slot``: the scheduling slot
+    (``ReplayPolicy``)."""
 
     clock: ClassVar[str] = "elastic"
     admission: ClassVar[bool] = True
 
-    def __init__(self, verdict: str = "plan"):
+    def __init__(self, verdict: str = "plan", slot: int = SLOT):
         if verdict not in ("plan", "end"):
             raise CapsimError(f"policy 'elasticflow': verdict must be 'plan' or 'end', got {verdict!r}")
         self.verdict = verdict
+        super().__init__(slot)
 
     def reset(self, cluster: ReplayCluster) -> None:
-        self._jobs = PlanJobs(lambda job: elasticflow_cap(job, cluster.gpu), cluster.gpus, "elasticflow")
+        self._jobs = PlanJobs(lambda job: elasticflow_cap(job, cluster.gpu), cluster.gpus, "elasticflow", self.slot)
 
     def decide(self, view: ElasticView) -> ElasticPlan:  # type: ignore[override]
         now, n = view.time, view.cluster.gpus
@@ -128,7 +131,7 @@ def _marginal(job: PlanJob, spare: int, now: float, timeline: Timeline, n: int, 
         return
     q = job.next_gpus
     real_end = math.ceil(now + job.left / job.rate[q])
-    end = align(now, real_end)
+    end = align(now, real_end, job.slot)
     if job.held is not job.allocations or job.held_end != job.end:  # a new plan: its GPUs in time order (None
         items = list(job.allocations.items())                         # if they are not) and its GPU-seconds
         in_order = all(items[k][0] < items[k + 1][0] for k in range(len(items) - 1))
@@ -139,7 +142,7 @@ def _marginal(job: PlanJob, spare: int, now: float, timeline: Timeline, n: int, 
         _lay(job, now, timeline, n)  # allocations out of time order: given back one after another, as coded
         return
     gs_now = job.held_gs
-    a_ddl = align(now, job.ddl)
+    a_ddl = align(now, job.ddl, job.slot)
     region = _region(allocs, job.end, now, a_ddl, tk, tv)
     if region == job.region and allocs is job.region_allocs and (q, job.left, gs_now) == job.region_job:
         job.marginal = job.region_value  # it reads what its last trial on the lists' path read: the same value

@@ -60,7 +60,7 @@ def plan(job: PlanJob, start: float, timeline: Timeline, n_gpus: int, assign: in
     event_time = start
     alloc: dict[float, int] = {event_time: 0}
     new = dict(timeline)
-    a_ddl = align(start, ddl)
+    a_ddl = align(start, ddl, job.slot)
     last_event_gpu: int | None = None
     if a_ddl not in new and a_ddl >= start:
         for t, v in new.items():
@@ -86,7 +86,7 @@ def plan(job: PlanJob, start: float, timeline: Timeline, n_gpus: int, assign: in
             break
         alloc[event_time] = quota
         real_end: float = math.ceil(event_time + left / rate[quota])
-        end = align(start, real_end)
+        end = align(start, real_end, job.slot)
         if fet >= end and ddl >= real_end:
             for t in timeline:
                 if event_time <= t < end:
@@ -179,7 +179,7 @@ def _forward(job: PlanJob, alloc: dict[float, int], new: Timeline, event_time: f
             left -= done
         else:
             real_left = math.ceil(left / rate[alloc[lat]])
-            return lat + align(0, real_left), lat + real_left
+            return lat + align(0, real_left, job.slot), lat + real_left
         lat = t
         la = _fit(job, quota if t >= ps else last_quota, new[t])
     if lat is None:
@@ -187,7 +187,7 @@ def _forward(job: PlanJob, alloc: dict[float, int], new: Timeline, event_time: f
     alloc[lat] = la
     new[lat] -= la
     real_left = math.ceil(left / rate[alloc[lat]])
-    return lat + align(0, real_left), lat + real_left
+    return lat + align(0, real_left, job.slot), lat + real_left
 
 
 def _miss(job: PlanJob, alloc: dict[float, int], new: Timeline, timeline: Timeline, start: float, event_time: float,
@@ -228,7 +228,7 @@ def _miss(job: PlanJob, alloc: dict[float, int], new: Timeline, timeline: Timeli
         done = (t - lat) * rate[q]
         if done >= left:
             real_end = math.ceil(lat + left / rate[q])
-            end = align(start, real_end)
+            end = align(start, real_end, job.slot)
             for t1 in list(new):
                 if t1 < a_ddl:
                     continue
@@ -254,7 +254,7 @@ def _miss(job: PlanJob, alloc: dict[float, int], new: Timeline, timeline: Timeli
     q = assign if assign else min(n_gpus, job.cap)
     alloc[lat] = q
     real_end = math.ceil(lat + left / rate[q])
-    end = align(start, real_end)
+    end = align(start, real_end, job.slot)
     new[lat] = n_gpus - q
     new[end] = n_gpus
     return _finish(job, ordered(alloc), new, end, real_end, trial, timeline, n_gpus, tail=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sim.elasticflow.vocabulary import LEVELS, JobStatus, ReplayJob
+from sim.elasticflow.vocabulary import LEVELS, SLOT, JobStatus, ReplayJob
 from sim.model import CapsimError
 
 __all__ = ["TOP", "Timeline", "PlanJob", "PlanJobs", "merged", "ordered", "gpu_seconds", "elasticflow_cap", "table_cap"]
@@ -78,19 +78,21 @@ def table_cap(job: ReplayJob) -> int:
 
 class PlanJob:
     """A runnable job as a planner works on it: iterations left, deadline, its levels (GPU counts up to its cap)
-    and rates, and the plan so far (GPUs from each time, planned end on the slot grid and exact)."""
+    and rates, the scheduling slot its plans are aligned to, and the plan so far (GPUs from each time, planned end on
+    the slot grid and exact)."""
 
-    __slots__ = ("id", "job", "left", "ddl", "cap", "levels", "rate", "gpus", "allocations", "end", "real_end",
+    __slots__ = ("id", "job", "left", "ddl", "cap", "slot", "levels", "rate", "gpus", "allocations", "end", "real_end",
                  "next_gpus", "marginal", "next_allocations", "next_timeline", "next_end", "next_real_end", "running",
                  "trial", "held", "held_end", "held_list", "held_gs", "seen",
                  "seen_value", "region", "region_allocs", "region_job", "region_value")
 
-    def __init__(self, status: JobStatus, cap: int):
+    def __init__(self, status: JobStatus, cap: int, slot: int = SLOT):
         job = status.job
         self.id = job.id
         self.job = job
         self.ddl = job.deadline
         self.cap = cap
+        self.slot = slot
         self.levels = tuple(g for g in LEVELS if g <= cap)
         self.rate = {g: r for g, r in zip(LEVELS, job.rates)}
         self.update(status)
@@ -126,11 +128,13 @@ class PlanJob:
 class PlanJobs:
     """The plan records of one run's jobs, built once per job (its cap, levels, rates) and renewed each decision."""
 
-    def __init__(self, cap: Callable[[ReplayJob], int], cluster_gpus: int | None = None, policy: str = ""):
+    def __init__(self, cap: Callable[[ReplayJob], int], cluster_gpus: int | None = None, policy: str = "",
+                 slot: int = SLOT):
         self._cap = cap
         self._jobs: dict[int, PlanJob] = {}
         self._gpus = cluster_gpus
         self._policy = policy
+        self._slot = slot
 
     def __call__(self, status: JobStatus) -> PlanJob:
         j = self._jobs.get(status.id)
@@ -144,7 +148,7 @@ class PlanJobs:
                     f"ElasticFlow's elastic planners then start it on {min(cap, self._gpus)} GPUs, which is not a "
                     f"count of its throughput tables ({', '.join(map(str, LEVELS))}), and its simulator fails "
                     f"there: give the cluster a power-of-two number of GPUs (or at least 64)")
-            j = self._jobs[status.id] = PlanJob(status, cap)
+            j = self._jobs[status.id] = PlanJob(status, cap, self._slot)
             return j
         return j.update(status)
 

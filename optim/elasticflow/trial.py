@@ -73,7 +73,7 @@ def marginal(job: PlanJob, now: float, times: list[float], free: list[int], n: i
     ruled out a job without GPUs and one that finishes at ``q`` before the first change."""
     if len(times) < 2 or times[0] != now or job.left <= 0:
         return None
-    a_ddl = align(now, job.ddl)
+    a_ddl = align(now, job.ddl, job.slot)
     fet = times[1]
     if not fet < a_ddl:
         return None
@@ -145,7 +145,7 @@ def _forward(job: PlanJob, now: float, q: int, keys: list[float], fit: list[int]
             done = ((ddl if k == periods else keys[k]) - t0) * rate[la]
             if k - 1 >= s and done >= left:
                 real_left = math.ceil(left / rate[la])
-                end = t0 + align(0, real_left)
+                end = t0 + align(0, real_left, job.slot)
                 total += la * ((keys[k] if k < periods else end) - t0)
                 return (total - gs_now) / (q - job.gpus)
             left -= done
@@ -156,6 +156,6 @@ def _forward(job: PlanJob, now: float, q: int, keys: list[float], fit: list[int]
     if la == 0:
         return None
     real_left = math.ceil(left / rate[la])
-    end = keys[periods] + align(0, real_left)
+    end = keys[periods] + align(0, real_left, job.slot)
     total += la * (end - keys[periods])
     return (total - gs_now) / (q - job.gpus)

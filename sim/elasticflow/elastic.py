@@ -60,6 +60,7 @@ def run_elastic(jobs: list[Run], cluster: ReplayCluster, policy: ReplayPolicy, l
     admission = bool(getattr(policy, "admission", False))
     judged_by_plan = admission and getattr(policy, "verdict", "plan") == "plan"
     n_gpus = cluster.gpus
+    slot = getattr(policy, "slot", SLOT)
     events = Events()
     for r in jobs:
         events.get(r.job.submit).starts.append(r)
@@ -116,7 +117,7 @@ def run_elastic(jobs: list[Run], cluster: ReplayCluster, policy: ReplayPolicy, l
                      sum(1 for r in runnable if r.status == "running"), started, wall)
         if admission and math.isfinite(plan.wake) and (not len(events) or plan.wake < events.first().time):
             events.get(plan.wake)
-        restart = count > 0 and count % SLOT == 0
+        restart = count > 0 and count % slot == 0
         count += 1
         if admission:
             if restart:
@@ -130,7 +131,7 @@ def run_elastic(jobs: list[Run], cluster: ReplayCluster, policy: ReplayPolicy, l
                 else:
                     r.overhead = 0.0
         if len(events):
-            nxt = events.merge(now, SLOT)
+            nxt = events.merge(now, slot)
             dt, now = nxt - ev.time, nxt
 
 

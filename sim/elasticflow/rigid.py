@@ -10,6 +10,9 @@ every 60th decision, when every running job pays it). A job completes at ``int(d
 ``lease`` (Themis, ``themis_sim_jobs``): a decision every 60 s (arrivals wait for the next one); a running job
 advances 60 s of its duration and ``60 x T[g]`` iterations per round and completes at the end of the round in which
 either runs out. Themis's restart overheads are 0 (as coded: the job record always carries an overhead of 0).
+
+The 60 s above is the policy's ``slot`` (ElasticFlow's ``--scheduling_slot``; 60 by default) wherever it appears,
+the 60th decision included, as in ElasticFlow's code.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ def _finish(r: Run, end: float) -> None:
 def run_las(jobs: list[Run], cluster: ReplayCluster, policy: ReplayPolicy, log: Log) -> None:
     """Tiresias's clock (see the module docstring)."""
     n = cluster.gpus
+    slot = getattr(policy, "slot", SLOT)
     starts = Events()
     for r in jobs:
         starts.get(r.job.submit).starts.append(r)
@@ -92,7 +96,7 @@ def run_las(jobs: list[Run], cluster: ReplayCluster, policy: ReplayPolicy, log: 
                 r.overhead = 0.0
             else:
                 r.last_check = now
-        restart = count > 0 and count % SLOT == 0
+        restart = count > 0 and count % slot == 0
         count += 1
         view = LasView(now, tuple(r.status_view() for r in runnable), cluster, count - 1)
         plan, wall = _decide(policy, view)
@@ -129,7 +133,7 @@ def run_las(jobs: list[Run], cluster: ReplayCluster, policy: ReplayPolicy, log: 
                 r.overhead = overhead(r.job.gpus, n, restart)
                 remaining += r.overhead
             end = int(now + remaining)
-            fire = max(now + SLOT, end)
+            fire = max(now + slot, end)
             if fire < end_time:
                 end_time, ending = fire, [r]
                 r.end = end
@@ -137,26 +141,21 @@ def run_las(jobs: list[Run], cluster: ReplayCluster, policy: ReplayPolicy, log: 
                 r.end = end
                 ending.append(r)
         wake = plan.wake if math.isfinite(plan.wake) else _NEVER
-        if wake - now < SLOT:
-            wake = now + SLOT
+        if wake - now < slot:
+            wake = now + slot
         log.decision(now, "arrival" if arriving else "completion" if ends else "demotion", len(runnable),
                      sum(1 for r in runnable if r.status == "running"), started, wall)
         if len(starts):
-            _merge_starts(starts, now)
-        if end_time < now + SLOT:
-            end_time = now + SLOT
-
-
-def _merge_starts(starts: Events, now: float) -> None:
-    """Tiresias's spacing: arrivals within 60 s of the last decision join the first of them, moved to +60 s."""
-    starts.merge(now, SLOT)
+            starts.merge(now, slot)  # arrivals within a slot of this decision join the first of them, at + slot
+        if end_time < now + slot:
+            end_time = now + slot
 
 
 def run_lease(jobs: list[Run], cluster: ReplayCluster, policy: ReplayPolicy, log: Log) -> None:
     """Themis's clock (see the module docstring); a policy with a ``lease`` attribute (Chronus) gets leases of that
     many seconds, and its jobs complete at the exact second their service runs out."""
     n = cluster.gpus
-    lease = float(getattr(policy, "lease", SLOT))
+    lease = float(getattr(policy, "lease", getattr(policy, "slot", SLOT)))
     by_iterations = not hasattr(policy, "lease")
     events = Events()
     for r in jobs:

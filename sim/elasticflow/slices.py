@@ -11,6 +11,9 @@ decision, 2 + 2(log2 g + 1) s, 7 + ... on >= 256 GPUs, +27/47 s every 60th decis
 is done (back-dated to the exact second) and, when the time is a whole minute, rotates its list. So the GPUs of a
 finished job stay busy until the next decision, and the rebalancing decides which jobs the past interval is
 credited to (the order of the original).
+
+The 60 s of the decisions' spacing, of the polling after the last arrival and of the restart cadence is the policy's
+``slot`` (ElasticFlow's ``--scheduling_slot``); the whole minute of the rotation stays 60 s, as coded.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from sim.model import CapsimError
 
 __all__ = ["run_slices"]
 
+ROTATION = 60
+"""Seconds: a set rotates its list when the time is a multiple of this (``cluster.py``'s ``cur_time % 60``)."""
 _CLASSES = (1, 2, 4, 8, 12, 16, 24, 32, 40, 48, 56, 64, 72, 88, 128, 256)
 
 
@@ -138,7 +143,7 @@ class _Sets:
 
     def execute(self, now: float, dt: float, done: list[Run]) -> bool:
         """Credit ``dt`` seconds to the jobs each set runs at once, complete those done; whether a set was freed."""
-        rotate = int(now % SLOT) == 0
+        rotate = int(now % ROTATION) == 0
         freed = False
         for lst in self.lists.values():
             emptied = []
@@ -171,6 +176,7 @@ class _Sets:
 def run_slices(jobs: list[Run], cluster: ReplayCluster, policy: ReplayPolicy, log: Log) -> None:
     """Gandiva's clock (see the module docstring); the policy only names it."""
     n = cluster.gpus
+    slot = getattr(policy, "slot", SLOT)
     events = Events()
     for r in jobs:
         events.get(r.job.submit).starts.append(r)
@@ -219,14 +225,14 @@ def run_slices(jobs: list[Run], cluster: ReplayCluster, policy: ReplayPolicy, lo
         if not len(events):
             if not running and pending:
                 raise CapsimError(f"policy {policy.describe()!r}: {len(pending)} jobs can never be placed")
-            now += SLOT
-            dt = SLOT
+            now += slot
+            dt = slot
             continue
-        restart = count > 0 and count % SLOT == 0
+        restart = count > 0 and count % slot == 0
         count += 1
         for r in running:
             r.overhead = overhead(r.job.gpus, n, restart)
-        nxt = events.merge(now, SLOT)
+        nxt = events.merge(now, slot)
         dt = float(int(nxt - now))
         now = nxt
 

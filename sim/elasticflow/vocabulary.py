@@ -38,7 +38,8 @@ __all__ = ["LEVELS", "SLOT", "ReplayCluster", "ReplayJob", "JobStatus", "Elastic
 LEVELS = (1, 2, 4, 8, 16, 32, 64)
 """The GPU counts of ElasticFlow's throughput tables, in table order."""
 SLOT = 60
-"""ElasticFlow's scheduling slot (s): decisions at least this far apart, plans on a grid of this step."""
+"""ElasticFlow's scheduling slot (s) by default (``--scheduling_slot=60``): decisions at least this far apart, plans
+on a grid of this step, the restart overhead every this many decisions."""
 
 
 def align(start: float, t: float, step: float = SLOT) -> float:
@@ -190,12 +191,21 @@ class ReplayPolicy(Policy):
     It may keep private state between decisions of one run (``reset()`` is called before each run) and never sees
     a job before it arrives or its progress beyond what the view says. It schedules the servers it is given
     (``plans_capacity`` false) on ElasticFlow's time model (``time_model``), never on the engine's.
+
+    ``slot``: ElasticFlow's scheduling slot in seconds (its ``--scheduling_slot``), which the time model and the
+    policy both read: decisions at least ``slot`` apart (Themis's rounds are ``slot`` long), plans aligned to a grid of
+    ``slot``, the restart overhead on every ``slot``-th decision. 60 is what ElasticFlow's released scripts pass;
+    its earlier Fig. 8b script passed 240 (docs/elasticflow.md).
     """
 
     name: ClassVar[str] = "replay policy"
     plans_capacity: ClassVar[bool] = False
     time_model: ClassVar[str] = "elasticflow"
     clock: ClassVar[str] = "elastic"
+
+    def __init__(self, slot: int = SLOT):
+        self.slot = slot
+        self.check_param("slot", int, low=1)
 
     def reset(self, cluster: ReplayCluster) -> None:
         """Forget every run before this one."""

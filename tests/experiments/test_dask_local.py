@@ -37,6 +37,12 @@ def _worker_state() -> tuple[bool, int, int]:
     return signal.getsignal(signal.SIGINT) == signal.SIG_IGN, os.getppid(), sig.value
 
 
+def _fork_server() -> int:
+    from multiprocessing import forkserver
+
+    return int(forkserver._forkserver._forkserver_pid)  # type: ignore[attr-defined]
+
+
 @pytest.mark.parametrize("address,expected", [("local:2", (2, None)), ("local:1:8790", (1, ":8790"))])
 def test_local_addresses(address: str, expected: tuple[int, str | None]) -> None:
     assert dask_local.parse_local(address) == expected
@@ -54,10 +60,13 @@ def test_workers_follow_the_rules_even_when_restarted_and_a_stop_starts_none_aga
     the workers do not answer in time is an error that says so; once the command stops, a killed worker is not
     started again (a nanny that saw its worker die while "running" did so, and the new workers outlived the
     command)."""
+    from experiments.running.pool import start_method
+
     cluster, client = dask_local.start_local(1, None, str(tmp_path))
     try:
         (first,) = client.run(_worker_state).values()
-        assert first == (True, os.getpid(), int(signal.SIGKILL))
+        parent = _fork_server() if start_method() == "forkserver" else os.getpid()
+        assert first == (True, parent, int(signal.SIGKILL))
         monkeypatch.setattr(dask_local, "CALL_TIMEOUT", 0.2)
         with pytest.raises(CapsimError, match=r"did not answer within 0.2 s while resting"):
             dask_local.on_workers(client, time.sleep, 5.0, what="resting")

@@ -82,3 +82,39 @@ def test_a_signal_inside_a_pydantic_callback_is_neither_lost_nor_warned_about(re
         assert len(calls) == 2
         interrupts.check()
     assert not [w for w in recwarn if "serializ" in str(w.message)]
+
+
+@pytest.mark.skipif(pool.start_method() != "forkserver", reason="the fork server is Linux's")
+def test_a_process_the_fork_server_forks_dies_with_the_command_before_it_reads_what_to_run(tmp_path) -> None:  # noqa: ANN001
+    """A child of the fork server is bound to die with it from the moment it is forked: a SIGKILL of the command
+    while the child still unpickles what it is to run (a Dask worker importing as it starts) leaves nothing
+    (before, the child lived on until its start was over)."""
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    prog = ("import time\n"
+            "from experiments.running import pool\n"
+            "class Slow:\n"
+            "    def __reduce__(self):\n"
+            "        return time.sleep, (120,)\n"
+            "p = pool._context().Process(target=print, args=(Slow(),), daemon=True)\n"
+            "p.start()\n"
+            "print(p.pid, flush=True)\n"
+            "time.sleep(120)\n")
+    root = Path(__file__).resolve().parents[2]
+    command = subprocess.Popen([sys.executable, "-c", prog], cwd=root, stdout=subprocess.PIPE, text=True)
+    try:
+        assert command.stdout is not None
+        child = int(command.stdout.readline())
+        time.sleep(0.5)
+        assert interrupts.pid_alive(child), "the child waits in its unpickling"
+        command.kill()
+        command.wait(30)
+        end = time.monotonic() + 10
+        while interrupts.pid_alive(child) and time.monotonic() < end:
+            time.sleep(0.05)
+        assert not interrupts.pid_alive(child)
+    finally:
+        command.kill()

@@ -65,6 +65,42 @@ def test_summary_csv_is_the_flat_export_of_the_finished_runs(run_dir: Path, swee
     assert policies == ["edf", "edf", "fifo", "fifo"] * 2, "rows follow the grid, the sweep's policy order, seeds"
 
 
+def test_summary_csv_written_a_few_rows_at_a_time_is_the_same_file(sweep_dir: Path, tmp_path: Path,
+                                                                  monkeypatch) -> None:
+    import shutil
+
+    from experiments.results import files
+
+    copy = tmp_path / "copy"
+    shutil.copytree(sweep_dir, copy)
+    (copy / "summary.csv").unlink()
+    monkeypatch.setattr(files, "CSV_ROWS", 3)  # 8 runs: slices of 3, 3 and 2 rows
+    assert ResultStore(copy).export_summary() == copy / "summary.csv"
+    assert (copy / "summary.csv").read_bytes() == (sweep_dir / "summary.csv").read_bytes()
+
+
+def test_rows_written_in_slices_read_as_the_whole_frame_written_at_once(tmp_path: Path, monkeypatch) -> None:
+    """Each slice converts to pandas as the whole table would: an integer column with a missing value in one slice
+    is float in every slice (a large integer then prints as a float does), missing values print empty."""
+    import pyarrow as pa
+
+    from experiments.results import files
+
+    table = pa.table({"big": pa.array([10**13, 3, None, 7, 2**40], pa.int64()),
+                      "n": pa.array([1, 2, 3, 4, 5], pa.int64()),
+                      "flag": pa.array([True, None, False, True, True]),
+                      "text": pa.array(["a", None, "c,d", "e\"f", ""]),
+                      "x": pa.array([0.1, float("nan"), None, 1e-20, 2.5]),
+                      "empty": pa.array([None] * 5, pa.string())})
+    order = pa.array([4, 0, 3, 1, 2], pa.int64())
+    columns = ["n", "big", "x", "flag", "text", "empty"]
+    files.write_csv(table.take(order).to_pandas()[columns], tmp_path / "whole.csv")
+    monkeypatch.setattr(files, "CSV_ROWS", 2)  # the missing value of "big" is in the last slice only
+    files.write_csv_rows(table, order, columns, tmp_path / "slices.csv")
+    assert (tmp_path / "slices.csv").read_bytes() == (tmp_path / "whole.csv").read_bytes()
+    assert b"1e+13" in (tmp_path / "slices.csv").read_bytes()
+
+
 def test_recompute_gives_the_stored_metrics_exactly(run_dir: Path) -> None:
     tables = read_results(run_dir).tables
     again = recompute_summary(tables, with_segments=ResultStore(run_dir).runs_with("segments"))

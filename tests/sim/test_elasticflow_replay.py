@@ -348,3 +348,32 @@ def test_an_elastic_planner_on_a_cluster_that_is_no_table_level_is_a_clear_refus
     with pytest.raises(CapsimError, match=refusal):
         run_replay_world(world, optim.build(kind))
     run_replay_world(replay_world(5, servers=4), optim.build(kind))  # 16 GPUs: a level, runs
+
+
+def _rigid(k: int, submit: float, duration: float) -> ReplayJob:
+    rates = _tables("A100")[("resnet50", 128)]
+    return ReplayJob(k, f"j{k}", "resnet50", 128, submit, submit + 10 * duration, 1, duration, duration * rates[0],
+                     rates)
+
+
+@pytest.mark.parametrize("slot", [60, 240])
+def test_the_slot_spaces_decisions_sets_themis_rounds_and_the_plan_grid(slot):
+    # Tiresias: an arrival 100 s after a decision waits for it only when the slot is longer than 100 s
+    jobs = [_rigid(0, 0.0, 500.0), _rigid(1, 100.0, 50.0), _rigid(2, 5000.0, 50.0)]
+    runs, _ = replay(jobs, ReplayCluster(1, 8, "A100-40GB"), optim.build("tiresias", slot=slot))
+    assert [r.start for r in runs] == [0.0, 100.0 if slot == 60 else 240.0, 5000.0]
+    # Themis: a lone job of 100 s of work completes at the end of the round in which its iterations run out
+    runs, _ = replay([_rigid(0, 0.0, 100.0)], ReplayCluster(1, 8, "A100-40GB"), optim.build("themis", slot=slot))
+    assert runs[0].finish == (120.0 if slot == 60 else 240.0)
+    # ElasticFlow's plan: its planned end on the slot's grid, the exact end unchanged
+    j = _job()
+    pj = PlanJob(JobStatus(j, j.iterations, 0.0, 0, False), elasticflow_cap(j, "A100-40GB"), slot)
+    plan(pj, 0.0, {0.0: 256}, 256)
+    assert pj.real_end == math.ceil(j.iterations / j.rate(2)) == 336
+    assert pj.end == (360.0 if slot == 60 else 480.0)
+
+
+@pytest.mark.parametrize("slot", [0, -60, 60.0, "60", True])
+def test_a_slot_that_is_no_positive_whole_number_is_refused(slot):
+    with pytest.raises(CapsimError, match="slot must be a whole number >= 1"):
+        optim.build("elasticflow_edf", slot=slot)
