@@ -16,6 +16,7 @@ where only the optimal value matters, a vertex.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,6 +117,7 @@ class LeastPackedShare:
     def __init__(self, c: Combos, gpus: np.ndarray):
         self.c, self.gpus = c, gpus
         self._h: Any = None
+        self._s = math.nan
 
     def value(self, need: np.ndarray) -> float:
         c = self.c
@@ -129,7 +131,13 @@ class LeastPackedShare:
             for j, v in enumerate(need.tolist()):  # the job rows follow the n share rows and the m capacity rows
                 h.changeCoeff(n + c.m + j, nx, v)
         h.run()
-        return float(_solution(h, nx + 1)[nx])
+        self._s = float(_solution(h, nx + 1)[nx])
+        return self._s
+
+    def gradient(self) -> np.ndarray:
+        """∂s/∂need_j at the last ``value``: −y_j·s, y_j the dual of job j's row (HiGHS's row dual, ≥ 0 here)."""
+        c = self.c
+        return -np.asarray(self._h.getSolution().row_dual, dtype=float)[c.n + c.m:] * self._s
 
 
 def _max_min_model(c: Combos, gpus: np.ndarray, coef: np.ndarray, need: np.ndarray, feasible: bool) -> Any:

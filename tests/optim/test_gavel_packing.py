@@ -165,6 +165,10 @@ def test_the_warm_least_share_follows_each_need_from_its_last_basis():
         need = np.array(need, dtype=float)
         assert warm.value(need) == pytest.approx(want, rel=1e-12)
         assert max_min_packed(c, np.array([1]), np.ones(2), need, ipm=False)[1] == pytest.approx(want, rel=1e-12)
+    # near needs (1, 2) job 1's share a = 0.8(n1 − n0)/(0.8 n1 + 0.2 n0) gives s = 0.8 / (0.8 n1 + 0.2 n0): the
+    # gradient from the duals is (−0.16, −0.64) / 1.8²
+    warm.value(np.array([1.0, 2.0]))
+    assert warm.gradient() == pytest.approx([-0.16 / 1.8 ** 2, -0.64 / 1.8 ** 2], rel=1e-9)
 
 
 def test_the_lp_packing_policies_refuse_a_mix_of_gpu_counts_as_gavel_fails():
