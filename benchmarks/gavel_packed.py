@@ -14,9 +14,10 @@ policies (cvxpy 1.9.3, ECOS 2.0.14), CPU time of the ``simulate`` call alone, lo
 which log every micro-task, take longer: the ratios are lower bounds). The target is at least 20x on every packing
 policy.
 
-Where Gavel's run did not finish in the time it was given (``GAVEL_PREFIX_S``: its CPU up to the allocation it
-computed at a simulated time), capsim's run stops there too and the row compares the CPU both simulations used up to
-that time (capsim's up to the end of its decision at that time), marked ``prefix``.
+Where Gavel's run did not finish, in the time it was given or at all (its ``finish_time_fairness_packed`` stops
+with ECOS's ``SolverError``), ``GAVEL_PREFIX_S`` holds its CPU up to the allocation it computed at a simulated time;
+capsim's run stops there too and the row compares the CPU both simulations used up to that time (capsim's up to the
+end of its decision at that time), marked ``prefix``.
 """
 
 from __future__ import annotations
@@ -40,16 +41,22 @@ docstring says (one run each, on a 2-core machine shared with other work)."""
 
 GAVEL_PREFIX_S: dict[Key, dict[str, tuple[float, float]]] = {
     (300, 200.0, "4:4:4", 21): {"fifo_packed": (50398.0, 62.2), "gandiva": (48238.0, 100.40),
-                                "max_min_fairness_packed": (50398.0, 97.08),
-                                "min_total_duration_packed": (37439.0, 93.08)},
+                                "max_min_fairness_packed": (63358.0, 238.37),
+                                "min_total_duration_packed": (37439.0, 89.61),
+                                "finish_time_fairness_packed": (41759.0, 57.96)},
 }
 """Gavel's CPU seconds up to a simulated time, ``policy: (time, CPU)``, for runs that did not finish (module
-docstring): the last allocation its run logged (the 25th, 24th, 25th and 19th recompute, with 176-215 jobs
-active), the CPU counted from the policy's construction. Measured here with the four runs side by side at
-``nice -n 10`` for 90-105 minutes of wall time on the shared machine (load 15-38), after which they were stopped."""
+docstring): the last allocation its run logged, the CPU counted from the policy's construction, at ``nice -n 10`` on
+the shared machine. ``fifo_packed`` and ``gandiva``: the 25th and 24th recompute of runs stopped after 90-105 minutes
+(load 15-38). ``max_min_fairness_packed``: the 31st recompute (240 jobs active, near the queue's peak) of a run
+stopped after 74 minutes (its CPU at the 25th, t = 50,398 s, was 91.45 s); ``min_total_duration_packed``: the 19th
+(176 jobs) of a run stopped after 36 minutes (load 14-27).
+``finish_time_fairness_packed``: the 21st recompute (169 jobs); Gavel's run ends at its 22nd with ECOS's
+``SolverError`` (cvxpy raises it, the simulator stops), so it has no whole run."""
 
 POLICIES = ("fifo_perf", "fifo_packed", "gandiva", "max_min_fairness_packed", "min_total_duration_packed",
-            "finish_time_fairness_packed")
+            "finish_time_fairness_packed", "finish_time_fairness_packed(warm)")
+"""The rows; ``NAME(warm)`` is the policy with ``warm: true`` (its root finding re-solves one LP)."""
 
 
 class _Prefix(Exception):
@@ -91,12 +98,13 @@ def main() -> None:
         trace = write_trace(Path(tmp) / "bench.trace", args.jobs, args.lam, args.seed)
         print(f"{args.jobs} one-GPU jobs (Gavel's generator, lam {args.lam:g} s, seed {args.seed}) on {args.servers} "
               f"one-GPU servers, 360-s rounds")
-        print(f"{'policy':28} {'setup (s)':>9} {'capsim CPU (s)':>14} {'rounds':>7} {'most waiting':>12} "
+        print(f"{'policy':34} {'setup (s)':>9} {'capsim CPU (s)':>14} {'rounds':>7} {'most waiting':>12} "
               f"{'avg JCT (h)':>11} {'Gavel CPU (s)':>13} {'ratio':>7}")
-        for kind in args.policies.split(","):
+        for label in args.policies.split(","):
+            kind = label.removesuffix("(warm)")
             c0 = time.process_time()
-            cluster, jobs, policy, estimator, truth, told, true_pairs = build(trace, kind, args.seed,
-                                                                              servers=args.servers)
+            cluster, jobs, policy, estimator, truth, told, true_pairs = build(
+                trace, kind, args.seed, {"warm": True} if kind != label else None, servers=args.servers)
             sim = Simulation(cluster, jobs, policy, estimator, truth, interference=told, true_interference=true_pairs)
             target = " (target >= 20x)" if kind != "fifo_perf" else ""
             if kind not in gavel and kind in prefix:
@@ -106,16 +114,16 @@ def main() -> None:
                 try:
                     sim.run()
                 except _Prefix as p:
-                    print(f"{kind:28} {setup:9.2f} {p.cpu:14.2f}   prefix to t = {when:,.0f} s {ref:13.2f} "
+                    print(f"{label:34} {setup:9.2f} {p.cpu:14.2f}   prefix to t = {when:,.0f} s {ref:13.2f} "
                           f"{ref / p.cpu:6.1f}x{target}")
                     continue
-                print(f"{kind:28} the run ended before t = {when:,.0f} s")
+                print(f"{label:34} the run ended before t = {when:,.0f} s")
                 continue
             c1 = time.process_time()
             result = sim.run()
             cpu = time.process_time() - c1
             rounds = int((result.decisions.trigger == "round").sum())
-            line = (f"{kind:28} {c1 - c0:9.2f} {cpu:14.2f} {rounds:7d} {int(result.decisions.waiting.max()):12d} "
+            line = (f"{label:34} {c1 - c0:9.2f} {cpu:14.2f} {rounds:7d} {int(result.decisions.waiting.max()):12d} "
                     f"{result.summary['gavel_mean_jct'] / 3600:11.2f}")
             if kind in gavel:
                 print(f"{line} {gavel[kind]:13.2f} {gavel[kind] / cpu:6.1f}x{target}")

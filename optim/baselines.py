@@ -68,8 +68,8 @@ class ListScheduler(Policy):
         if not snapshot.waiting or not (snapshot.empty_nodes or snapshot.idle_nodes or self.pack):
             return _NOTHING  # nowhere to start a job (packing may still find free GPUs on running VMs)
         table = config_table(snapshot.configs)
-        if self._index is None or self._index.table is not table:
-            self._index = NodeIndex(table)
+        if self._index is None or self._index.table is not table or self._index.track_spare is not self.pack:
+            self._index = NodeIndex(table, spare=self.pack)
         self._index.follow(snapshot.nodes, snapshot.node_changes)
         room = Room(self._index, self.pack)
         if room.empty():
@@ -80,9 +80,7 @@ class ListScheduler(Policy):
         usable = ~table.spot if table.any_spot and not weigh else None
         vms: dict[int, str] = {}
         start: list[Assignment] = []
-        for jv in self._queue.jobs(snapshot.waiting):
-            if room.empty():
-                break
+        for jv in self._queue.jobs(snapshot.waiting):  # (the room is not empty: checked above and after each start)
             mask = room.reachable()
             if usable is not None:
                 mask = usable if mask is None else mask & usable
@@ -93,6 +91,8 @@ class ListScheduler(Policy):
                 break
             parts = room.place(c, vms)
             start.append(_assignment(jv.job.id, parts[0][0], parts[0][1], parts[1:], None, None))
+            if room.empty():
+                break
         self._queue.started(len(start))
         return Plan(vms=vms, start=tuple(start))
 

@@ -49,8 +49,9 @@ class WaitingQueue:
         if len(waiting) <= _SMALL:  # sorted afresh; a longer queue later is followed from an empty one
             if self.seen:
                 self.seen, self.queue, self.keys, self.positions = (), [], [], []
-            self.left = []
-            return sorted(waiting, key=self.key)
+            if self.left:
+                self.left = []
+            return sorted(waiting, key=self.key) if len(waiting) > 1 else list(waiting)
         if waiting is not self.seen or self.left:
             if not self._follow(waiting):
                 self.queue = sorted(waiting, key=self.key)
@@ -62,6 +63,8 @@ class WaitingQueue:
 
     def started(self, k: int) -> None:
         """The first ``k`` jobs of the queue were started: they leave it."""
+        if not self.positions:  # a short queue, sorted afresh at each decision: nothing is kept
+            return
         self.left = sorted(self.positions[:k])
         del self.queue[:k], self.keys[:k], self.positions[:k]
 

@@ -29,10 +29,12 @@ _Class = frozenset[str] | None
 
 
 class NodeIndex:
-    """The free room of every node slot as of the last snapshot's node views (module docstring)."""
+    """The free room of every node slot as of the last snapshot's node views (module docstring); with ``spare``
+    False, the free GPUs of VMs that run jobs are not kept (a ``Room`` that does not pack never reads them)."""
 
-    def __init__(self, table: ConfigTable):
+    def __init__(self, table: ConfigTable, spare: bool = True):
         self.table = table
+        self.track_spare = spare
         self.views: tuple[NodeView, ...] = ()
         self.free: dict[_Class, list[int]] = {}
         """Slot class (the VM types a slot allows; None: any) → its free nodes, ascending."""
@@ -81,7 +83,7 @@ class NodeIndex:
         cls = nv.allowed
         vm = nv.vm.name if nv.vm is not None else None
         free = vm is None or nv.used_gpus == 0
-        spare = 0 if free else nv.free_gpus
+        spare = 0 if free or not self.track_spare else nv.free_gpus
         if cls not in self.free:
             self.free[cls] = []
             for name in self.table.vm_names:
@@ -115,6 +117,8 @@ class Room:
     """
 
     def __init__(self, index: NodeIndex, pack: bool):
+        if pack and not index.track_spare:
+            raise ValueError("a Room that packs needs a NodeIndex that keeps the spare GPUs")
         self.index, self.table, self.pack = index, index.table, pack
         self.taken: set[int] = set()
         self.taken_in: dict[_Class, int] = {}
@@ -157,7 +161,8 @@ class Room:
     def _free_nodes(self, vm: str, need: int) -> list[int]:
         """The first ``need`` free nodes for ``vm``: its idle VMs, then the other free nodes accepting it."""
         index, taken = self.index, self.taken
-        out = [n for n in _untaken(index.hosting.get(vm, ()), taken, need)]
+        hosting = index.hosting.get(vm)
+        out = [n for n in _untaken(hosting, taken, need)] if hosting else []
         if len(out) >= need:
             return out
         views = index.views

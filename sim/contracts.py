@@ -189,8 +189,9 @@ class Policy(Component):
       recorded). It **may not** mutate the snapshot or its arrays, see true runtimes or future arrivals (it is never
       given them), advance time or spend money: only the engine does, by applying the plan. The engine keeps a
       view object (``NodeView``, ``JobView``) across snapshots while its node or job does not change and makes a new
-      one when it does, so a policy may follow the cluster across decisions by identity; ``Snapshot.node_changes``
-      names the nodes whose views are new since its preceding snapshots (``sim.model.NodeChanges``; what
+      one when it does (a node whose VM stops shows again its one view without a VM), so a policy may follow the
+      cluster across decisions by identity: the same object, the same state; ``Snapshot.node_changes`` names the
+      nodes whose views were made again since its preceding snapshots (``sim.model.NodeChanges``; what
       ``optim.room.NodeIndex`` reads instead of comparing every view).
 
     and declares on its class what its plans may contain, checked by the engine's plan rules (``sim.rules``); a

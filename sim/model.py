@@ -8,10 +8,10 @@ which it re-exports), so any room may import it without creating a cycle. Units 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import KW_ONLY, MISSING, dataclass, field, fields, replace
 from types import MappingProxyType
-from typing import Protocol, TypeVar
+from typing import Protocol, TypeVar, cast
 
 import numpy as np
 
@@ -283,8 +283,8 @@ class NodeChanges:
 
     ``after`` is the snapshot's ``nodes``; ``before`` the preceding ``nodes`` tuples the engine made (oldest first, at
     most ``NodeChanges.KEEP``; a snapshot whose nodes were never read made none) and ``changed[i]`` the indices whose
-    views are new objects from ``before[i]`` to the next tuple (``after`` for the last). A view not named is the very
-    same object.
+    views were made again from ``before[i]`` to the next tuple (``after`` for the last): new objects, or a node's one
+    view without a VM shown again. A view not named is the very same object.
     """
 
     before: tuple[tuple[NodeView, ...], ...]
@@ -295,12 +295,15 @@ class NodeChanges:
     """The earlier tuples kept."""
 
     def since(self, nodes: tuple[NodeView, ...]) -> set[int] | None:
-        """Indices of the views of ``after`` that are not the same objects as in ``nodes``, if ``nodes`` is
-        ``after`` or one of ``before`` (compared by identity), else None (unknown: compare every view)."""
+        """Indices of the views of ``after`` made again since ``nodes`` (every one that is not the same object as in
+        ``nodes``), if ``nodes`` is ``after`` or one of ``before`` (compared by identity), else None (unknown: compare
+        every view)."""
         if nodes is self.after:
             return set()
         before = self.before
-        for i in range(len(before) - 1, -1, -1):
+        if before and before[-1] is nodes:  # the usual case: the policy read the preceding tuple the engine made
+            return set(self.changed[-1])
+        for i in range(len(before) - 2, -1, -1):
             if before[i] is nodes:
                 return set().union(*self.changed[i:])
         return None
@@ -440,11 +443,7 @@ class DecisionInfo:
 _NO_VMS: Mapping[int, str | None] = MappingProxyType({})
 
 
-def _frozen(m: Mapping[int, str | None] | None) -> Mapping[int, str | None]:
-    return MappingProxyType(dict(m)) if m else _NO_VMS
-
-
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, init=False)
 class Plan:
     """A policy's answer to a snapshot.
 
@@ -468,17 +467,20 @@ class Plan:
     info: DecisionInfo = DecisionInfo()
     layouts: Mapping[tuple[int, int], Layout] | None = None
 
-    def __post_init__(self) -> None:
-        setattr_ = object.__setattr__
-        setattr_(self, "vms", _frozen(self.vms))
-        if self.start.__class__ is not tuple:  # most plans pass tuples (or nothing) already: no copy
-            setattr_(self, "start", tuple(self.start))
-        if self.move.__class__ is not tuple:
-            setattr_(self, "move", tuple(self.move))
-        if self.preempt.__class__ is not tuple:
-            setattr_(self, "preempt", tuple(self.preempt))
-        if self.keep_idle.__class__ is not frozenset:
-            setattr_(self, "keep_idle", frozenset(self.keep_idle))
-        if self.layouts is not None and self.layouts.__class__ is not MappingProxyType:
-            setattr_(self, "layouts", MappingProxyType({(n, d): tuple(tuple(s) for s in lay)
-                                                       for (n, d), lay in dict(self.layouts).items()}))
+    def __init__(self, *, vms: Mapping[int, str | None] | None = None, start: Iterable[Assignment] = (),
+                 move: Iterable[Assignment] = (), preempt: Iterable[int] = (), keep_idle: Iterable[int] = frozenset(),
+                 info: DecisionInfo = DecisionInfo(), layouts: Mapping[tuple[int, int], Layout] | None = None):
+        # Written out rather than generated: a frozen dataclass's own __init__ sets each field through
+        # object.__setattr__ and then normalises in __post_init__, ~4x this cost, and a policy makes a plan per
+        # decision. The defaults are the fields' (a test compares them); containers are frozen or copied.
+        d = self.__dict__
+        d["vms"] = MappingProxyType(dict(vms)) if vms else _NO_VMS
+        d["start"] = start if start.__class__ is tuple else tuple(start)
+        d["move"] = move if move.__class__ is tuple else tuple(move)
+        d["preempt"] = preempt if preempt.__class__ is tuple else tuple(preempt)
+        d["keep_idle"] = keep_idle if keep_idle.__class__ is frozenset else frozenset(keep_idle)
+        d["info"] = info
+        if layouts is not None and layouts.__class__ is not MappingProxyType:
+            layouts = MappingProxyType({key: cast(Layout, tuple(tuple(s) for s in lay))
+                                        for key, lay in dict(layouts).items()})
+        d["layouts"] = layouts

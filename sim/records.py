@@ -7,9 +7,10 @@ A field ``name: list[T]`` is one column, in declaration order; ``T`` gives its d
 cheaper than a row object per event, and no positional tuple to keep in step with the columns. ``frame()`` checks that
 every column has the same length and returns the DataFrame.
 
-A plain ``int`` or ``float`` column is kept as an ``array.array`` (8 bytes a row, no Python object per value), which
-the frame's column then uses as it is, without a copy (the table takes no more rows once framed): a million-job run
-keeps several million rows.
+A plain ``int`` or ``float`` column keeps its last rows in its list and the rows before in numpy arrays (``spill``,
+which ``add`` calls every ``SPILL`` rows): 8 bytes a row, no Python object per value, for a million-job run's several
+million rows. (An ``array.array`` would hold them as compactly, but its ``append`` parses each value with
+``PyArg_Parse``, five times a list's cost, at some thirty appends a job.)
 """
 
 from __future__ import annotations
@@ -33,9 +34,11 @@ __all__ = ["Table", "Jobs", "Nodes", "Segments", "Decisions", "JOB_COLUMNS", "NO
 
 _DTYPES: dict[Any, str] = {int: "int64", float: "float64", str: "object", str | None: "object",
                            float | None: "float64", int | None: "Int64", bool: "bool"}
-_ARRAYS: dict[Any, str] = {int: "q", float: "d"}
+_ARRAYS: dict[Any, type] = {int: np.int64, float: np.float64}
+"""Column types whose rows are spilled into numpy arrays of this dtype."""
 _JOB, _SPEC = attrgetter("job"), attrgetter("spec")
-"""Column types kept as an ``array.array`` of this typecode (``q``: int64, ``d``: float64), not a list."""
+SPILL = 4096
+"""Rows a table's ``add`` keeps in its numeric columns' lists before moving them into arrays."""
 
 
 class Table:
@@ -43,8 +46,8 @@ class Table:
 
     dtypes: ClassVar[dict[str, str]] = {}
     """Column name → pandas dtype, in column order (derived from the subclass's annotations)."""
-    _typecodes: ClassVar[dict[str, str]] = {}
-    """Column name → ``array.array`` typecode of the columns kept as arrays."""
+    _numeric: ClassVar[dict[str, type]] = {}
+    """Column name → numpy dtype of the columns whose rows are spilled into arrays."""
     _derived: ClassVar[tuple[str, ...]] = ()
     """Columns not kept row by row but built by ``_columns`` when the frame is made."""
 
@@ -52,19 +55,42 @@ class Table:
         hints = get_type_hints(cls)
         names = cls.__dict__.get("__annotations__", {})
         cls.dtypes = {name: _DTYPES[get_args(hints[name])[0]] for name in names}
-        cls._typecodes = {name: _ARRAYS[t] for name in names if (t := get_args(hints[name])[0]) in _ARRAYS}
+        cls._numeric = {name: _ARRAYS[t] for name in names if (t := get_args(hints[name])[0]) in _ARRAYS}
 
     def __init__(self) -> None:
-        codes = self._typecodes
         for name in self.dtypes:
-            if name in self._derived:
-                continue
-            code = codes.get(name)
-            setattr(self, name, [] if code is None else array(code))
+            if name not in self._derived:
+                setattr(self, name, [])
+        self.spilled = 0
+        """Rows moved out of the numeric columns' lists (``spill``)."""
+        self._arrays: dict[str, list[np.ndarray]] = {name: [] for name in self._numeric}
+
+    def spill(self) -> None:
+        """Move the rows of the numeric columns' lists into arrays (every column holds the same rows)."""
+        rows = 0
+        for name, dtype in self._numeric.items():
+            values = getattr(self, name)
+            rows = len(values)
+            self._arrays[name].append(np.fromiter(values, dtype=dtype, count=len(values)))
+            values.clear()
+        self.spilled += rows
 
     def _columns(self) -> dict[str, Sequence[Any]]:
         """Every column's values by name (a subclass builds its derived columns here)."""
-        return {name: getattr(self, name) for name in self.dtypes if name not in self._derived}
+        if any(self._arrays.values()):  # every row into the arrays, each column's joined into one as it goes
+            self.spill()
+        cols: dict[str, Any] = {}
+        for name in self.dtypes:
+            if name in self._derived:
+                continue
+            arrays = self._arrays.get(name)
+            if arrays:
+                if len(arrays) > 1:
+                    arrays[:] = [np.concatenate(arrays)]  # (the parts freed at once: one column's copy at a time)
+                cols[name] = arrays[0]
+            else:
+                cols[name] = getattr(self, name)
+        return cols
 
     def frame(self) -> pd.DataFrame:
         """The table as a DataFrame with its fixed column order and dtypes (identical Parquet every run)."""
@@ -144,7 +170,7 @@ class Jobs(Table):
         # configuration) and gathered row by row: a million jobs share a few hundred.
         seen: dict[tuple[int, int, int, int], int] = {}
         first: list[JobState] = []
-        index = array("q")
+        index = array("q")  # (8 bytes a row: a list would keep an int object per distinct index past 256)
         for st in states:  # (``states`` hold every spec and row: no id is reused)
             key = (id(st.job.spec), id(st.base), id(st.true), st.cfg)
             k = seen.get(key)
@@ -256,6 +282,8 @@ class Nodes(Table):
         """VM interval ``iv`` of node ``node``, stopped at ``now`` (by a revocation if ``revoked``) after ``busy``
         GPU-seconds of work, billed ``billed`` seconds at ``price`` $ per hour (an owned server's amortised rate)."""
         vm = iv.vm
+        if len(self.node) >= SPILL:
+            self.spill()
         self.node.append(node)
         self.vm_type.append(vm.name)
         self.gpus.append(vm.gpus)
@@ -290,6 +318,8 @@ class Segments(Table):
     def add(self, st: JobState, vm: VMType, now: float, node: int, gpus: int) -> None:
         """The job's current run on ``node`` (a ``vm``, ``gpus`` of its GPUs), ending at ``now``."""
         mate = st.partner
+        if len(self.job_id) >= SPILL:
+            self.spill()
         self.partner.append(None if mate is None else mate.job.id)
         self.job_id.append(st.job.id)
         self.node.append(node)
@@ -360,7 +390,11 @@ class Decisions(Table):
             ) -> None:
         """The decision ``policy`` took at ``time`` on a snapshot of ``waiting`` and ``running`` jobs with ``plan``,
         in ``wall`` seconds."""
-        self.decision.append(len(self.decision))
+        n = len(self.decision)
+        if n >= SPILL:
+            self.spill()
+            n = 0
+        self.decision.append(self.spilled + n)
         self.time.append(time)
         self.trigger.append(trigger)
         self.policy.append(policy)

@@ -35,11 +35,10 @@ from __future__ import annotations
 
 import gc
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
-from operator import index
+from operator import attrgetter, index
 from time import perf_counter
-from typing import cast
 
 import numpy as np
 
@@ -59,7 +58,8 @@ __all__ = ["Run", "observe"]
 
 _YOUNG_LIMIT = 50_000
 """Container objects allocated since the last young collection (cyclic garbage of policies) before a decision
-collects them; the simulation turns the collector off while it runs (full collections would walk every record)."""
+collects them (looked at every 64th decision); the simulation turns the collector off while it runs (full collections
+would walk every record)."""
 
 
 class Run:
@@ -137,7 +137,7 @@ class Run:
             raise CapsimError(f"policy {self.label!r} left {len(self.states) - self._completed} jobs unfinished when "
                               f"the simulation ran out of events")
         end = clock.now
-        last = max((st.end for st in self.states), default=end)  # fixed servers stop with the last job
+        last = max(map(attrgetter("end"), self.states), default=end)  # fixed servers stop with the last job
         for node in world.nodes:
             if node.vm is not None:
                 self._stop_vm(node, last if node.index in self._fixed else end)
@@ -168,8 +168,7 @@ class Run:
         st: JobState = call.value
         st.done = 1.0
         self._end_segment(st, call.time)
-        st.end = call.time
-        st.event = None
+        st.end, st.event = call.time, None
         st.parts = ()  # a million finished jobs need not keep where they ran last (``node``, ``cfg`` say it)
         self.world.drop_running(st.job.id)
         self._completed += 1
@@ -246,7 +245,7 @@ class Run:
 
     def decide(self, trigger: str, now: float) -> None:
         """Ask the policy, check its plan against the rules, apply it, and record the decision."""
-        if gc.get_count()[0] > _YOUNG_LIMIT:
+        if not len(self._decisions.time) & 63 and gc.get_count()[0] > _YOUNG_LIMIT:
             gc.collect(1)
         if self._observes:
             observe(self.world, now, self.estimator, self._rounds)
@@ -258,7 +257,8 @@ class Run:
         t0 = perf_counter()
         plan = self.policy.decide(snap)
         wall = perf_counter() - t0
-        del snap  # its running tuple, if never read, need not be made (``sim.state.EngineSnapshot``)
+        del snap  # its tuples, if never read, need not be made (``sim.state.EngineSnapshot``)
+        world.let_go()
         if not isinstance(plan, Plan):
             raise self._rejected(f"decide() returned {type(plan).__name__}, not a sim.model.Plan", now)
         if plan.start or plan.vms or plan.move or plan.preempt or plan.keep_idle or plan.layouts:
@@ -297,7 +297,7 @@ class Run:
         if self.sharing is not None:
             self.sharing.place(plan, now, self._place)
         else:
-            where = iter(cast("list[Placed]", checked))  # no partner or slice without sharing (rules 10, 11)
+            where: Iterator[Placed] = iter(checked)  # type: ignore[arg-type]  # (no partner or slice: rules 10, 11)
             for a in plan.move:
                 parts, k = next(where)
                 self._place(jobs[a.job_id], parts, now, None, None, k)
@@ -349,7 +349,8 @@ class Run:
             since, devices, speed = sharing.devices_for(st, parts, vm, since, partner, cut)
         overhead = self.rules.restart_overhead if st.ran else 0.0
         st.node, st.cfg, st.gpus, st.since, st.overhead, st.parts = n, k, g, since, overhead, parts
-        st.run_start = st.steps if self._rounds else int(st.done * st.job.spec.iterations + 1e-9)
+        if self._observes:  # (what ``observe`` counts a run's iterations from)
+            st.run_start = st.steps if self._rounds else int(st.done * st.job.spec.iterations + 1e-9)
         st.runs += 1
         if st.runs == 1 or st.first_start != st.first_start:  # first run, or every earlier one lifted before it began
             st.first_start = since
@@ -457,9 +458,7 @@ class Run:
             for jid, gs in iv.gpu_secs.items():
                 jobs[jid].cost_share += cost * (gs / busy)
         self._nodes.add(node.index, iv, now, billed, rate, cost, busy, revoked)
-        node.vm = None
-        node.interval = None
-        node.devices = node.layouts = node.devices_ready = None
+        node.vm = node.interval = node.devices = node.layouts = node.devices_ready = None
         node.ready_at = 0.0
         self.world.vm_stopped(node.index)
 

@@ -68,10 +68,12 @@ class EngineSnapshot(Snapshot):
     jobs, empty and idle nodes are made when first read.
 
     A list scheduler reads none of them when no job waits (half its decisions), and never reads the running jobs:
-    copying ~100-200 references into new tuples at every decision was a third of a snapshot's cost. What is read is
-    what the snapshot was taken with, whenever it is read: before the engine changes any of them while the snapshot is
-    still held (``World.held``, a weak reference), the snapshot gets every tuple it has not made yet, of the state it
-    was taken in. ``replace``, equality and pickling read the fields as any other.
+    copying ~100-200 references into new tuples at every decision was a third of a snapshot's cost; the views of the
+    nodes that changed are made then too, so a node that changes twice between two reads gets one new view. What is
+    read is what the snapshot was taken with, whenever it is read: when the decision is over (``World.let_go``,
+    before the engine changes anything), a snapshot that something still holds (``World.held``, a weak reference)
+    gets every tuple it has not made yet, of the state it was taken in. ``replace``, equality and pickling read the
+    fields as any other.
     """
 
     __slots__ = ("_world", "__weakref__")
@@ -104,7 +106,8 @@ class JobState:
     current round's micro-task (credited at the round's end) and ``final`` those of the job's last micro-task.
     ``revoked`` counts the runs ended by a spot revocation and ``lost`` the GPU-seconds of work they threw away.
     ``base`` is the estimator's row before any observation (``est`` becomes the refined row of an estimator that
-    observes, ``sim.run.observe``) and ``run_start`` the iterations done when the current run began.
+    observes, ``sim.run.observe``) and ``run_start`` the iterations done when the current run began (kept only for
+    such an estimator).
 
     Co-location (``ClusterRules.jobs_per_gpu`` 2): ``partner`` is the job sharing its GPUs, ``slow`` its true
     slowdown now (its run goes ``slow`` times slower than ``true`` says; 1 alone), ``devices`` the indices of its GPUs
@@ -225,6 +228,8 @@ class World:
         self.idle: set[int] = set()
         """Nodes whose VM hosts no job."""
         self._node_views = [NodeView(i, allowed=s.allowed, fixed=s.fixed) for i, s in enumerate(cluster.slots)]
+        self._bare = tuple(self._node_views)
+        """Each node's view without a VM, shown again whenever its VM stops (the same state, the same object)."""
         self._dirty: set[int] = set()
         self._nodes_t: tuple[NodeView, ...] | None = tuple(self._node_views)
         self._changes = NodeChanges((), self._nodes_t, ())
@@ -245,8 +250,7 @@ class World:
         self.mig: SliceSpeeds | None = None
         """The slice speeds (``Snapshot.mig``), where GPUs may be cut into MIG slices."""
 
-    # The engine reports every change through these, so the snapshot knows what to rebuild; each first lets the last
-    # snapshot, if still held, make what it has not yet (``EngineSnapshot``).
+    # The engine reports every change through these, so the snapshot knows what to rebuild.
 
     def add_waiting(self, view: JobView) -> None:
         self.waiting[view.job.id] = view
@@ -257,61 +261,56 @@ class World:
         self._waiting_t = None
 
     def add_running(self, view: JobView) -> None:
-        if self.held is not None:
-            self._let_go()
         self.running[view.job.id] = view
         self._running_t = None
 
     def drop_running(self, job_id: int) -> None:
-        if self.held is not None:
-            self._let_go()
         del self.running[job_id]
         self._running_t = None
 
     def vm_started(self, n: int) -> None:
-        if self.held is not None:
-            self._let_go()
         del self.empty[bisect_left(self.empty, n)]
         self._empty_t = None
         self.idle.add(n)
         self._idle_t = None
         self._dirty.add(n)
+        self._nodes_t = None
 
     def vm_stopped(self, n: int) -> None:
-        if self.held is not None:
-            self._let_go()
         insort(self.empty, n)
         self._empty_t = None
         if n in self.idle:
             self.idle.discard(n)
             self._idle_t = None
         self._dirty.add(n)
+        self._nodes_t = None
 
     def job_placed(self, n: int) -> None:
         """A job was placed on node ``n``."""
         if n in self.idle:
-            if self.held is not None:
-                self._let_go()
             self.idle.discard(n)
             self._idle_t = None
         self._dirty.add(n)
+        self._nodes_t = None
 
     def job_left(self, n: int, idle: bool) -> None:
         """A job left node ``n``; ``idle`` if it was the last one."""
         if idle:
-            if self.held is not None:
-                self._let_go()
             self.idle.add(n)
             self._idle_t = None
         self._dirty.add(n)
+        self._nodes_t = None
 
     def layout_changed(self, n: int) -> None:
         """A GPU of node ``n`` was repartitioned (MIG)."""
         self._dirty.add(n)
+        self._nodes_t = None
 
-    def _let_go(self) -> None:
-        """The state is about to change: the last snapshot, if still held, makes every tuple it has not made yet."""
-        assert self.held is not None
+    def let_go(self) -> None:
+        """The decision is over and the state may change: the last snapshot, if something still holds it, makes every
+        tuple it has not made yet (``EngineSnapshot``)."""
+        if self.held is None:
+            return
         snap = self.held()
         self.held = None
         if snap is not None:
@@ -323,6 +322,8 @@ class World:
 
     def nodes_view(self) -> tuple[NodeView, ...]:
         if self._nodes_t is None:
+            if self._dirty:
+                self._renew_views()
             self._nodes_t = tuple(self._node_views)
             self._changes = self._changes.then(self._nodes_t, tuple(self._changed))
             self._changed.clear()
@@ -347,26 +348,26 @@ class World:
             self._idle_t = tuple(sorted(self.idle))
         return self._idle_t
 
+    def _renew_views(self) -> None:
+        """Make anew the views of the nodes that changed since the last nodes tuple."""
+        views, bare = self._node_views, self._bare
+        for n in self._dirty:
+            node = self.nodes[n]
+            slot = node.slot
+            views[n] = ((bare[n] if node.vm is None else
+                         _node_view(n, slot.allowed, node.vm, node.ready_at, node.used, slot.fixed, None))
+                        if node.layouts is None else
+                        NodeView(n, allowed=slot.allowed, vm=node.vm, ready_at=node.ready_at,
+                                 used_gpus=node.used + sum(1 for lay in node.layouts if lay),
+                                 fixed=slot.fixed, mig=NodeMig(
+                                     tuple(node.layouts), tuple(node.devices_ready or ()),
+                                     tuple(d for d, k in enumerate(node.devices or ()) if not k))))
+        self._changed.update(self._dirty)
+        self._dirty.clear()
+
     def snapshot(self, now: float, trigger: str) -> EngineSnapshot:
-        """What the policy may know now: the node views of the nodes that changed are made anew, every tuple not
-        made yet is left for the snapshot to make if it is read (``EngineSnapshot``)."""
-        if self.held is not None:
-            self._let_go()  # before the node views change
-        if self._dirty:
-            views = self._node_views
-            for n in self._dirty:
-                node = self.nodes[n]
-                slot = node.slot
-                views[n] = (_node_view(n, slot.allowed, node.vm, node.ready_at, node.used, slot.fixed, None)
-                            if node.layouts is None else
-                            NodeView(n, allowed=slot.allowed, vm=node.vm, ready_at=node.ready_at,
-                                     used_gpus=node.used + sum(1 for lay in node.layouts if lay),
-                                     fixed=slot.fixed, mig=NodeMig(
-                                         tuple(node.layouts), tuple(node.devices_ready or ()),
-                                         tuple(d for d, k in enumerate(node.devices or ()) if not k))))
-            self._changed.update(self._dirty)
-            self._dirty.clear()
-            self._nodes_t = None
+        """What the policy may know now: every tuple not made yet (and the views of the nodes that changed) is left
+        for the snapshot to make if it is read during the decision (``EngineSnapshot``); ``let_go`` ends that."""
         if self._waiting_t is None:
             self._waiting_t = tuple(self.waiting.values())
         nodes, running, empty, idle = self._nodes_t, self._running_t, self._empty_t, self._idle_t

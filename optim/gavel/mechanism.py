@@ -31,13 +31,14 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import ClassVar
 
 import numpy as np
 
 from optim.base import Policy
 from optim.common import config_table, where
+from optim.gavel.fill import fill
 from optim.gavel.jobs import JobTable
 from sim.model import Assignment, CapsimError, JobView, Plan, Snapshot
 
@@ -299,26 +300,17 @@ class TimeSliced(Policy):
         alloc = np.where(t.allocated[rows, None], t.alloc[rows], 0.0)
         deficit = t.deficit[rows]
         priority = np.where((alloc > 0) & (rate > 0), alloc / t.received[rows], 0.0)
-        left = self._gpus.copy()
-        mapped: dict[int, int] = {}
         fifo = self.fifo
-        for w in order:
-            if left[w] <= 0:
-                continue
+
+        def offers(w: int) -> Iterator[tuple[int, int, int, int]]:
             # the candidates: a job that cannot run here is never mapped here; FIFO maps only priorities > 0, which
             # sort before every priority 0, so dropping the others beforehand changes no job's place in the order
             cand = np.flatnonzero(priority[:, w] > 0 if fifo else rate[:, w] > 0)
             cand = cand[np.lexsort((cand, -alloc[cand, w], -deficit[cand, w], -priority[cand, w]))]
-            room = int(left[w])
-            for jid, g in zip(ids[cand].tolist(), sf[cand, w].tolist()):
-                if g > room or jid in mapped:
-                    continue
-                room -= g
-                mapped[jid] = w
-                if room <= 0:
-                    break
-            left[w] = room
-        return mapped
+            jobs = ids[cand].tolist()
+            return zip(jobs, jobs, jobs, sf[cand, w].tolist())
+
+        return dict(fill(order, self._gpus.copy(), offers, set()))
 
     def _place(self, s: Snapshot, mapped: dict[int, int], opened: dict[int, str]) -> Plan:
         """Keep, preempt, move and start jobs so that the mapped ones run on their types (module docstring, 4)."""

@@ -32,6 +32,7 @@ from typing import ClassVar
 import numpy as np
 
 from optim.common import config_table, where
+from optim.gavel.fill import fill
 from optim.gavel.jobs import JobTable
 from optim.gavel.mechanism import TimeSliced, _fit
 from optim.gavel.pairs import PairTable
@@ -207,45 +208,32 @@ class Packed(TimeSliced):
         alloc_all = np.concatenate([alloc, palloc])
         seq = np.concatenate([np.array([self._seq[int(j)] for j in ids], dtype=np.int64), p.seq[prow]])
         pa, pb = p.a[prow].tolist(), p.b[prow].tolist()
-        row_of = t.row
         allocated = np.concatenate([t.allocated[rows], p.allocated[prow]]).tolist()
         idl = ids.tolist()
-        left = self._gpus.copy()
-        placed: set[int] = set()
-        mapped: dict[int, int] = {}
+        pos = dict(zip(idl, range(n)))  # a job's place in ``rows``
         fifo = self.fifo
-        for w in order:
-            if left[w] <= 0:
-                continue
+
+        def offers(w: int) -> Iterator[tuple[int, int, int, int]]:
             pw, okw = prio_all[:, w], pok[:, w]
             rw, sw = rate[:, w].tolist(), sf[:, w].tolist()
-            room = int(left[w])
             for i in _ranked(pw, deficit_all[:, w], alloc_all[:, w], seq):
                 if fifo and pw[i] <= 0:
-                    break
+                    return
                 if i < n:
-                    jid = idl[i]
-                    if jid in placed or rw[i] <= 0 or sw[i] > room:
-                        continue
-                    room -= sw[i]
-                    placed.add(jid)
-                    if allocated[i]:
-                        mapped[jid] = w
-                else:
-                    q = i - n
-                    a, b = pa[q], pb[q]
-                    if a in placed or b in placed or not okw[q]:
-                        continue
-                    need = int(t.sf[row_of[a], w])
-                    if need > room:
-                        continue
-                    room -= need
-                    placed.update((a, b))
-                    if allocated[i]:
-                        self._run_pairs[(a, b)] = w
-                if room <= 0:
-                    break
-            left[w] = room
+                    if rw[i] > 0:
+                        yield i, idl[i], idl[i], sw[i]
+                elif okw[i - n]:
+                    a = pa[i - n]
+                    yield i, a, pb[i - n], sw[pos[a]]
+
+        mapped: dict[int, int] = {}
+        for i, w in fill(order, self._gpus.copy(), offers, set()):  # entries outside the allocation hold GPUs idle
+            if not allocated[i]:
+                continue
+            if i < n:
+                mapped[idl[i]] = w
+            else:
+                self._run_pairs[(pa[i - n], pb[i - n])] = w
         return mapped
 
     def _place(self, s: Snapshot, mapped: dict[int, int], opened: dict[int, str]) -> Plan:

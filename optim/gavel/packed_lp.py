@@ -17,6 +17,7 @@ where only the optimal value matters, a vertex.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -25,7 +26,7 @@ from optim.gavel.ecos_lp import ecos_lp
 from optim.highs import new_highs
 from sim.model import CapsimError
 
-__all__ = ["Combos", "LPFailed", "max_min_packed", "ecos_packed", "mixed_scale_refusal"]
+__all__ = ["Combos", "LPFailed", "LeastPackedShare", "max_min_packed", "ecos_packed", "mixed_scale_refusal"]
 
 
 class LPFailed(RuntimeError):
@@ -95,16 +96,52 @@ def max_min_packed(c: Combos, gpus: np.ndarray, coef: np.ndarray, need: np.ndarr
     normalisation); with ``ipm`` the point is HiGHS's interior-point answer, else a vertex (only s matters). With
     ``feasible`` s is fixed at 1 and nothing is maximised: Gavel's feasibility problems (``Maximize(1)``), whose
     interior-point answer is a point near the centre of the feasible set."""
+    h = new_highs()
+    h.setOptionValue("random_seed", 0)
+    if ipm:
+        for option, value in (("solver", "ipm"), ("run_crossover", "off"), ("presolve", "off")):
+            h.setOptionValue(option, value)
+    h.passModel(_max_min_model(c, gpus, coef, np.ones(c.n) if need is None else need, feasible))
+    h.run()
+    nx = c.size * c.m
+    sol = _solution(h, nx + 1)
+    return np.clip(sol[:nx].reshape(c.size, c.m), 0.0, 1.0), float(sol[nx])
+
+
+class LeastPackedShare:
+    """``max_min_packed``'s s (a vertex, coef 1) for one set of combinations and many ``need``: one HiGHS model whose
+    s column takes each ``need`` in turn and is solved again from its last basis, a few simplex iterations where a
+    new model takes hundreds (finish-time fairness's root finding solves it 20-60 times a recompute)."""
+
+    def __init__(self, c: Combos, gpus: np.ndarray):
+        self.c, self.gpus = c, gpus
+        self._h: Any = None
+
+    def value(self, need: np.ndarray) -> float:
+        c = self.c
+        n, nx = c.n, c.size * c.m
+        h = self._h
+        if h is None:
+            h = self._h = new_highs()
+            h.setOptionValue("random_seed", 0)
+            h.passModel(_max_min_model(c, self.gpus, np.ones(n), need, False))
+        else:
+            for j, v in enumerate(need.tolist()):  # the job rows follow the n share rows and the m capacity rows
+                h.changeCoeff(n + c.m + j, nx, v)
+        h.run()
+        return float(_solution(h, nx + 1)[nx])
+
+
+def _max_min_model(c: Combos, gpus: np.ndarray, coef: np.ndarray, need: np.ndarray, feasible: bool) -> Any:
+    """``max_min_packed``'s LP for HiGHS: columns X[c, w] at c·m + w, then s; rows: each job's share ≤ 1, each type's
+    capacity, each job's bound s·need − rate·X ≤ 0."""
     import highspy
 
     n, m, size = c.n, c.m, c.size
     nx = size * m
-    # rows: [0, n) each job's share ≤ 1; [n, n + m) capacity; [n + m, 2n + m) each job's bound s·need − rate·X ≤ 0
     share, cap, gain = _rows(c, coef)
-    gain = -gain
-    s_col = sp.coo_matrix((np.ones(n) if need is None else need, (np.arange(n), np.zeros(n, dtype=int))),
-                          shape=(n, 1))
-    a = sp.bmat([[share, None], [cap, None], [gain, s_col]], format="csc")
+    s_col = sp.coo_matrix((need, (np.arange(n), np.zeros(n, dtype=int))), shape=(n, 1))
+    a = sp.bmat([[share, None], [cap, None], [-gain, s_col]], format="csc")
     a.eliminate_zeros()
     lp = highspy.HighsLp()
     lp.num_col_, lp.num_row_ = nx + 1, 2 * n + m
@@ -119,17 +156,14 @@ def max_min_packed(c: Combos, gpus: np.ndarray, coef: np.ndarray, need: np.ndarr
     mat.start_ = a.indptr.astype(np.int32)
     mat.index_ = a.indices.astype(np.int32)
     mat.value_ = a.data.astype(float)
-    h = new_highs()
-    h.setOptionValue("random_seed", 0)
-    if ipm:
-        for option, value in (("solver", "ipm"), ("run_crossover", "off"), ("presolve", "off")):
-            h.setOptionValue(option, value)
-    h.passModel(lp)
-    h.run()
+    return lp
+
+
+def _solution(h: Any, size: int) -> np.ndarray:
     sol = np.asarray(h.getSolution().col_value, dtype=float)
-    if len(sol) != nx + 1 or not np.isfinite(sol).all():
+    if len(sol) != size or not np.isfinite(sol).all():
         raise LPFailed(f"HiGHS returned no solution ({h.modelStatusToString(h.getModelStatus())})")
-    return np.clip(sol[:nx].reshape(size, m), 0.0, 1.0), float(sol[nx])
+    return sol
 
 
 def _rows(c: Combos, coef: np.ndarray) -> tuple[sp.coo_matrix, sp.coo_matrix, sp.coo_matrix]:

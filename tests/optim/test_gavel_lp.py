@@ -161,3 +161,31 @@ def test_least_horizon_follows_arrivals_and_departures_as_cold_solves_do():
             left[j] *= 0.8
         active = [j for k, j in enumerate(active) if k % 4 != step % 4] + list(range(nxt, nxt + 3))
         nxt += 3
+
+
+def test_both_ecos_replays_stop_on_an_infeasible_lp_with_its_certificate(monkeypatch):
+    """Demands no schedule meets (three jobs wanting 1.5 GPUs' worth each from two GPUs): the block method
+    (``ipm.solve``) and the sparse one (``ecos_lp``), which share ECOS's loop (``ipm.hsd_solve``), stop on the
+    infeasibility certificate within a few steps, without the optimal flag."""
+    import scipy.sparse as sp
+
+    import optim.gavel.ipm as ipm
+    from optim.gavel.ecos_lp import ecos_lp
+
+    steps = []
+    step = ipm.hsd_step
+    monkeypatch.setattr(ipm, "hsd_step", lambda *a: steps.append(1) or step(*a))
+    n, m = 3, 2
+    a, sf, gpus, d = np.ones((n, m)), np.ones((n, m)), np.ones(m), np.full(n, 1.5)
+    x, ok = ipm.solve(a, sf, gpus, d, with_t=False)
+    assert not ok and 0 < len(steps) < 10
+    jobs = np.repeat(np.eye(n), m, axis=1)  # row j: job j's columns
+    types = np.tile(np.eye(m), n)  # row w: type w's columns
+    g = sp.csr_matrix(np.vstack([-np.eye(n * m), jobs, types * sf.ravel(), -jobs * a.ravel()]))
+    h = np.concatenate([np.zeros(n * m), np.ones(n), gpus, -d])
+    steps.clear()
+    y, ok = ecos_lp(g, h, np.zeros(n * m))
+    assert not ok and 0 < len(steps) < 10
+    feasible = np.full(n, 0.5)  # the same LP with demands it meets: both stop optimal
+    assert ipm.solve(a, sf, gpus, feasible, with_t=False)[1]
+    assert ecos_lp(g, np.concatenate([h[:-n], -feasible]), np.zeros(n * m))[1]

@@ -8,6 +8,7 @@ import random
 import numpy as np
 import pytest
 
+from optim.gavel.fill import fill
 from optim.gavel.packed_alloc import GandivaPairs, fifo_packed, normalized_pair_rate
 from optim.gavel.pairs import PairTable
 
@@ -151,6 +152,21 @@ def test_max_min_with_a_pair_by_hand():
     assert (rate >= 0.7 - 1e-7).all() and x[:, 0].sum() <= 1 + 1e-7 and x[2, 0] > 0.5
 
 
+def test_the_warm_least_share_follows_each_need_from_its_last_basis():
+    """The two jobs of the test above, one GPU, the pair at 0.8. Needs (1, 1): the pair all the time, s = 0.8. Needs
+    (1, 2): job 1 alone a share a, the pair the rest; 0.8(1 − a) = (0.8 + 0.2a)/2 at a = 4/9, s = 4/9; (2, 1) the
+    same mirrored; back to (1, 1). One model re-solved for each, as a new model solves it."""
+    from optim.gavel.packed_lp import Combos, LeastPackedShare, max_min_packed
+
+    c = Combos(np.ones((2, 1)), np.ones((2, 1), dtype=int), np.array([0]), np.array([1]), np.array([[0.8]]),
+               np.array([[0.8]]))
+    warm = LeastPackedShare(c, np.array([1]))
+    for need, want in (((1, 1), 0.8), ((1, 2), 4 / 9), ((2, 1), 4 / 9), ((1, 1), 0.8)):
+        need = np.array(need, dtype=float)
+        assert warm.value(need) == pytest.approx(want, rel=1e-12)
+        assert max_min_packed(c, np.array([1]), np.ones(2), need, ipm=False)[1] == pytest.approx(want, rel=1e-12)
+
+
 def test_the_lp_packing_policies_refuse_a_mix_of_gpu_counts_as_gavel_fails():
     """Gavel's LP packing policies crash (or mis-attach constraints) once jobs of different GPU counts are active;
     capsim refuses with one clear error naming the corrected model. One GPU count alone, or as many jobs of each
@@ -164,3 +180,33 @@ def test_the_lp_packing_policies_refuse_a_mix_of_gpu_counts_as_gavel_fails():
     mixed_scale_refusal("p", "q", np.array([[1, 1]] * 2 + [[4, 4]] * 2))
     with pytest.raises(CapsimError):
         mixed_scale_refusal("p", "q", np.array([[1, 1]] * 3 + [[2, 2]] * 2))
+
+
+def test_fill_takes_offers_that_fit_and_whose_jobs_are_free_until_each_type_is_full():
+    """Two types visited 1 then 0, with 2 and 3 free GPUs. Type 1: job 5 (1 GPU), the pair 5+6 (job 5 placed:
+    skipped), a 2-GPU job 7 (does not fit in the 1 left), job 8 (1 GPU: full; the offer after it is never read).
+    Type 0: job 8 again (placed: skipped), the pair 6+9 (1 GPU), job 7 (2 GPUs: full)."""
+    def offers(w: int):
+        if w == 1:
+            yield from [(0, 5, 5, 1), (1, 5, 6, 1), (2, 7, 7, 2), (3, 8, 8, 1)]
+            raise AssertionError("read past a full type")
+        yield from [(4, 8, 8, 1), (5, 6, 9, 1), (6, 7, 7, 2), (7, 10, 10, 1)]
+
+    left = np.array([3, 2])
+    placed: set[int] = set()
+    assert fill([1, 0], left, offers, placed) == [(0, 1), (3, 1), (5, 0), (6, 0)]
+    assert left.tolist() == [0, 0] and placed == {5, 6, 7, 8, 9}
+    asked: list[int] = []
+    assert fill([0, 1], np.array([0, 1]), lambda w: asked.append(w) or [], set()) == [] and asked == [1]
+
+
+def test_finish_time_fairness_packed_warm_keeps_the_policy_contract_and_refuses_a_non_bool():
+    """``warm: true`` runs the same checks as every policy (invariants, clone replays its decisions); ``warm`` must
+    be a bool."""
+    from optim.gavel.packed_policies import FinishTimeFairnessPacked
+    from sim.model import CapsimError
+    from sim.testing import check_policy
+
+    check_policy(FinishTimeFairnessPacked(warm=True))
+    with pytest.raises(CapsimError, match="warm must be true or false, got 'yes'"):
+        FinishTimeFairnessPacked(warm="yes")  # type: ignore[arg-type]

@@ -62,11 +62,14 @@ def same(a: NodeIndex, b: NodeIndex) -> None:
 def test_the_index_follows_any_sequence_of_snapshots(history) -> None:
     classes, steps = history
     index = NodeIndex(TABLE)
+    lean = NodeIndex(TABLE, spare=False)  # a list scheduler that does not pack keeps no spare GPUs
     nodes: tuple[NodeView, ...] = ()
     for state in steps:
         nodes = views(classes, state, nodes)
         index.follow(nodes)
+        lean.follow(nodes)
         same(index, scratch(nodes))
+        assert lean.free == index.free and lean.hosting == index.hosting and not lean.spare and not lean.spare_total
         direct_free = [nv.index for nv in nodes if nv.vm is None or nv.used_gpus == 0]
         assert sorted(n for v in index.free.values() for n in v) == direct_free
 

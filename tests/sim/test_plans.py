@@ -118,3 +118,28 @@ def test_gpus_freed_by_a_job_moving_away_can_be_taken_in_the_same_plan():
     r = Simulation(world(), [job(0, A, 0.0), job(1, B, 5.0)], pol, table()).run().jobs.set_index("job_id")
     assert (r.node[0], r.gpus[0], r.end_time[0]) == (1, 2, 5.0 + 0.95 * 50)
     assert (r.node[1], r.start_time[1], r.end_time[1]) == (0, 5.0, 55.0)
+
+
+def test_plan_constructor_defaults_are_its_fields_and_it_freezes_what_it_is_given():
+    import dataclasses
+    import inspect
+    from types import MappingProxyType
+
+    params = inspect.signature(Plan).parameters
+    fields = {f.name: f for f in dataclasses.fields(Plan)}
+    assert list(params) == list(fields)
+    for name, f in fields.items():
+        default = f.default_factory() if f.default is dataclasses.MISSING else f.default  # type: ignore[misc,operator]
+        assert Plan(**{name: params[name].default}) == Plan(**{name: default}), name
+    vms = {0: "small"}
+    p = Plan(vms=vms, start=[Assignment(0, 0, 1)], preempt=[3], keep_idle={1}, layouts={(0, 0): [["1g", 0]]})  # type: ignore[dict-item]
+    vms[1] = "big"
+    assert dict(p.vms) == {0: "small"} and isinstance(p.vms, MappingProxyType)
+    assert p.start == (Assignment(0, 0, 1),) and p.preempt == (3,) and p.keep_idle == frozenset({1})
+    assert p.layouts == {(0, 0): (("1g", 0),)} and isinstance(p.layouts, MappingProxyType)
+    assert dataclasses.replace(p, preempt=()) == Plan(vms={0: "small"}, start=(Assignment(0, 0, 1),), keep_idle={1},
+                                                      layouts={(0, 0): (("1g", 0),)})
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        p.start = ()  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        Plan({0: "small"})  # type: ignore[call-arg,misc]

@@ -179,3 +179,22 @@ def test_decision_info_columns_follow_each_row_when_plans_alternate_infos():
             want, got = getattr(info, name), getattr(row, name)
             assert (pd.isna(got) if want is None else got == want), (i, name, got, want)
     assert str(d.variables.dtype) == "Int64" and str(d.objective.dtype) == "float64"
+
+
+def test_rows_spilled_into_arrays_frame_as_rows_kept_in_lists(monkeypatch):
+    # A run's numeric columns move their rows into arrays every SPILL rows: a frame is the same whichever way.
+    import sim.records
+
+    def tables():
+        jobs = [job(i, A if i % 2 else B, (7.0 if i < 15 else 300.0) * i) for i in range(30)]
+        r = Simulation(cluster(2), jobs, FirstFit(), table()).run()
+        return r.jobs, r.nodes, r.decisions, r.segments
+
+    kept = tables()
+    monkeypatch.setattr(sim.records, "SPILL", 4)  # the spills fall mid-run, every table several times
+    spilled = tables()
+    assert len(kept[2]) > 3 * 4 and len(kept[3]) > 3 * 4 and len(kept[1]) > 2 * 4
+    for a, b in zip(kept, spilled):
+        pd.testing.assert_frame_equal(a.drop(columns=["wall_time"], errors="ignore"),
+                                      b.drop(columns=["wall_time"], errors="ignore"))
+    assert list(spilled[2]["decision"]) == list(range(len(spilled[2])))
