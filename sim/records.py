@@ -16,6 +16,7 @@ million rows. (An ``array.array`` would hold them as compactly, but its ``append
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Iterable, Sequence
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, ClassVar, get_args, get_type_hints
@@ -76,15 +77,19 @@ class Table:
 
     def _columns(self) -> dict[str, Sequence[Any]]:
         """Every column's values by name (a subclass builds its derived columns here)."""
+        if any(self._arrays.values()):  # every row into the arrays, each column's joined into one as it goes
+            self.spill()
         cols: dict[str, Any] = {}
         for name in self.dtypes:
             if name in self._derived:
                 continue
-            values = getattr(self, name)
-            spilled = self._arrays.get(name)
-            if spilled:
-                values = np.concatenate([*spilled, np.fromiter(values, dtype=self._numeric[name], count=len(values))])
-            cols[name] = values
+            arrays = self._arrays.get(name)
+            if arrays:
+                if len(arrays) > 1:
+                    arrays[:] = [np.concatenate(arrays)]  # (the parts freed at once: one column's copy at a time)
+                cols[name] = arrays[0]
+            else:
+                cols[name] = getattr(self, name)
         return cols
 
     def frame(self) -> pd.DataFrame:
@@ -165,7 +170,7 @@ class Jobs(Table):
         # configuration) and gathered row by row: a million jobs share a few hundred.
         seen: dict[tuple[int, int, int, int], int] = {}
         first: list[JobState] = []
-        index: list[int] = []
+        index = array("q")  # (8 bytes a row: a list would keep an int object per distinct index past 256)
         for st in states:  # (``states`` hold every spec and row: no id is reused)
             key = (id(st.job.spec), id(st.base), id(st.true), st.cfg)
             k = seen.get(key)
@@ -360,7 +365,7 @@ class Decisions(Table):
         # each distinct info once (most decisions share a few), then its values gathered row by row
         seen: dict[int, int] = {}
         distinct: list[DecisionInfo] = []
-        index: list[int] = []
+        index = array("q")
         for i in self.info:  # (the list holds every info: no id is reused)
             k = seen.get(id(i))
             if k is None:
