@@ -75,6 +75,19 @@ class Table:
             values.clear()
         self.spilled += rows
 
+    def put(self, name: str, row: int, value: Any) -> None:
+        """Overwrite column ``name`` at ``row``, counted from the table's first row whether spilled or not."""
+        if name not in self._numeric:
+            getattr(self, name)[row] = value
+        elif row >= self.spilled:
+            getattr(self, name)[row - self.spilled] = value
+        else:
+            for chunk in self._arrays[name]:
+                if row < len(chunk):
+                    chunk[row] = value
+                    return
+                row -= len(chunk)
+
     def _columns(self) -> dict[str, Sequence[Any]]:
         """Every column's values by name (a subclass builds its derived columns here)."""
         if any(self._arrays.values()):  # every row into the arrays, each column's joined into one as it goes

@@ -220,9 +220,8 @@ class SharedGPUs:
         jid = st.job.id
         merge = self._merge.pop(jid, None)
         if elapsed == 0 and merge is not None and merge[0] == now:
-            done = self.segments.done
             for r in merge[1]:
-                done[r] = st.done
+                self.segments.put("done", r, st.done)
         elif elapsed >= 0:
             self._split(st, now)
         mate = st.partner
@@ -254,8 +253,8 @@ class SharedGPUs:
         for n, g in st.parts:
             iv = self.world.nodes[n].interval
             assert iv is not None, "a job runs only on a node with a VM"
-            rows.append(len(segments.job_id))
             segments.add(st, iv.vm, now, n, g)
+            rows.append(segments.spilled + len(segments.job_id) - 1)  # from the first row: the lists spill
             if self.reconfigure is not None:
                 self.slices.append(None if cut is None else cut.label(iv.vm.gpu))
             secs = iv.gpu_secs
