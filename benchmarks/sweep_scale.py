@@ -1,6 +1,6 @@
 """Sweeps whose cost per run is flat: 1,000, 5,000 and 20,000 tiny runs on the process pool and on Dask.
 
-    .venv/bin/python benchmarks/sweep_scale.py [--sizes 1000,5000,20000] [--modes processes,dask] [--workers 2]
+    .venv/bin/python benchmarks/sweep_scale.py [--sizes 1000,5000,20000] [--modes processes,dask,store] [--workers 2]
 
 Each size is one ``capsim sweep`` (a subprocess, ``--workers N`` or ``--dask local:N``) of tiny runs (4 jobs on one
 node, EDF, the measured predictor; the runs differ by seed) into an empty folder, then one ``capsim report`` of it.
@@ -10,6 +10,11 @@ runs: ``execute``, the engine and the lower bound), which is the overhead per ru
 report's wall and CPU time (wall swings with the machine's load, CPU does not). Targets (issue 18): overhead <= 20 ms
 of CPU per run, peak RSS < 300 MB growing < 10 % from the smallest size to the largest, ``capsim report`` on the
 largest folder under 15 s.
+
+Mode ``store`` runs no simulation: one tiny run's tables, labelled for each run of the sweep, go through the result
+folder's writer in this process (spool, batches, journal, ``summary.csv``), to show the folder's own memory against
+runs in a minute: the process's RSS after the plan, its peak while the runs are written, and the peak of the
+command's end (the last compaction and ``summary.csv``, measured from a reset of the peak: ``/proc/self/clear_refs``).
 """
 
 from __future__ import annotations
@@ -103,6 +108,36 @@ def run_cpu(file: Path, sample: int) -> float:
     return (time.process_time() - t0) / sample
 
 
+def _status(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def store_only(file: Path, out: Path) -> tuple[int, int, int, int]:
+    """The result folder's writer alone on the runs of ``file``: RSS after the plan, peak while writing, RSS before
+    the end and the end's peak (bytes)."""
+    from experiments.results.store import ResultStore
+    from experiments.running.tasks import Outcome, execute
+    from experiments.runs import plan
+    from experiments.scenario.sweep import load_sweep
+
+    p = plan(load_sweep(file))
+    one = execute(p.tasks[0])
+    planned = _status("VmRSS")
+    Path("/proc/self/clear_refs").write_text("5")  # the peak from here
+    store = ResultStore(out, label_types=p.label_types)
+    with store.writing(p.manifest()):
+        store.verify({t.run_id: t for t in p.tasks})
+        store.expect([t.run_id for t in p.tasks])
+        for t in p.tasks:
+            store.write(Outcome(t, one.tables, one.summary).encoded())
+        writing, before = _status("VmHWM"), _status("VmRSS")
+        Path("/proc/self/clear_refs").write_text("5")
+    return planned, writing, before, _status("VmHWM")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="1000,5000,20000")
@@ -119,6 +154,13 @@ def main() -> None:
         print(f"{'mode':<10} {'runs':>7} {'wall s':>8} {'runs/s':>7} {'CPU/run ms':>11} {'overhead ms':>12} "
               f"{'peak RSS MB':>12} {'report s':>9} {'report CPU s':>13}")
         for mode in args.modes.split(","):
+            if mode == "store":
+                for n in sizes:
+                    planned, writing, before, end = (x / 2**20 for x in store_only(sweep_file(d, n), d / f"s{n}"))
+                    print(f"store {n:>7,}: RSS after the plan {planned:.0f} MB, peak while writing {writing:.0f} MB, "
+                          f"before the end {before:.0f} MB, peak of the end {end:.0f} MB ({end - before:+.0f} MB)",
+                          flush=True)
+                continue
             how = ["--dask", f"local:{args.workers}"] if mode == "dask" else ["--workers", str(args.workers)]
             first_rss = None
             for n in sizes:

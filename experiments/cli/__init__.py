@@ -125,8 +125,12 @@ def main(argv: list[str] | None = None, setup: Callable[[], object] | None = Non
     that adds components imports them there, so a signal while it imports stops it like any command)."""
     try:
         with interrupts.install():  # before the parser: a signal while a loaded machine starts capsim is one line too
-            args = _parser().parse_args(argv)
-            return _run(args, list(sys.argv[1:] if argv is None else argv), setup)
+            line = list(sys.argv[1:] if argv is None else argv)
+            try:
+                args = _parser().parse_args(argv)
+            except Exception as e:  # noqa: BLE001 (the parser imports the commands' modules: see _internal)
+                return _internal(e, line)
+            return _run(args, line, setup)
     except KeyboardInterrupt:  # a signal Python handled only as the command's handlers were being put back
         print("capsim: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -175,7 +179,8 @@ def _internal(e: BaseException, argv: list[str]) -> int:
 
 def _stopped_by(e: BaseException) -> BaseException | None:
     """The Ctrl-C or SIGTERM that ``e`` comes from, if a library turned it into an error of its own (a signal while
-    a compiled module initialises surfaces as ``ImportError: initialization failed``)."""
+    a compiled module initialises surfaces as ``ImportError: initialization failed``; numpy's, as an ImportError that
+    no longer names it: then the signal the handler recorded)."""
     seen: set[int] = set()
     cause: BaseException | None = e
     while cause is not None and id(cause) not in seen:
@@ -183,7 +188,8 @@ def _stopped_by(e: BaseException) -> BaseException | None:
             return cause
         seen.add(id(cause))
         cause = cause.__cause__ or cause.__context__
-    return None
+    code = interrupts.exit_code()
+    return None if code is None else KeyboardInterrupt() if code == EXIT_INTERRUPTED else interrupts.Terminated()
 
 
 def _run_stop(stop: BaseException) -> int:

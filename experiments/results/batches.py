@@ -183,13 +183,16 @@ def without(root: Path, b: Batch, runs: Collection[str], failed: Collection[str]
 
 def order(table: pa.Table, fields: Sequence[str], policies: Sequence[str]) -> pa.Array:
     """The row order of ``table`` by its labels: grid ``fields``, the command's ``policies`` order (others after),
-    seed, run id (a stable sort of the label columns alone, converted to pandas: the rest of the table stays Arrow)."""
-    keys = [c for c in fields if c in table.column_names]
-    df = table.select([*keys, "policy", "seed", "run_id"]).to_pandas()
-    rank = {p: i for i, p in enumerate(policies)}
-    df = df.assign(_p=df["policy"].map(lambda p: rank.get(p, len(rank))))
-    done = df.sort_values(keys + ["_p", "policy", "seed", "run_id"], kind="mergesort")
-    return pa.array(done.index.to_numpy(), pa.int64())
+    seed, run id; sorted in Arrow, as pandas sorts the same columns (missing values last and equal, NaN counted as
+    missing; text by code point), without converting them (at 20,000 runs the pandas sort took 10 MB)."""
+    arrays = []
+    for k in [c for c in fields if c in table.column_names]:
+        c = table.column(k)
+        arrays.append(pc.if_else(pc.is_nan(c), pa.scalar(None, c.type), c) if pa.types.is_floating(c.type) else c)
+    rank = pc.index_in(table.column("policy"), value_set=pa.array(list(policies), table.schema.field("policy").type))
+    arrays += [pc.fill_null(rank, len(policies)), *(table.column(k) for k in ("policy", "seed", "run_id"))]
+    labels = pa.table({f"k{i}": a for i, a in enumerate(arrays)})
+    return pc.sort_indices(labels, sort_keys=[(n, "ascending") for n in labels.column_names])  # missing: at the end
 
 
 def frame(chunks: Sequence[pa.Table], fields: Sequence[str], policies: Sequence[str]) -> pd.DataFrame:

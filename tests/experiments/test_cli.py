@@ -81,3 +81,31 @@ def test_a_signal_a_library_turned_into_its_own_error_is_still_a_stop(error: Exc
 
     assert cli._run(argparse.Namespace(_run=command), []) == code
     assert capsys.readouterr().err == line + "\n"
+
+
+def test_a_signal_while_the_parser_imports_the_commands_is_a_stop_even_when_a_library_hides_it(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The parser imports the commands' modules (numpy among them); a Ctrl-C while numpy's compiled core loads came
+    back as numpy's ImportError, its cause no longer the KeyboardInterrupt, and Python printed its traceback."""
+    import importlib
+    import signal
+
+    from experiments import cli
+    from experiments.running import interrupts
+
+    real = importlib.import_module
+
+    class Importer:
+        @staticmethod
+        def import_module(name: str) -> object:
+            if name == "experiments.cli.sweep":
+                try:
+                    interrupts.on_signal(signal.SIGINT, None)
+                except KeyboardInterrupt:  # cleared by the library's compiled code, which fails its own way
+                    pass
+                raise ImportError('PyCapsule_Import could not import module "datetime"')
+            return real(name)
+
+    monkeypatch.setattr(cli, "importlib", Importer)
+    assert cli.main(["run", "--help"]) == 130
+    assert capsys.readouterr().err == "capsim: interrupted\n"

@@ -206,3 +206,28 @@ def test_a_second_run_into_the_folder_keeps_the_first_runs(run_dir: Path, tmp_pa
     assert main(["run", str(write_yaml(tmp_path / "s.yaml", sc)), "--out", str(d), "--quiet", "--workers", "1"]) == 0
     assert list(pd.read_csv(d / "summary.csv").policy) == ["edf"]
     assert len(read_results(d, all_runs=True).tables["summary"]) == 5
+
+
+def test_rows_are_ordered_as_pandas_orders_their_labels() -> None:
+    """``batches.order`` sorts in Arrow exactly as a stable pandas sort of the label columns: a grid value missing or
+    NaN last (and equal: the next labels decide), the command's policy order, policies it does not name after them,
+    text by code point."""
+    import pyarrow as pa
+
+    from experiments.results import batches
+
+    rng = np.random.default_rng(3)
+    n = 400
+    x = rng.choice([0.5, -1.0, np.nan, 2.0], n).tolist()
+    x = [None if i % 7 == 0 else v for i, v in enumerate(x)]
+    table = pa.table({"run_id": [f"r{i:04d}" for i in rng.permutation(n)],
+                      "grid.x": pa.array(x, pa.float64()),
+                      "grid.name": rng.choice(["b", "a", "é", "Z", "ab"], n).tolist(),
+                      "policy": rng.choice(["edf", "fifo", "zeta", "alpha"], n).tolist(),
+                      "seed": rng.integers(0, 5, n)})
+    policies = ["fifo", "edf"]
+    df = table.to_pandas()
+    df["_p"] = df["policy"].map(lambda p: policies.index(p) if p in policies else len(policies))
+    want = df.sort_values(["grid.name", "grid.x", "_p", "policy", "seed", "run_id"], kind="mergesort").index
+    got = batches.order(table, ["grid.name", "grid.x"], policies).to_pylist()
+    assert got == list(want)

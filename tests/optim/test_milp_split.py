@@ -11,10 +11,17 @@ import pytest
 from optim.milp.policy import MILP
 from optim.milp.reductions import reduce_snapshot
 from optim.milp.split import solve_in_groups, started
-from sim.catalogue import configurations, vm_types
-from sim.model import Assignment, CapsimError, Config, NodeView, Plan, Snapshot
+from sim.availability import AvailabilitySeries
+from sim.catalogue import configurations, spot_variant, vm_types
+from sim.cluster import Cluster, NodeSlot
+from sim.engine import Simulation
+from sim.model import Assignment, CapsimError, ClusterRules, Config, NodeView, Plan, Snapshot
+from sim.spot_market import RecordedMarkets
 from tests.instances import instance, revoked, runtime_table
 from tests.optim.helpers import BIG, SMALL, job, snapshot
+from tests.sim.helpers import SMALL as ON_DEMAND
+from tests.sim.helpers import A, table
+from tests.sim.helpers import job as sim_job
 
 INF = float("inf")
 
@@ -107,3 +114,20 @@ def test_small_decisions_are_not_split():
 def test_split_above_must_be_a_positive_whole_number(value):
     with pytest.raises(CapsimError, match="split_above"):
         MILP(split_above=value)
+
+
+def test_a_run_on_a_recorded_market_splits_the_decision_after_a_zone_ends_and_finishes_every_job():
+    # 6 slots on spot in one zone that ends at 1,000 s: all 6 VMs are revoked at once and 8 jobs wait again
+    spot = spot_variant(replace(ON_DEMAND, spot_price_per_hour=1.2), 0.5)
+    zone = AvailabilitySeries.ticks("a", [True] * 10 + [False] + [True] * 89, 100.0)
+    c = Cluster((ON_DEMAND, spot), tuple(NodeSlot() for _ in range(6)),
+                rules=ClusterRules(checkpoint_interval=300.0), markets=RecordedMarkets.build([spot], {"a": zone}))
+    jobs = [sim_job(i, A, 10.0 * i, deadline=20_000.0) for i in range(8)]
+    truth = table(A_small_1=1500.0, **{"A_small-spot_1": 1500.0})
+    r = Simulation(c, jobs, MILP(split_above=20), truth, seed=0).run()
+    assert sorted(r.jobs["job_id"]) == list(range(8)) and r.jobs["end_time"].notna().all()
+    assert r.nodes["revoked"].sum() == 6
+    split = r.decisions[r.decisions["reason"].fillna("").str.startswith("split")]
+    assert list(split["time"]) == [1000.0] and list(split["trigger"]) == ["revocation"]
+    assert list(split["waiting"]) == [8] and list(split["started"]) == [6]  # every slot again, on demand
+    assert r.decisions["fallback"].isna().all()
