@@ -107,9 +107,9 @@ def check_plan(plan: Plan, world: World, policy: Policy) -> list[Placed | None]:
         if n is None or not 0 <= n <= last:
             raise PlanRejected(f"keep_idle names node {key!r}, but the cluster has nodes 0..{last}")
 
-    # 3. preempt and move: declared, running jobs, each once (6). ``leaving``: jobs leaving each node.
+    # 3. preempt and move: declared, running jobs, each once (6). ``leaving``: (jobs, GPUs) leaving each node.
     seen: set[int] = set()
-    leaving: dict[int, int] = {}
+    leaving: dict[int, list[int]] = {}
     if plan.preempt or plan.move:
         if not policy.may_preempt:
             raise PlanRejected("it preempts or moves running jobs but does not declare may_preempt")
@@ -119,8 +119,13 @@ def check_plan(plan: Plan, world: World, policy: Policy) -> list[Placed | None]:
             if jid in seen:
                 raise PlanRejected(f"job {jid} appears in two assignments")
             seen.add(jid)
-            for n, _ in world.jobs[jid].parts:
-                leaving[n] = leaving.get(n, 0) + 1
+            for n, gn in world.jobs[jid].parts:  # (a job has one part a node: ``gn`` is its ``gpus_on(n)``)
+                out = leaving.get(n)
+                if out is None:
+                    leaving[n] = [1, gn]
+                else:
+                    out[0] += 1
+                    out[1] += gn
 
     # 4. A VM stopped or changed keeps no job.
     for n, new in changes.items():
@@ -198,8 +203,8 @@ def check_plan(plan: Plan, world: World, policy: Policy) -> list[Placed | None]:
                 elif shared or cut:
                     slot = load[n] = [*_staying(node, n, seen), vm]
                 elif n in leaving:
-                    gone = [s.gpus_on(n) for j, s in node.jobs.items() if j in seen]
-                    slot = load[n] = [node.used - sum(gone), len(node.jobs) - len(gone), vm]
+                    jobs_out, gpus_out = leaving[n]
+                    slot = load[n] = [node.used - gpus_out, len(node.jobs) - jobs_out, vm]
                 else:
                     slot = load[n] = [node.used, len(node.jobs), vm]
             slot[0] += gn
