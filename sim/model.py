@@ -246,15 +246,22 @@ class NodeView:
 
 def positional(cls: type[T], kind: type[T] | None = None) -> Callable[..., T]:
     """A constructor of the frozen, slotted dataclass ``cls`` taking its fields positionally, in declaration order
-    (those with a default may be left out at the end, as with the keyword constructor):
-    for the engine, which builds views at every event (keyword arguments and ``object.__setattr__`` by name cost about
-    twice as much as this, which sets each slot through its own descriptor). ``cls`` has no ``__post_init__``, so the
-    object is the one ``cls(...)`` makes of the same values. With ``kind``, a subclass of ``cls`` adding slots but no
-    fields, the object is one of ``kind`` with ``cls``'s fields set (its own slots are left unset)."""
+    (those with a default may be left out at the end, as with the keyword constructor): for the engine, which builds
+    views at every event. ``cls`` has no ``__post_init__``, so the object is the one ``cls(...)`` makes of the same
+    values. With ``kind``, a subclass of ``cls`` adding slots but no fields, the object is one of ``kind`` with
+    ``cls``'s fields set (its own slots are left unset).
+
+    A frozen class refuses attribute assignment, and setting a slot through its descriptor's ``__set__`` costs a call
+    with an argument tuple per field (keyword arguments and ``object.__setattr__`` by name cost twice that). So the
+    object is made as an instance of a private twin class of the same layout that does not refuse assignment, its slots
+    set as plain attributes, and then given its class (``__class__`` assignment, which Python allows between classes of
+    one layout): a third of the cost. Where the layouts differ (checked once, here), each slot is set through its
+    descriptor instead."""
     if hasattr(cls, "__post_init__"):
         raise TypeError(f"positional({cls.__name__}): it has a __post_init__")
+    made = cls if kind is None else kind
     names, params = [], []
-    space: dict[str, object] = {"_new": object.__new__, "cls": cls if kind is None else kind}
+    space: dict[str, object] = {"_new": object.__new__, "cls": made}
     for f in fields(cls):  # type: ignore[arg-type]
         n = f.name
         slot = cls.__dict__.get(n)
@@ -269,11 +276,36 @@ def positional(cls: type[T], kind: type[T] | None = None) -> Callable[..., T]:
             raise TypeError(f"positional({cls.__name__}): field {n!r} has a default factory or follows a default")
         else:
             params.append(n)
-    body = "".join(f"    _set_{n}(o, {n})\n" for n in names)
-    exec(f"def make({', '.join(params)}):\n    o = _new(cls)\n{body}    return o\n", space)
+    twin = _twin(cls, kind, names)
+    if twin is not None:
+        space["_twin"] = twin
+        body = "    o = _twin()\n" + "".join(f"    o.{n} = {n}\n" for n in names) + "    o.__class__ = cls\n"
+    else:
+        body = "    o = _new(cls)\n" + "".join(f"    _set_{n}(o, {n})\n" for n in names)
+    exec(f"def make({', '.join(params)}):\n{body}    return o\n", space)
     make: Callable[..., T] = space["make"]  # type: ignore[assignment]
     make.__qualname__ = f"positional({cls.__name__})"
     return make
+
+
+def _twin(cls: type, kind: type | None, names: list[str]) -> type | None:
+    """A class whose instances take plain attribute assignment and may become ``kind`` (or ``cls``) by ``__class__``
+    assignment: the same slots on the same base. None where no such class is found."""
+    if kind is None:  # the same slots on ``object`` (a class whose fields are all its own slots)
+        if cls.__bases__ != (object,) or set(cls.__dict__.get("__slots__", ())) != set(names):
+            return None
+        twin = type(f"_{cls.__name__}Twin", (), {"__slots__": tuple(names)})
+    else:  # ``kind``'s own slots on ``cls``, whose refusal of assignment is undone
+        if kind.__bases__ != (cls,) or "__weakref__" in kind.__dict__.get("__slots__", ()):
+            return None
+        twin = type(f"_{kind.__name__}Twin", (cls,), {
+            "__slots__": kind.__dict__.get("__slots__", ()), "__init__": object.__init__,
+            "__setattr__": object.__setattr__, "__delattr__": object.__delattr__})
+    try:
+        twin().__class__ = kind or cls
+    except TypeError:  # the layouts differ after all
+        return None
+    return twin
 
 
 @dataclass(frozen=True, slots=True)
@@ -344,7 +376,7 @@ class Colocation(Protocol):
     def memory_gb(self, spec: JobSpec, k: int) -> float: ...
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, weakref_slot=True)
 class Snapshot:
     """Everything a policy may know at a decision point; it never contains true runtimes or future arrivals.
 
@@ -366,7 +398,7 @@ class Snapshot:
     policy that follows the nodes across decisions; None where unknown (a snapshot not made by the engine).
     The engine's snapshots are ``sim.state.EngineSnapshot``s, whose tuples of nodes, running jobs, empty and idle nodes
     (and ``node_changes``) are made when first read (a list scheduler reads none when no job waits): the same fields
-    and values, whenever read.
+    and values, whenever read. A snapshot may be weakly referenced (the engine keeps such a reference to its last).
     """
 
     time: float
