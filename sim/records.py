@@ -20,7 +20,8 @@ import math
 import struct
 from array import array
 from collections.abc import Iterable, Sequence
-from operator import attrgetter
+from itertools import repeat
+from operator import attrgetter, is_
 from typing import TYPE_CHECKING, Any, ClassVar, get_args, get_type_hints
 
 import numpy as np
@@ -326,7 +327,7 @@ class Nodes(Table):
         self.gpus.append(vm.gpus)
         self.price_per_hour.append(price)
         self.start_time.append(iv.start)
-        self.ready_time.append(min(iv.ready, now))
+        self.ready_time.append(now if now < iv.ready else iv.ready)  # min(iv.ready, now)
         self.stop_time.append(now)
         self.billed_seconds.append(billed)
         self.cost.append(cost)
@@ -399,17 +400,22 @@ class Decisions(Table):
 
     def _columns(self) -> dict[str, Sequence[Any]]:
         cols: dict[str, Any] = super()._columns()
-        # each distinct info once (most decisions share a few), then its values gathered row by row
-        seen: dict[int, int] = {}
-        distinct: list[DecisionInfo] = []
-        index = array("q")
-        for i in self.info:  # (the list holds every info: no id is reused)
-            k = seen.get(id(i))
-            if k is None:
-                k = seen[id(i)] = len(distinct)
-                distinct.append(i)
-            index.append(k)
-        rows = np.asarray(index, dtype=np.intp)
+        # each distinct info once (most decisions share a few: a list scheduler's plans, one), then its values
+        # gathered row by row
+        infos = self.info
+        if infos and all(map(is_, infos, repeat(infos[0]))):
+            distinct, rows = infos[:1], np.zeros(len(infos), dtype=np.intp)
+        else:
+            seen: dict[int, int] = {}
+            distinct = []
+            index = array("q")
+            for i in infos:  # (the list holds every info: no id is reused)
+                k = seen.get(id(i))
+                if k is None:
+                    k = seen[id(i)] = len(distinct)
+                    distinct.append(i)
+                index.append(k)
+            rows = np.asarray(index, dtype=np.intp)
         for name in self._derived:
             values = [getattr(i, name) for i in distinct]
             dtype = self.dtypes[name]

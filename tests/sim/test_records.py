@@ -158,10 +158,14 @@ def test_node_rows_of_a_vm_stopped_while_booting_and_of_a_shared_vm():
     assert r.summary["idle_cost"] == pytest.approx(0.005)
 
 
-def test_decision_info_columns_follow_each_row_when_plans_alternate_infos():
-    # The info columns are built per distinct info and gathered row by row: rows must keep their own.
+@pytest.mark.parametrize("alternate", [True, False])
+def test_decision_info_columns_follow_each_row_when_plans_alternate_infos(alternate):
+    # The info columns are built per distinct info (all rows at once when every plan carries one info object) and
+    # gathered row by row: rows must keep their own.
     infos = [DecisionInfo(status="optimal", solver="HiGHS", objective=2.0, variables=4, constraints=1),
              DecisionInfo(status="time_limit", gap=0.5, fallback="fifo", reason="limit"), Plan().info]
+    if not alternate:
+        infos = [infos[0]] * 3
     count = [0]
 
     def script(s):
