@@ -20,7 +20,7 @@ import math
 import struct
 from array import array
 from collections.abc import Iterable, Sequence
-from itertools import repeat
+from itertools import islice, repeat
 from operator import attrgetter, is_
 from typing import TYPE_CHECKING, Any, ClassVar, get_args, get_type_hints
 
@@ -48,21 +48,24 @@ _PACKERS: dict[tuple[str, int], struct.Struct] = {}
 
 def packed(values: Iterable[Any], dtype: type, n: int) -> np.ndarray:
     """The ``n`` Python numbers of ``values`` as a new array of ``dtype`` (``np.int64`` or ``np.float64``): ``struct``
-    packs each exactly as the C ``int64_t`` or ``double`` numpy holds; a value it does not take as one (None, a float
-    in an integer column) is converted by ``np.fromiter`` as before."""
+    packs each exactly as the C ``int64_t`` or ``double`` numpy holds, ``SPILL`` values at a time (a million-row column
+    is never copied whole into a tuple); a chunk with a value struct does not take as one (None, a float in an integer
+    column) is converted by ``np.fromiter`` as before."""
     out: np.ndarray = np.empty(n, dtype=dtype)
-    if n:
-        code = _CODES[dtype]
-        packer = _PACKERS.get((code, n))
+    code, size = _CODES[dtype], out.itemsize
+    items = iter(values)
+    for at in range(0, n, SPILL):
+        k = min(SPILL, n - at)
+        chunk = values if k == n and values.__class__ is list else tuple(islice(items, k))
+        packer = _PACKERS.get((code, k))
         if packer is None:
             if len(_PACKERS) > 64:
                 _PACKERS.clear()
-            packer = _PACKERS[(code, n)] = struct.Struct(f"={n}{code}")
-        values = values if values.__class__ is list else tuple(values)
+            packer = _PACKERS[(code, k)] = struct.Struct(f"={k}{code}")
         try:
-            packer.pack_into(out.data, 0, *values)
+            packer.pack_into(out.data, at * size, *chunk)
         except struct.error:
-            return np.fromiter(values, dtype=dtype, count=n)
+            out[at:at + k] = np.fromiter(chunk, dtype=dtype, count=k)
     return out
 
 

@@ -232,3 +232,10 @@ def test_packed_columns_hold_exactly_what_numpy_converts():
     # what struct does not take as a C number goes through numpy as before (a float in an integer column: truncated)
     assert packed([1.5, 2], np.int64, 2).tolist() == [1, 2] and np.isnan(packed([None], np.float64, 1)[0])
     assert packed([], np.float64, 0).shape == (0,)
+    # a long column is packed a chunk at a time (SPILL values), each chunk on its own path
+    from sim.records import SPILL
+    many = [i / 7 for i in range(2 * SPILL + 5)]
+    assert packed(iter(many), np.float64, len(many)).tobytes() == np.array(many).tobytes()
+    mixed = list(range(2 * SPILL + 5))
+    mixed[SPILL + 3] = 2.5
+    assert packed(iter(mixed), np.int64, len(mixed)).tolist() == [int(v) for v in mixed]
