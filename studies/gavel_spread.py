@@ -21,6 +21,7 @@ import json
 import math
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -63,9 +64,10 @@ def _source(trace: str | Path) -> Path:
 
 
 def spread(trace: str | Path, policy: str, servers: str, draws: int, params: dict[str, Any] | None = None,
-           write: str | Path | None = None) -> pd.DataFrame:
+           write: str | Path | None = None, report: Callable[[dict[str, Any]], None] | None = None) -> pd.DataFrame:
     """capsim's replay of draws 0..``draws`` of ``trace`` with ``policy`` on ``servers`` (V100:P100:K80): one row
-    per draw with its average JCT and makespan (s), the jobs not finished and the replay's CPU time (s)."""
+    per draw with its average JCT and makespan (s), the jobs not finished and the replay's CPU time (s); each row is
+    also handed to ``report`` as it is made."""
     text = _source(trace).read_text(encoding="utf-8")
     rows = []
     with tempfile.TemporaryDirectory() as scratch:
@@ -78,6 +80,8 @@ def spread(trace: str | Path, policy: str, servers: str, draws: int, params: dic
             s = replay(path.resolve(), policy, 0, params, servers=servers).summary
             rows.append({"draw": k, "avg_jct": float(s["gavel_mean_jct"]), "makespan": float(s["gavel_makespan"]),
                          "dropped": int(s["gavel_dropped"]), "cpu_s": time.process_time() - c0})
+            if report is not None:
+                report(rows[-1])
     return pd.DataFrame(rows)
 
 
@@ -136,10 +140,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--other", metavar="FILE", help="the other simulator's runs of the same draws")
     args = ap.parse_args(argv)
     params = json.loads(args.params) if args.params else None
-    ours = spread(args.trace, args.policy, args.servers, args.draws, params, args.write)
-    for r in ours.itertuples():
-        print(f"draw {r.draw}: avg JCT {r.avg_jct:,.1f} s, makespan {r.makespan:,.1f} s, not finished {r.dropped}, "
-              f"CPU {r.cpu_s:.2f} s", flush=True)
+
+    def show(r: dict[str, Any]) -> None:
+        print(f"draw {r['draw']}: avg JCT {r['avg_jct']:,.1f} s, makespan {r['makespan']:,.1f} s, not finished "
+              f"{r['dropped']}, CPU {r['cpu_s']:.2f} s", flush=True)
+
+    ours = spread(args.trace, args.policy, args.servers, args.draws, params, args.write, show)
     if not args.other:
         for figure in ("avg_jct", "makespan"):
             print(_line(f"capsim {figure}", describe(ours[figure])))
