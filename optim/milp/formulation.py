@@ -21,7 +21,7 @@ from optim.milp.model import Model
 from optim.milp.reductions import reduce_snapshot
 from sim.model import Snapshot
 
-__all__ = ["LinearProgram", "build_model", "write_lp", "write_problem", "apply_start"]
+__all__ = ["LinearProgram", "build_model", "snapshot_at_now", "write_lp", "write_problem", "apply_start"]
 
 
 @dataclass
@@ -63,15 +63,20 @@ def build_model(
     dominance: str = "safe",
     extra_constraints: Callable[[Model], None] | None = None,
     wait_estimate: str = "mean",
+    reduced: Model | None = None,
 ) -> Model:
     """Reduce the snapshot (infeasible and dominated configs, symmetric empty slots) and write the MILP.
 
     Running jobs are first brought to the decision time (``JobView.at``): their remaining work counts the time they
     have already run, and a pinned job's end its pace (a co-located or MIG-sliced job runs ``pace`` times slower).
-    ``extra_constraints`` receives the model with its PuLP problem written.
+    ``extra_constraints`` receives the model with its PuLP problem written. ``reduced``: the reduction of this
+    snapshot with these options (``reduce_snapshot`` on ``snapshot_at_now``), when the caller has made it already.
     """
-    snapshot = replace(snapshot, running=tuple(r.at(snapshot.time) for r in snapshot.running))
-    model = reduce_snapshot(snapshot, preempt, urgency, dominance, wait_estimate)
+    if reduced is None:
+        snapshot = snapshot_at_now(snapshot)
+        model = reduce_snapshot(snapshot, preempt, urgency, dominance, wait_estimate)
+    else:
+        model, snapshot = reduced, reduced.snapshot
     if snapshot.colocation is not None and not preempt:
         model.pairs = promising_pairs(snapshot, model.penalties, set(model.pinned))
     write_lp(model)
@@ -79,6 +84,11 @@ def build_model(
         write_problem(model)
         extra_constraints(model)
     return model
+
+
+def snapshot_at_now(snapshot: Snapshot) -> Snapshot:
+    """The snapshot with its running jobs brought to the decision time (``JobView.at``), as the model sees them."""
+    return replace(snapshot, running=tuple(r.at(snapshot.time) for r in snapshot.running))
 
 
 def write_lp(model: Model) -> LinearProgram:

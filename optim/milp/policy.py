@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 from optim.base import Policy, build, register, registry
 from optim.colocate import hosts
-from optim.milp.formulation import build_model
+from optim.milp.formulation import build_model, snapshot_at_now
 from optim.milp.model import Model
 from optim.milp.reductions import reduce_snapshot
 from optim.milp.solution import set_warm_start, to_plan
@@ -147,18 +147,25 @@ class MILP(Policy):
             snapshot = uniform_progress_snapshot(snapshot)
         snapshot = expected_snapshot(snapshot)  # spot at its expected runtime (the work revocations lose)
         limit = self.split_above
+        full = None
         if (limit is not None and not self.preempt and snapshot.colocation is None and snapshot.mig is None
                 and len(snapshot.waiting) > 1
                 and len(snapshot.waiting) * len(snapshot.nodes) * len(snapshot.configs) > limit):
-            full = reduce_snapshot(replace(snapshot, running=tuple(r.at(snapshot.time) for r in snapshot.running)),
-                                   False, self.urgency, self.dominance, self.wait_estimate)
+            try:
+                full = reduce_snapshot(snapshot_at_now(snapshot), False, self.urgency, self.dominance,
+                                       self.wait_estimate)
+            except CapsimError:
+                raise
+            except Exception as e:  # noqa: BLE001  (a modelling failure must not lose jobs)
+                return self._fall_back(snapshot, "error", f"reducing the model failed: {type(e).__name__}: {e}", None)
             if len(full.placements) > limit:
                 size = group_size(full, limit / GROUP_SHARE)
                 return solve_in_groups(snapshot, size, self._decide, len(full.placements), limit)
-        return self._decide(snapshot)
+        return self._decide(snapshot, full)
 
-    def _decide(self, snapshot: Snapshot) -> Plan:
-        """One MILP on ``snapshot`` (spot already at its expected runtime), or the fallback's plan."""
+    def _decide(self, snapshot: Snapshot, reduced: Model | None = None) -> Plan:
+        """One MILP on ``snapshot`` (spot already at its expected runtime), or the fallback's plan; ``reduced`` is the
+        snapshot's reduction when ``decide`` made it to count the placements (written as it is, not made again)."""
         if not snapshot.waiting and not (self.preempt and snapshot.running):
             return Plan(info=DecisionInfo(status="nothing_to_decide"))
         pairable = snapshot.colocation is not None and not self.preempt and bool(hosts(snapshot))
@@ -168,7 +175,7 @@ class MILP(Policy):
             return Plan(info=DecisionInfo(status="no_candidates", solver=self.solver, variables=0, constraints=0))
         try:
             model = build_model(snapshot, self.preempt, self.urgency, self.dominance, self.extra_constraints,
-                                self.wait_estimate)
+                                self.wait_estimate, reduced)
         except CapsimError:
             raise
         except Exception as e:  # noqa: BLE001  (a modelling failure must not lose jobs)

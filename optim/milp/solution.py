@@ -62,8 +62,9 @@ def to_plan(model: Model, info: DecisionInfo) -> Plan:
 
 
 def set_warm_start(model: Model, plan: Plan) -> int:
-    """Set a warm start from a baseline plan (mapped onto kept slots) in ``model.start`` and, when the PuLP problem
-    is written, in its variables' initial values; returns how many jobs it placed."""
+    """Set a warm start from a baseline plan in ``model.start`` and, when the PuLP problem is written, in its
+    variables' initial values; returns how many jobs it placed. Each node of the plan is stood for by one kept slot
+    of its class, so jobs the plan puts on one VM share one slot (and one VM's rent) in the start too."""
     snap, lp = model.snapshot, model.lp
     start = np.zeros(len(lp.names), dtype=float)
     for c in lp.z.values():
@@ -88,13 +89,18 @@ def set_warm_start(model: Model, plan: Plan) -> int:
         host = snap.nodes[a.node].vm
         vm = plan.vms.get(a.node) or (host.name if host else None)
         wanted.append((a.job_id, a.node, -1 if vm is None else config_index.get((vm, a.gpus), -1)))
+    slot_of: dict[int, int] = {}  # the plan's node → the kept slot standing for it, so its jobs stay together
     for job, node, k in wanted:
         key = model.node_class.get(node)
-        if key is not None:
+        if node in slot_of:
+            node = slot_of[node]
+        elif key is not None:
             if not spare[key]:
                 continue
-            node = node if node in spare[key] else spare[key][0]
-            spare[key].remove(node)
+            slot = node if node in spare[key] else spare[key][0]
+            spare[key].remove(slot)
+            slot_of[node] = slot
+            node = slot
         i = index.get((job, node, k))
         if i is None:
             continue

@@ -5,9 +5,15 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+import optim.milp.formulation as milp_formulation
+import optim.milp.policy as milp_policy
+from optim.milp.formulation import build_model, write_problem
+from optim.milp.model import Model
 from optim.milp.policy import MILP
 from optim.milp.reductions import reduce_snapshot
 from optim.milp.split import solve_in_groups, started
@@ -108,6 +114,49 @@ def test_small_decisions_are_not_split():
     assert len(reduce_snapshot(snap, False, 0.0, "safe").placements) < 10_000
     default, never = MILP().decide(snap), MILP(split_above=None).decide(snap)
     assert default == never and "split" not in (default.info.reason or "")
+
+
+def test_a_decision_counted_against_split_above_is_reduced_once_and_writes_the_model_a_fresh_build_writes(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # more waiting jobs × slots × configurations than split_above but no more placements: decide reduces the snapshot
+    # to count them, and the model it then solves must be that reduction written, the same LP file as a fresh build
+    table, _ = runtime_table(_configs())
+    snap = instance(6, 16, 0, table)
+    fresh = build_model(snap)
+    limit = len(fresh.placements)
+    assert len(snap.waiting) * len(snap.nodes) * len(snap.configs) > limit
+    calls: list[int] = []
+
+    def counted(*args: Any, **kwargs: Any) -> Model:
+        calls.append(1)
+        return reduce_snapshot(*args, **kwargs)
+
+    monkeypatch.setattr(milp_policy, "reduce_snapshot", counted)
+    monkeypatch.setattr(milp_formulation, "reduce_snapshot", counted)
+    written: list[Model] = []
+    plan = MILP(split_above=limit, extra_constraints=written.append).decide(snap)
+    assert len(calls) == 1 and len(written) == 1
+    assert plan.info.status == "optimal" and "split" not in (plan.info.reason or "")
+    assert (plan.info.variables, plan.info.constraints) == fresh.size
+    assert written[0].problem is not None
+    write_problem(fresh).writeLP(str(tmp_path / "fresh.lp"))
+    written[0].problem.writeLP(str(tmp_path / "decided.lp"))
+    assert (tmp_path / "decided.lp").read_text() == (tmp_path / "fresh.lp").read_text()
+
+
+def test_a_reduction_that_fails_while_counting_placements_falls_back_and_loses_no_job(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    table, _ = runtime_table(_configs())
+    snap = instance(6, 16, 0, table)
+
+    def broken(*args: Any, **kwargs: Any) -> Model:
+        raise ValueError("no reduction today")
+
+    monkeypatch.setattr(milp_policy, "reduce_snapshot", broken)
+    plan = MILP(split_above=10).decide(snap)
+    assert plan.info.status == "error" and plan.info.fallback == "edf"
+    assert "reducing the model failed: ValueError: no reduction today" in (plan.info.reason or "")
+    assert plan.start  # the fallback's plan: EDF starts jobs on the free slots
 
 
 @pytest.mark.parametrize("value", [0, -3, 2.5, True])

@@ -1,7 +1,8 @@
-"""A warm start must never stand in for the optimum: HiGHS 1.16 can report the objective of presolve's reduced space
-(and gap 0) while handing back the warm start's own column values. The saved decision
+"""Warm starts. One must never stand in for the optimum: HiGHS 1.16 can report the objective of presolve's reduced
+space (and gap 0) while handing back the warm start's own column values. The saved decision
 (``data/milp_warm_start_reduced.json``, one decision of a co-located Gavel-workload run) triggers it; ``solve``
-must price the values it returns, notice the difference and solve again without the start."""
+must price the values it returns, notice the difference and solve again without the start. And a start built from
+the fallback's plan must be that plan: jobs sharing one of its VMs share one slot of the model."""
 
 from __future__ import annotations
 
@@ -11,11 +12,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from optim.base import build
 from optim.highs import new_highs
-from optim.milp.formulation import LinearProgram, write_problem
+from optim.milp.formulation import LinearProgram, build_model, write_problem
 from optim.milp.model import Model
+from optim.milp.solution import set_warm_start
 from optim.milp.solvers import _objective_mismatch, solve
+from sim.model import Assignment, Plan
+from tests.optim.helpers import BIG, job, snapshot
 
+INF = float("inf")
 DATA = Path(__file__).parent / "data" / "milp_warm_start_reduced.json"
 
 
@@ -85,3 +91,45 @@ def test_mismatch_detector_compares_reported_objective_with_the_values() -> None
     other.value_valid = True
     h.setSolution(other)
     assert "cost 2" in (_objective_mismatch(h) or "")
+
+
+def _start_is_feasible(model: Model) -> bool:
+    lp, v = model.lp, model.start
+    assert v is not None
+    rows = np.array([sum(v[c] * a for c, a in zip(rc, rv)) for rc, rv in zip(lp.row_cols, lp.row_vals)])
+    return bool(np.all(rows >= lp.row_lower - 1e-9) and np.all(rows <= lp.row_upper + 1e-9)
+                and np.all(v >= lp.lower - 1e-9) and np.all(v <= lp.upper + 1e-9))
+
+
+def _opened(model: Model) -> list[int]:
+    assert model.start is not None
+    return sorted(n for (n, _), c in model.lp.y.items() if model.start[c] > 0.5)
+
+
+@pytest.mark.parametrize("fallback", ["greedy", "insertion"])
+def test_jobs_the_fallback_packs_on_one_new_vm_share_one_slot_of_the_warm_start(fallback: str) -> None:
+    # two jobs that run only on one GPU of the 2-GPU VM, three empty interchangeable slots: the fallback opens one
+    # big VM for both; the start must do the same, so its objective is that plan's rent (no tardiness) and no more
+    jobs = [job(0, [INF, 100.0, INF], deadline=1e6), job(1, [INF, 100.0, INF], deadline=1e6)]
+    snap = snapshot(jobs, nodes=3)
+    plan = build(fallback).decide(snap)
+    assert len({a.node for a in plan.start}) == 1 and len(plan.start) == 2 and list(plan.vms.values()) == ["big"]
+    model = build_model(snap)
+    assert set_warm_start(model, plan) == 2
+    assert model.start is not None and _start_is_feasible(model)
+    assert len(_opened(model)) == 1
+    assert model.lp.constant + float(model.lp.cost @ model.start) == pytest.approx(BIG.price_per_second * 100.0)
+
+
+def test_a_plan_node_outside_the_kept_slots_maps_its_jobs_onto_one_kept_slot() -> None:
+    # the plan puts both jobs on slot 2; only two of the three interchangeable slots are kept (two jobs), so slot 2
+    # is stood for by a kept one, the same one for both jobs
+    jobs = [job(0, [INF, 100.0, INF], deadline=1e6), job(1, [INF, 100.0, 200.0], deadline=1e6)]
+    snap = snapshot(jobs, nodes=3)
+    model = build_model(snap)
+    assert 2 not in model.kept_nodes
+    plan = Plan(vms={2: "big"}, start=(Assignment(0, 2, 1), Assignment(1, 2, 1)))
+    assert set_warm_start(model, plan) == 2
+    assert model.start is not None and _start_is_feasible(model)
+    assert len(_opened(model)) == 1
+    assert model.lp.constant + float(model.lp.cost @ model.start) == pytest.approx(BIG.price_per_second * 100.0)
