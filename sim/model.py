@@ -2,19 +2,21 @@
 
 Every room (sim, optim, predictors, experiments) speaks in these frozen types. This module imports nothing else of
 the project but ``sim.vocabulary.resources`` (GPU models, VM types, billing, the cluster's rules and ``CapsimError``,
-which it re-exports), so any room may import it without creating a cycle. Units inside: seconds and dollars.
+which it re-exports) and ``sim.frozen`` (``positional``, re-exported), so any room may import it without creating a
+cycle. Units inside: seconds and dollars.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import KW_ONLY, MISSING, dataclass, field, fields, replace
+from dataclasses import KW_ONLY, dataclass, field, replace
 from types import MappingProxyType
 from typing import Protocol, TypeVar, cast
 
 import numpy as np
 
+from sim.frozen import positional
 from sim.vocabulary.mig import Layout, Slice, SliceSpeeds
 from sim.vocabulary.resources import MAX_BILLING_QUANTUM, Billing, CapsimError, ClusterRules, GPUModel, VMType
 
@@ -244,38 +246,6 @@ class NodeView:
         return self.allowed is None or vm_name in self.allowed
 
 
-def positional(cls: type[T], kind: type[T] | None = None) -> Callable[..., T]:
-    """A constructor of the frozen, slotted dataclass ``cls`` taking its fields positionally, in declaration order
-    (those with a default may be left out at the end, as with the keyword constructor):
-    for the engine, which builds views at every event (keyword arguments and ``object.__setattr__`` by name cost about
-    twice as much as this, which sets each slot through its own descriptor). ``cls`` has no ``__post_init__``, so the
-    object is the one ``cls(...)`` makes of the same values. With ``kind``, a subclass of ``cls`` adding slots but no
-    fields, the object is one of ``kind`` with ``cls``'s fields set (its own slots are left unset)."""
-    if hasattr(cls, "__post_init__"):
-        raise TypeError(f"positional({cls.__name__}): it has a __post_init__")
-    names, params = [], []
-    space: dict[str, object] = {"_new": object.__new__, "cls": cls if kind is None else kind}
-    for f in fields(cls):  # type: ignore[arg-type]
-        n = f.name
-        slot = cls.__dict__.get(n)
-        if not hasattr(slot, "__set__"):
-            raise TypeError(f"positional({cls.__name__}): field {n!r} is not a slot")
-        space[f"_set_{n}"] = slot.__set__  # type: ignore[union-attr]
-        names.append(n)
-        if f.default is not MISSING:  # a field added later with a default leaves every call as it was
-            space[f"_default_{n}"] = f.default
-            params.append(f"{n}=_default_{n}")
-        elif f.default_factory is not MISSING or (params and "=" in params[-1]):
-            raise TypeError(f"positional({cls.__name__}): field {n!r} has a default factory or follows a default")
-        else:
-            params.append(n)
-    body = "".join(f"    _set_{n}(o, {n})\n" for n in names)
-    exec(f"def make({', '.join(params)}):\n    o = _new(cls)\n{body}    return o\n", space)
-    make: Callable[..., T] = space["make"]  # type: ignore[assignment]
-    make.__qualname__ = f"positional({cls.__name__})"
-    return make
-
-
 @dataclass(frozen=True, slots=True)
 class NodeChanges:
     """Which node views changed over the engine's last few snapshots (``Snapshot.node_changes``), so a policy that
@@ -344,7 +314,7 @@ class Colocation(Protocol):
     def memory_gb(self, spec: JobSpec, k: int) -> float: ...
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, weakref_slot=True)
 class Snapshot:
     """Everything a policy may know at a decision point; it never contains true runtimes or future arrivals.
 
@@ -366,7 +336,7 @@ class Snapshot:
     policy that follows the nodes across decisions; None where unknown (a snapshot not made by the engine).
     The engine's snapshots are ``sim.state.EngineSnapshot``s, whose tuples of nodes, running jobs, empty and idle nodes
     (and ``node_changes``) are made when first read (a list scheduler reads none when no job waits): the same fields
-    and values, whenever read.
+    and values, whenever read. A snapshot may be weakly referenced (the engine keeps such a reference to its last).
     """
 
     time: float

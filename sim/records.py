@@ -10,12 +10,14 @@ every column has the same length and returns the DataFrame.
 A plain ``int`` or ``float`` column keeps its last rows in its list and the rows before in numpy arrays (``spill``,
 which ``add`` calls every ``SPILL`` rows): 8 bytes a row, no Python object per value, for a million-job run's several
 million rows. (An ``array.array`` would hold them as compactly, but its ``append`` parses each value with
-``PyArg_Parse``, five times a list's cost, at some thirty appends a job.)
+``PyArg_Parse``, five times a list's cost, at some thirty appends a job.) The values are moved with ``struct``
+(``packed``): a third of ``np.fromiter``'s cost, which converts each value through numpy's scalar machinery.
 """
 
 from __future__ import annotations
 
 import math
+import struct
 from array import array
 from collections.abc import Iterable, Sequence
 from operator import attrgetter
@@ -39,6 +41,28 @@ _ARRAYS: dict[Any, type] = {int: np.int64, float: np.float64}
 _JOB, _SPEC = attrgetter("job"), attrgetter("spec")
 SPILL = 4096
 """Rows a table's ``add`` keeps in its numeric columns' lists before moving them into arrays."""
+_CODES: dict[type, str] = {np.int64: "q", np.float64: "d"}
+_PACKERS: dict[tuple[str, int], struct.Struct] = {}
+
+
+def packed(values: Iterable[Any], dtype: type, n: int) -> np.ndarray:
+    """The ``n`` Python numbers of ``values`` as a new array of ``dtype`` (``np.int64`` or ``np.float64``): ``struct``
+    packs each exactly as the C ``int64_t`` or ``double`` numpy holds; a value it does not take as one (None, a float
+    in an integer column) is converted by ``np.fromiter`` as before."""
+    out: np.ndarray = np.empty(n, dtype=dtype)
+    if n:
+        code = _CODES[dtype]
+        packer = _PACKERS.get((code, n))
+        if packer is None:
+            if len(_PACKERS) > 64:
+                _PACKERS.clear()
+            packer = _PACKERS[(code, n)] = struct.Struct(f"={n}{code}")
+        values = values if values.__class__ is list else tuple(values)
+        try:
+            packer.pack_into(out.data, 0, *values)
+        except struct.error:
+            return np.fromiter(values, dtype=dtype, count=n)
+    return out
 
 
 class Table:
@@ -71,7 +95,7 @@ class Table:
         for name, dtype in self._numeric.items():
             values = getattr(self, name)
             rows = len(values)
-            self._arrays[name].append(np.fromiter(values, dtype=dtype, count=len(values)))
+            self._arrays[name].append(packed(values, dtype, len(values)))
             values.clear()
         self.spilled += rows
 
@@ -207,10 +231,10 @@ class Jobs(Table):
         jobs = list(map(_JOB, states))
 
         def ints(values: Iterable[int]) -> np.ndarray:
-            return np.fromiter(values, dtype=np.int64, count=n)
+            return packed(values, np.int64, n)
 
         def floats(values: Iterable[float]) -> np.ndarray:
-            return np.fromiter(values, dtype=np.float64, count=n)
+            return packed(values, np.float64, n)
 
         submit = floats(map(attrgetter("submit_time"), jobs))
         start = floats(map(attrgetter("first_start"), states))

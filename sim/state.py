@@ -76,7 +76,7 @@ class EngineSnapshot(Snapshot):
     fields as any other.
     """
 
-    __slots__ = ("_world", "__weakref__")
+    __slots__ = ("_world",)
     _world: World
 
     nodes = _lazy("nodes", "nodes_view")

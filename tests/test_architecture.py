@@ -25,7 +25,7 @@ ROOMS = ("sim", "optim", "predictors", "experiments")
 OUTSIDE = ("studies", "benchmarks")
 """Checkout-only code: scripts that may import every room and that no room imports."""
 PROJECT = (*ROOMS, *OUTSIDE, "tests")
-FLOOR = {"sim.model", "sim.vocabulary", "sim.vocabulary.resources", "sim.vocabulary.mig", "sim.registry",
+FLOOR = {"sim.model", "sim.frozen", "sim.vocabulary", "sim.vocabulary.resources", "sim.vocabulary.mig", "sim.registry",
          "sim.contracts", "sim.catalogue", "sim.metrics", "sim.spotjob", "sim.risk", "sim.elasticflow.vocabulary"}
 LAYERS = ("experiments.scenario", "experiments.running", "experiments.results", "experiments.runs", "experiments.plots",
           "experiments.api", "experiments.cli", "experiments.entry")

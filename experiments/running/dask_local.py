@@ -26,15 +26,21 @@ from experiments.running import interrupts
 from experiments.running.pool import init_worker, quiet_resource_tracker, sigint_blocked, start_server
 from sim.model import CapsimError
 
-__all__ = ["parse_local", "start_local", "on_workers", "close", "kill_workers", "LOCAL_QUIET", "START_TIMEOUT",
-           "CALL_TIMEOUT", "dask_setup"]
+__all__ = ["parse_local", "start_local", "on_workers", "close", "kill_workers", "LOCAL_QUIET", "LOG_LENGTH",
+           "START_TIMEOUT", "CALL_TIMEOUT", "dask_setup"]
 
+LOG_LENGTH = 20
+"""Entries each of Dask's developer logs keeps in a local cluster (``LOCAL_QUIET``)."""
 LOCAL_QUIET = {"distributed.worker.profile.enabled": False, "distributed.admin.tick.interval": "1s",
-               "distributed.worker.memory.monitor-interval": "1s", "distributed.admin.system-monitor.interval": "5s"}
+               "distributed.worker.memory.monitor-interval": "1s", "distributed.admin.system-monitor.interval": "5s",
+               "distributed.admin.low-level-log-length": LOG_LENGTH}
 """Dask settings of a ``local:N`` cluster: no statistical profiler (it feeds the dashboard, which is off), and its
 event-loop, memory and system monitors every second or five instead of every 20-500 ms. An idle ``local:2`` cluster
 burnt 57-60 ms of CPU per second with Dask's defaults, 9.7 with these (``benchmarks/sweep_scale.py`` counts that
-CPU as overhead per run, large when a loaded machine runs few runs per second)."""
+CPU as overhead per run, large when a loaded machine runs few runs per second). Dask's developer logs (the last
+messages of each stream, transitions, events) keep ``LOG_LENGTH`` entries, not 1,000: the scheduler and client
+live in the command, and their logs held every recent task's pickled runs, memory that grew with the sweep until
+about 2,000 Dask tasks (17-19 MB traced at 1,000-4,000 tiny tasks, 5 MB with 20 entries)."""
 START_TIMEOUT = 300.0
 """Seconds a local worker may take to start and reach the scheduler before the command gives up with an error
 (Dask's ``death_timeout``): an idle machine takes 1-2 s, one loaded twenty times past its cores up to a minute."""

@@ -127,3 +127,24 @@ def test_two_clusters_at_once_without_a_dashboard_do_not_warn(tmp_path: Path) ->
                 dask_local.close(client, cluster)
     assert len(ports) == 2 and 8787 not in ports
     assert not [w for w in seen if "already in use" in str(w.message)]
+
+
+def _noop(x: int) -> int:
+    return x
+
+
+def test_a_local_cluster_keeps_a_bounded_log_of_what_it_sent_not_every_task(tmp_path: Path) -> None:
+    """The scheduler and the client live in the command: with Dask's default they kept the last 1,000 messages of each
+    stream (every task's pickled runs, to every worker) and transitions, memory that grew with the sweep until
+    about 2,000 Dask tasks; a local cluster keeps a few."""
+    bound = dask_local.LOG_LENGTH
+    cluster, client = dask_local.start_local(1, None, str(tmp_path))
+    try:
+        for i in range(3 * bound):
+            assert client.submit(_noop, i, pure=False).result(timeout=120) == i
+        logs = [cluster.scheduler.transition_log, client.scheduler_comm.recent_message_log,
+                *(s.recent_message_log for s in cluster.scheduler.stream_comms.values())]
+        assert len(logs) == 3
+        assert all(0 < len(log) <= bound for log in logs), [len(log) for log in logs]
+    finally:
+        dask_local.close(client, cluster)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import pickle
 
 import pandas as pd
 import pytest
@@ -258,12 +259,27 @@ def test_positional_views_are_the_keyword_ones():
     assert positional(NodeView)(4, frozenset({"small"}), SMALL, 3.0, 1, True, None) == NodeView(
         4, allowed=frozenset({"small"}), vm=SMALL, ready_at=3.0, used_gpus=1, fixed=True)
     assert positional(NodeView)(4) == NodeView(4)  # fields with defaults may be left out (a field added later)
+    made = positional(JobView)(spec, est)
+    assert type(made) is JobView and made == JobView(spec, est)
+    with pytest.raises(dataclasses.FrozenInstanceError):  # made through a mutable twin, then frozen as any view
+        made.done = 1.0  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        del made.done  # type: ignore[misc]
+    # a class whose layout no twin can share (a weak reference slot on object) is built slot by slot, the same
+    weak = positional(_Weak)(1, "x")
+    assert type(weak) is _Weak and weak == _Weak(1, "x") and pickle.loads(pickle.dumps(weak)) == weak
     with pytest.raises(TypeError, match="__post_init__"):
         positional(_Checked)
     with pytest.raises(TypeError, match="not a slot"):
         positional(_Loose)
     with pytest.raises(TypeError, match="not a slot"):
         positional(Plan)
+
+
+@dataclasses.dataclass(frozen=True, slots=True, weakref_slot=True)
+class _Weak:
+    x: int
+    y: str
 
 
 @dataclasses.dataclass(frozen=True)
@@ -352,6 +368,11 @@ def test_an_engine_snapshot_is_replaced_and_compared_as_any_snapshot():
     other = dataclasses.replace(s, trigger="elsewhere")
     assert other.trigger == "elsewhere" and other.running == s.running and other.nodes is s.nodes
     assert dataclasses.replace(s) == s and other != s
+    back = pickle.loads(pickle.dumps(s))  # (its views' estimates arrays come back as copies)
+    assert type(back) is type(s) and type(s).__name__ == "EngineSnapshot" and back.nodes == s.nodes
+    assert _running_ids(back) == (0, 1) and back.time == s.time
+    with pytest.raises(dataclasses.FrozenInstanceError):  # (made through a mutable twin: ``positional``)
+        s.trigger = "changed"  # type: ignore[misc]
 
 
 def test_a_snapshot_with_no_running_job_reads_an_empty_tuple():

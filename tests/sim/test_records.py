@@ -215,3 +215,16 @@ def test_a_co_located_segment_completed_later_is_found_after_the_rows_spill(monk
     spilled = replay(trace, "fifo_packed", servers="2:2:2").segments
     assert kept["partner"].notna().sum() > 20 and len(kept) > 20 * spill
     pd.testing.assert_frame_equal(kept, spilled)
+
+
+def test_packed_columns_hold_exactly_what_numpy_converts():
+    from sim.records import packed
+    floats = [0.1, -0.0, float("nan"), float("inf"), 1e-310, 2**53 + 1, np.float64(1 / 3), np.float32(0.1), True]
+    got = packed(floats, np.float64, len(floats))
+    assert got.dtype == np.float64 and got.flags.writeable
+    assert got.tobytes() == np.fromiter(floats, dtype=np.float64, count=len(floats)).tobytes()
+    ints = [0, -1, 2**63 - 1, -(2**63), True, np.int64(7), np.int32(-3)]
+    assert packed(iter(ints), np.int64, len(ints)).tolist() == np.array(ints, dtype=np.int64).tolist()
+    # what struct does not take as a C number goes through numpy as before (a float in an integer column: truncated)
+    assert packed([1.5, 2], np.int64, 2).tolist() == [1, 2] and np.isnan(packed([None], np.float64, 1)[0])
+    assert packed([], np.float64, 0).shape == (0,)
