@@ -187,9 +187,9 @@ class FinishTimeFairnessPacked(_PackedLP):
         packing policies"), so runs differ from the default's within the policy's noise.
 
         ``point``: which X of the feasibility problem: ``interior``, HiGHS's interior-point answer; ``centre``, its
-        analytic centre with ECOS's cone weighting (``centre_packed``), closer to the point Gavel's ECOS returns: its
-        runs spread as little as Gavel's under tiny perturbations and match Gavel's means on more held-out cases
-        (docs/gavel.md), at some 1-2x the CPU."""
+        analytic centre with ECOS's cone weighting (``centre_packed``), the point ECOS approaches. Its runs spread
+        about as little as Gavel's under tiny perturbations of the trace; its means match Gavel's on d but are no
+        closer on the held-out traces (docs/gavel.md, "Held-out check of the LP packing policies")."""
         self.warm = warm
         self.point = point
         super().__init__(recompute_interval, type_order, seed)
