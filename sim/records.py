@@ -20,7 +20,8 @@ import math
 import struct
 from array import array
 from collections.abc import Iterable, Sequence
-from operator import attrgetter
+from itertools import islice, repeat
+from operator import attrgetter, is_
 from typing import TYPE_CHECKING, Any, ClassVar, get_args, get_type_hints
 
 import numpy as np
@@ -47,21 +48,24 @@ _PACKERS: dict[tuple[str, int], struct.Struct] = {}
 
 def packed(values: Iterable[Any], dtype: type, n: int) -> np.ndarray:
     """The ``n`` Python numbers of ``values`` as a new array of ``dtype`` (``np.int64`` or ``np.float64``): ``struct``
-    packs each exactly as the C ``int64_t`` or ``double`` numpy holds; a value it does not take as one (None, a float
-    in an integer column) is converted by ``np.fromiter`` as before."""
+    packs each exactly as the C ``int64_t`` or ``double`` numpy holds, ``SPILL`` values at a time (a million-row column
+    is never copied whole into a tuple); a chunk with a value struct does not take as one (None, a float in an integer
+    column) is converted by ``np.fromiter`` as before."""
     out: np.ndarray = np.empty(n, dtype=dtype)
-    if n:
-        code = _CODES[dtype]
-        packer = _PACKERS.get((code, n))
+    code, size = _CODES[dtype], out.itemsize
+    items = iter(values)
+    for at in range(0, n, SPILL):
+        k = min(SPILL, n - at)
+        chunk = values if k == n and values.__class__ is list else tuple(islice(items, k))
+        packer = _PACKERS.get((code, k))
         if packer is None:
             if len(_PACKERS) > 64:
                 _PACKERS.clear()
-            packer = _PACKERS[(code, n)] = struct.Struct(f"={n}{code}")
-        values = values if values.__class__ is list else tuple(values)
+            packer = _PACKERS[(code, k)] = struct.Struct(f"={k}{code}")
         try:
-            packer.pack_into(out.data, 0, *values)
+            packer.pack_into(out.data, at * size, *chunk)
         except struct.error:
-            return np.fromiter(values, dtype=dtype, count=n)
+            out[at:at + k] = np.fromiter(chunk, dtype=dtype, count=k)
     return out
 
 
@@ -326,7 +330,7 @@ class Nodes(Table):
         self.gpus.append(vm.gpus)
         self.price_per_hour.append(price)
         self.start_time.append(iv.start)
-        self.ready_time.append(min(iv.ready, now))
+        self.ready_time.append(now if now < iv.ready else iv.ready)  # min(iv.ready, now)
         self.stop_time.append(now)
         self.billed_seconds.append(billed)
         self.cost.append(cost)
@@ -399,17 +403,22 @@ class Decisions(Table):
 
     def _columns(self) -> dict[str, Sequence[Any]]:
         cols: dict[str, Any] = super()._columns()
-        # each distinct info once (most decisions share a few), then its values gathered row by row
-        seen: dict[int, int] = {}
-        distinct: list[DecisionInfo] = []
-        index = array("q")
-        for i in self.info:  # (the list holds every info: no id is reused)
-            k = seen.get(id(i))
-            if k is None:
-                k = seen[id(i)] = len(distinct)
-                distinct.append(i)
-            index.append(k)
-        rows = np.asarray(index, dtype=np.intp)
+        # each distinct info once (most decisions share a few: a list scheduler's plans, one), then its values
+        # gathered row by row
+        infos = self.info
+        if infos and all(map(is_, infos, repeat(infos[0]))):
+            distinct, rows = infos[:1], np.zeros(len(infos), dtype=np.intp)
+        else:
+            seen: dict[int, int] = {}
+            distinct = []
+            index = array("q")
+            for i in infos:  # (the list holds every info: no id is reused)
+                k = seen.get(id(i))
+                if k is None:
+                    k = seen[id(i)] = len(distinct)
+                    distinct.append(i)
+                index.append(k)
+            rows = np.asarray(index, dtype=np.intp)
         for name in self._derived:
             values = [getattr(i, name) for i in distinct]
             dtype = self.dtypes[name]

@@ -9,6 +9,7 @@ changes the schedule (a simplex returns a vertex, which puts each job's share on
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -18,7 +19,7 @@ from optim.highs import new_highs
 if TYPE_CHECKING:
     import highspy
 
-__all__ = ["max_min", "LeastShare", "LeastHorizon", "centre"]
+__all__ = ["max_min", "LeastShare", "LeastHorizon", "centre", "limit", "damped_step"]
 
 _STALL = 2.0 ** -20
 """Near the centre (Newton decrement below 1e-6) a step that must be cut below this length is lost in the rounding
@@ -277,29 +278,38 @@ def centre(rate: np.ndarray, sf: np.ndarray, gpus: np.ndarray, demand: np.ndarra
         decrement = float((grad * step).sum())
         if decrement < 1e-12:
             break
-        t = 1.0
-        # every constraint is linear in x: the largest step keeping all slacks positive is known in advance, and the
-        # halvings at twice it or more (a trial outside the domain, infinite barrier) are skipped unevaluated
         with np.errstate(divide="ignore", invalid="ignore"):
-            t_max = min(_limit(x, step), _limit(row, -step.sum(axis=1)), _limit(col, -(sf * step).sum(axis=0)),
-                        _limit(dem, (rate * step).sum(axis=1)))
-        while t >= 2.0 * t_max:
-            t *= 0.5
-            if t < 1e-12:
-                return np.clip(x, 0.0, 1.0)
-        while True:
-            trial = x - t * step
-            ft = barrier(trial)
-            if ft <= f - 0.25 * t * decrement:
-                break
-            t *= 0.5
-            if t < 1e-12 or (t < _STALL and decrement < 1e-6):
-                return np.clip(x, 0.0, 1.0)
-        x, f = trial, ft
+            t_max = min(limit(x, step), limit(row, -step.sum(axis=1)), limit(col, -(sf * step).sum(axis=0)),
+                        limit(dem, (rate * step).sum(axis=1)))
+        moved = damped_step(x, step, f, decrement, barrier, t_max)
+        if moved is None:
+            return np.clip(x, 0.0, 1.0)
+        x, f = moved
     return np.clip(x, 0.0, 1.0)
 
 
-def _limit(slack: np.ndarray, rate: np.ndarray) -> float:
+def limit(slack: np.ndarray, rate: np.ndarray) -> float:
     """The least t at which a slack falling at ``rate`` per unit of t (slack − t·rate) reaches 0; inf if none falls."""
     falling = rate > 0
     return float((slack[falling] / rate[falling]).min()) if falling.any() else np.inf
+
+
+def damped_step(x: np.ndarray, step: np.ndarray, f: float, decrement: float, barrier: Callable[[np.ndarray], float],
+                t_max: float) -> tuple[np.ndarray, float] | None:
+    """A damped Newton step x − t·step on a log barrier (value ``f`` at x): t halved from 1 until the barrier falls by
+    a quarter of t·``decrement``, or None where the line search is lost in the barrier's rounding. Every constraint
+    is linear, so ``t_max``, the largest step keeping all slacks positive, is known in advance, and the halvings at
+    twice it or more (a trial outside the domain, infinite barrier) are skipped unevaluated."""
+    t = 1.0
+    while t >= 2.0 * t_max:
+        t *= 0.5
+        if t < 1e-12:
+            return None
+    while True:
+        trial = x - t * step
+        ft = barrier(trial)
+        if ft <= f - 0.25 * t * decrement:
+            return trial, ft
+        t *= 0.5
+        if t < 1e-12 or (t < _STALL and decrement < 1e-6):
+            return None

@@ -11,7 +11,8 @@ well under a second.
 Where the optimum is not unique the schedule depends on which optimal point the solver returns. ``ecos_packed`` gives
 the point Gavel's ECOS returns (``optim.gavel.ecos_lp``, ECOS's iterations on the sparse matrix); ``max_min_packed``
 gives HiGHS's interior-point answer (no crossover, no presolve: a point inside the optimal face, not ECOS's) or,
-where only the optimal value matters, a vertex.
+where only the optimal value matters, a vertex; ``centre_packed`` the analytic centre of a feasibility set, the
+point ECOS approaches on finish-time fairness's cone program.
 """
 
 from __future__ import annotations
@@ -24,10 +25,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from optim.gavel.ecos_lp import ecos_lp
+from optim.gavel.lp import damped_step, limit
 from optim.highs import new_highs
 from sim.model import CapsimError
 
-__all__ = ["Combos", "LPFailed", "LeastPackedShare", "max_min_packed", "ecos_packed", "mixed_scale_refusal"]
+__all__ = ["Combos", "LPFailed", "LeastPackedShare", "max_min_packed", "ecos_packed", "centre_packed",
+           "mixed_scale_refusal"]
 
 
 class LPFailed(RuntimeError):
@@ -209,3 +212,62 @@ def ecos_packed(c: Combos, gpus: np.ndarray, coef: np.ndarray, need: np.ndarray 
     if not np.isfinite(x).all():
         raise LPFailed("the interior-point method diverged")
     return np.clip(x[:nx].reshape(size, m), 0.0, 1.0)
+
+
+def centre_packed(c: Combos, gpus: np.ndarray, need: np.ndarray) -> np.ndarray:
+    """The analytic centre of {X : the base constraints, each job's rate u_j ≥ need_j}, each job's rate row weighed
+    2·log(u − need) − log(u), as ECOS sees a bound on a time R/u written with cvxpy's ``inv_pos`` (the weighting of
+    ``optim.gavel.lp.centre(curved=True)``): the point ECOS approaches on Gavel's finish-time cone program when
+    ``need`` is taken just above the least ratio, where the set is a thin slab around the optimal face. Damped Newton
+    steps on the barrier, each solving the (2n + m)-row system A·D·Aᵀ + W⁻¹ (D = diag(X²), W the rows' curvature)
+    densely. Where the set has no interior (the needs take all there is) the max-min LP's vertex."""
+    n, m, size = c.n, c.m, c.size
+    if n == 0:
+        return np.zeros((size, m))
+    cap = gpus.astype(float)
+    share, cap_rows, gain = _rows(c, np.ones(n))
+    a = sp.vstack([share, cap_rows, gain], format="csr")
+    at = a.T.tocsr()
+    x_mm, s = max_min_packed(c, gpus, np.ones(n), need, ipm=False)
+    if not s > 1.0 + 1e-9:
+        return x_mm
+    # a strictly feasible start: the vertex, which meets s·need, moved towards a small even X that fills half of
+    # every job's share and of every type
+    counts = np.asarray(share.sum(axis=1)).ravel()
+    per_type = np.asarray(cap_rows.sum(axis=1)).ravel()
+    even = 0.5 * min(1.0 / counts.max(), float((cap / np.maximum(per_type, 1e-300)).min()))
+    theta = 0.5 * (1.0 - 1.0 / s)
+    x = (1.0 - theta) * x_mm.ravel() + theta * even
+    top = np.concatenate([np.ones(n), cap])
+
+    def slacks(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        ax = a @ x
+        return top - ax[: n + m], ax[n + m:] - need
+
+    def barrier(x: np.ndarray) -> float:
+        room, dem = slacks(x)
+        if (x <= 0).any() or (room <= 0).any() or (dem <= 0).any():
+            return np.inf
+        return -float(np.log(x).sum() + np.log(room).sum() + 2.0 * np.log(dem).sum() - np.log(dem + need).sum())
+
+    f = barrier(x)
+    for _ in range(100):
+        room, dem = slacks(x)
+        u = dem + need
+        grad = -1.0 / x + at @ np.concatenate([1.0 / room, -(2.0 / dem - 1.0 / u)])
+        curvature = np.concatenate([1.0 / room ** 2, 2.0 / dem ** 2 - 1.0 / u ** 2])
+        d = x * x
+        k = (a.multiply(d[None, :]) @ at).toarray() + np.diag(1.0 / curvature)
+        dg = d * grad
+        step = dg - d * (at @ np.linalg.solve(k, a @ dg))
+        decrement = float(grad @ step)
+        if decrement < 1e-12:
+            break
+        a_step = a @ step
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t_max = min(limit(x, step), limit(room, -a_step[: n + m]), limit(dem, a_step[n + m:]))
+        moved = damped_step(x, step, f, decrement, barrier, t_max)
+        if moved is None:
+            break
+        x, f = moved
+    return np.clip(x, 0.0, 1.0).reshape(size, m)

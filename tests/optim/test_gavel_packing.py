@@ -214,3 +214,48 @@ def test_finish_time_fairness_packed_warm_keeps_the_policy_contract_and_refuses_
     check_policy(FinishTimeFairnessPacked(warm=True))
     with pytest.raises(CapsimError, match="warm must be true or false, got 'yes'"):
         FinishTimeFairnessPacked(warm="yes")  # type: ignore[arg-type]
+
+
+def test_the_packed_centre_is_the_analytic_centre_with_ecos_cone_weighting():
+    """One job at rate 2 on one GPU, need 0.5: the barrier log x + 2·log(1 − x) (its share and the GPU) + 2·log(2x −
+    0.5) − log(2x) has its minimum where 2/(1 − x) = 4/(2x − 0.5), x = 5/8. Two jobs sharing one GPU with a pair at
+    0.8 each, needs 0.5: the answer is symmetric, strictly inside every constraint, and the barrier (written out here)
+    is stationary there. Needs that take all there is leave no interior: the max-min LP's vertex."""
+    from optim.gavel.packed_lp import Combos, centre_packed, max_min_packed
+
+    none = np.zeros(0, dtype=int)
+    one = Combos(np.array([[2.0]]), np.ones((1, 1), dtype=int), none, none, np.zeros((0, 1)), np.zeros((0, 1)))
+    assert centre_packed(one, np.array([1]), np.array([0.5]))[0, 0] == pytest.approx(0.625, abs=1e-7)
+
+    two = Combos(np.ones((2, 1)), np.ones((2, 1), dtype=int), np.array([0]), np.array([1]), np.array([[0.8]]),
+                 np.array([[0.8]]))
+    x = centre_packed(two, np.array([1]), np.array([0.5, 0.5]))[:, 0]
+    assert x[0] == pytest.approx(x[1], rel=1e-9)
+
+    def barrier(v: np.ndarray) -> float:
+        a0, a1, p = v
+        rates = np.array([a0 + 0.8 * p, a1 + 0.8 * p])
+        return -(np.log(v).sum() + np.log(1 - a0 - p) + np.log(1 - a1 - p) + np.log(1 - a0 - a1 - p)
+                 + 2 * np.log(rates - 0.5).sum() - np.log(rates).sum())
+
+    assert (x > 0).all() and x[0] + x[1] + x[2] < 1 and x[0] + 0.8 * x[2] > 0.5
+    h = 1e-6
+    grad = [(barrier(x + h * e) - barrier(x - h * e)) / (2 * h) for e in np.eye(3)]
+    assert np.abs(grad) == pytest.approx(np.zeros(3), abs=1e-4)
+
+    too_much = np.array([1.25, 1.25])  # the pair all the time gives 0.8 each: s = 0.64
+    vertex, s = max_min_packed(two, np.array([1]), np.ones(2), too_much, ipm=False)
+    assert s == pytest.approx(0.64) and np.array_equal(centre_packed(two, np.array([1]), too_much), vertex)
+
+
+def test_finish_time_fairness_packed_centre_keeps_the_policy_contract_and_refuses_an_unknown_point():
+    """``point: centre`` runs the same checks as every policy, with and without ``warm``; other points are refused by
+    name."""
+    from optim.gavel.packed_policies import FinishTimeFairnessPacked
+    from sim.model import CapsimError
+    from sim.testing import check_policy
+
+    check_policy(FinishTimeFairnessPacked(point="centre"))
+    check_policy(FinishTimeFairnessPacked(point="centre", warm=True))
+    with pytest.raises(CapsimError, match="point must be one of 'interior', 'centre', got 'center'"):
+        FinishTimeFairnessPacked(point="center")

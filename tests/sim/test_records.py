@@ -158,10 +158,14 @@ def test_node_rows_of_a_vm_stopped_while_booting_and_of_a_shared_vm():
     assert r.summary["idle_cost"] == pytest.approx(0.005)
 
 
-def test_decision_info_columns_follow_each_row_when_plans_alternate_infos():
-    # The info columns are built per distinct info and gathered row by row: rows must keep their own.
+@pytest.mark.parametrize("alternate", [True, False])
+def test_decision_info_columns_follow_each_row_when_plans_alternate_infos(alternate):
+    # The info columns are built per distinct info (all rows at once when every plan carries one info object) and
+    # gathered row by row: rows must keep their own.
     infos = [DecisionInfo(status="optimal", solver="HiGHS", objective=2.0, variables=4, constraints=1),
              DecisionInfo(status="time_limit", gap=0.5, fallback="fifo", reason="limit"), Plan().info]
+    if not alternate:
+        infos = [infos[0]] * 3
     count = [0]
 
     def script(s):
@@ -228,3 +232,10 @@ def test_packed_columns_hold_exactly_what_numpy_converts():
     # what struct does not take as a C number goes through numpy as before (a float in an integer column: truncated)
     assert packed([1.5, 2], np.int64, 2).tolist() == [1, 2] and np.isnan(packed([None], np.float64, 1)[0])
     assert packed([], np.float64, 0).shape == (0,)
+    # a long column is packed a chunk at a time (SPILL values), each chunk on its own path
+    from sim.records import SPILL
+    many = [i / 7 for i in range(2 * SPILL + 5)]
+    assert packed(iter(many), np.float64, len(many)).tobytes() == np.array(many).tobytes()
+    mixed = list(range(2 * SPILL + 5))
+    mixed[SPILL + 3] = 2.5
+    assert packed(iter(mixed), np.int64, len(mixed)).tolist() == [int(v) for v in mixed]
