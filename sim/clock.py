@@ -41,6 +41,8 @@ class Call(Event):
         """The exact time the call is due (equal to ``env.now`` while it runs)."""
         self.priority = priority
         self.delay = delay
+        self.arg = value
+        """The argument it carries (``value``, as a plain attribute: SimPy's ``Event.value`` is a property)."""
         self.succeed(value)
 
     if TYPE_CHECKING:  # SimPy's ``Event.value``, typed as what the engine reads: the argument the call carries

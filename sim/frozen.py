@@ -24,8 +24,8 @@ def positional(cls: type[T], kind: type[T] | None = None) -> Callable[..., T]:
     """A constructor of the frozen, slotted dataclass ``cls`` taking its fields positionally, in declaration order
     (those with a default may be left out at the end, as with the keyword constructor; module docstring). ``cls`` has
     no ``__post_init__``, so the object is the one ``cls(...)`` makes of the same values. With ``kind``, a subclass of
-    ``cls`` adding slots but no fields, the object is one of ``kind`` with ``cls``'s fields set (its own slots are left
-    unset)."""
+    ``cls`` adding slots but no fields, the object is one of ``kind`` with ``cls``'s fields set and its own slots set
+    from keyword-only arguments of their names (None when not given)."""
     if hasattr(cls, "__post_init__"):
         raise TypeError(f"positional({cls.__name__}): it has a __post_init__")
     made = cls if kind is None else kind
@@ -46,11 +46,15 @@ def positional(cls: type[T], kind: type[T] | None = None) -> Callable[..., T]:
         else:
             params.append(n)
     twin = _twin(cls, kind, names)
+    extra = [n for n in (kind.__dict__.get("__slots__", ()) if kind is not None else ()) if n != "__weakref__"]
+    if extra:
+        params += ["*", *(f"{n}=None" for n in extra)]
+        space.update({f"_set_{n}": kind.__dict__[n].__set__ for n in extra})
     if twin is not None:
         space["_twin"] = twin
-        body = "    o = _twin()\n" + "".join(f"    o.{n} = {n}\n" for n in names) + "    o.__class__ = cls\n"
+        body = "    o = _twin()\n" + "".join(f"    o.{n} = {n}\n" for n in names + extra) + "    o.__class__ = cls\n"
     else:
-        body = "    o = _new(cls)\n" + "".join(f"    _set_{n}(o, {n})\n" for n in names)
+        body = "    o = _new(cls)\n" + "".join(f"    _set_{n}(o, {n})\n" for n in names + extra)
     exec(f"def make({', '.join(params)}):\n{body}    return o\n", space)
     make: Callable[..., T] = space["make"]  # type: ignore[assignment]
     make.__qualname__ = f"positional({cls.__name__})"

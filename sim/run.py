@@ -156,7 +156,7 @@ class Run:
     # ------------------------------------------------------------------ events
 
     def _on_arrival(self, call: Call) -> None:
-        st: JobState = call.value
+        st: JobState = call.arg
         self._next_arrival += 1
         if self._next_arrival < len(self.states):
             nxt = self.states[self._next_arrival]
@@ -165,7 +165,7 @@ class Run:
 
     def complete(self, call: Call) -> None:
         """A job's work is done (``call.value`` is its ``JobState``): it leaves its nodes and the run."""
-        st: JobState = call.value
+        st: JobState = call.arg
         st.done = 1.0
         self._end_segment(st, call.time)
         st.end, st.event = call.time, None

@@ -90,7 +90,6 @@ _LAZY = tuple((Snapshot.__dict__[name].__get__, Snapshot.__dict__[name].__set__,
     ("nodes", "nodes_view"), ("node_changes", "changes_view"), ("running", "running_view"),
     ("empty_nodes", "empty_view"), ("idle_nodes", "idle_view")))
 _snapshot = cast("Callable[..., EngineSnapshot]", positional(Snapshot, EngineSnapshot))
-_WORLD = EngineSnapshot.__dict__["_world"]
 
 
 class JobState:
@@ -374,8 +373,7 @@ class World:
         snap = _snapshot(now, trigger, self.configs, self._vm_types_t, _LATER if nodes is None else nodes,
                          self._waiting_t, _LATER if running is None else running, _LATER if empty is None else empty,
                          _LATER if idle is None else idle, self._rules, False, _NONE, self.colocation, self.mig,
-                         _LATER if nodes is None else self._changes)
+                         _LATER if nodes is None else self._changes, _world=self)
         if nodes is None or running is None or empty is None or idle is None:
-            _WORLD.__set__(snap, self)
             self.held = ref(snap)
         return snap

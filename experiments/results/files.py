@@ -13,6 +13,7 @@ import hashlib
 import os
 import tempfile
 from collections.abc import Mapping
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ __all__ = [
     "write_csv",
     "write_csv_rows",
     "summary_columns",
+    "release_free_memory",
     "clean_temp_files",
     "pid_alive",
     "sha256",
@@ -138,6 +140,27 @@ def write_csv_rows(table: pa.Table, order: pa.Array, columns: list[str], path: s
                 part.to_csv(f, index=False, header=start == 0, **_CSV)
 
     atomic_write(Path(path), w)
+
+
+def release_free_memory() -> None:
+    """Give the memory a batch's compaction freed back to the system: Arrow's pool keeps what it freed for reuse, and
+    the C heap keeps its free pages resident (glibc's ``malloc_trim``; elsewhere the pool alone), so the command's
+    RSS between batches, and the peak of its end on top of it, carried the last batch's transient memory (the writer
+    alone at 20,000 runs: 263 MB before the end, 219 with this; the end's peak 279 -> 251 MB)."""
+    pa.default_memory_pool().release_unused()
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@cache
+def _malloc_trim() -> Any:
+    import ctypes
+
+    try:
+        return ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return None
 
 
 def summary_columns(names: list[str], by: list[str]) -> list[str]:

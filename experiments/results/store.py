@@ -40,7 +40,7 @@ import pandas as pd
 import pyarrow as pa
 
 from experiments.results import batches, spool
-from experiments.results.files import atomic_write_bytes, clean_temp_files, sha256
+from experiments.results.files import atomic_write_bytes, clean_temp_files, release_free_memory, sha256
 from experiments.results.folders import LEGACY_MANIFEST, MANIFEST, FolderLock, read_manifest
 from experiments.results.journal import JOURNAL, Batch, Journal, Ledger
 from experiments.running import interrupts
@@ -279,6 +279,7 @@ class ResultStore:
                     self._in_segment[e.segment] -= 1
             self._drop_empty_segments()
         self._tidy(touched)
+        release_free_memory()
 
     def _drop_empty_segments(self) -> None:
         assert self._spool is not None

@@ -45,7 +45,7 @@ class Task:
     @staticmethod
     def make(sc: Scenario, policy: PolicySpec, seed: int, labels: Iterable[tuple[str, Any]] = (),
              run_id: str | None = None, label_types: tuple[tuple[str, str], ...] = (),
-             shared: dict[int, Any] | None = None) -> Task:
+             shared: dict[Any, Any] | None = None) -> Task:
         """The task of ``policy`` and ``seed`` on ``sc`` (``run_id``: the run id when the caller has it already).
         ``shared``: a dict kept by a caller making many tasks, so tasks of one scenario and one policy share their
         plain data (a sweep of 20,000 seeds holds one copy, not 20,000)."""
@@ -58,8 +58,12 @@ class Task:
         pkey = id(policy)
         if pkey not in memo:
             memo[pkey] = (policy, policy.model_dump())
-        return Task(run_id or sc.run_id(policy, seed), data, base, memo[pkey][1], seed, tuple(labels), scenario_id,
-                    label_types)
+        if run_id is None:
+            rkey = (key, pkey)
+            if rkey not in memo:
+                memo[rkey] = sc.run_ids(policy)
+            run_id = memo[rkey](seed)
+        return Task(run_id, data, base, memo[pkey][1], seed, tuple(labels), scenario_id, label_types)
 
     def arrow_label_types(self) -> dict[str, Any]:
         """``label_types`` as Arrow types."""

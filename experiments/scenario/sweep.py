@@ -153,8 +153,9 @@ class Sweep:
         for pt in self.points:
             labels = [(k, grid_value_label(v)) for k, v in pt.values]
             for pol in self.policies if policies is None else policies:
+                run_id = pt.scenario.run_ids(pol)
                 for seed in self.seeds if seeds is None else seeds:
-                    rid = pt.scenario.run_id(pol, seed)
+                    rid = run_id(seed)
                     if rid not in seen:
                         seen.add(rid)
                         out.append(SweepRun(rid, pt.scenario, pol, seed, labels))

@@ -64,3 +64,26 @@ def test_versions_are_recorded_with_every_run_and_command(tiny: Path, tmp_path: 
     for versions in [manifest["versions"], *(json.loads(c)["versions"] for c in summary["config"])]:
         assert {k: versions[k] for k in ("highspy", "numpy", "pandas", "pulp", "simpy")} == {
             k: version(k) for k in ("highspy", "numpy", "pandas", "pulp", "simpy")}
+
+
+def test_run_ids_of_many_seeds_are_the_run_ids_of_each() -> None:
+    """``Scenario.run_ids`` (the configuration resolved once for a policy, the seed set per run: what a plan of
+    many seeds uses) gives every run the id ``run_id`` gives it alone, on the shipped scenarios and sweeps (grid
+    points, traces, spot, co-location, servers)."""
+    from experiments.scenario.sweep import load_sweep
+    from sim.model import CapsimError
+
+    root = Path(__file__).resolve().parents[2] / "experiments"
+    checked = 0
+    for f in sorted(root.rglob("*.yaml")):
+        try:
+            sweep = load_sweep(f)
+        except CapsimError:
+            continue  # not a scenario or sweep file (trace definitions)
+        for pt in sweep.points[:2]:
+            for pol in sweep.policies:
+                ids = pt.scenario.run_ids(pol)
+                for seed in [*sweep.seeds[:2], 12345]:
+                    assert ids(seed) == pt.scenario.run_id(pol, seed), (f, pol, seed)
+                    checked += 1
+    assert checked > 100

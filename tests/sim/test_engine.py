@@ -265,6 +265,16 @@ def test_positional_views_are_the_keyword_ones():
         made.done = 1.0  # type: ignore[misc]
     with pytest.raises(dataclasses.FrozenInstanceError):
         del made.done  # type: ignore[misc]
+    # a subclass adding slots but no fields (the engine's snapshot): its own slots from keyword arguments, else None
+    from sim.model import Snapshot
+    from sim.state import EngineSnapshot
+    args = (1.0, "arrival", (), (), (), (), ())
+    snap = positional(Snapshot, EngineSnapshot)(*args, _world="w")
+    keyword = Snapshot(time=1.0, trigger="arrival", configs=(), vm_types=(), nodes=(), waiting=(), running=())
+    assert type(snap) is EngineSnapshot and snap._world == "w"
+    assert [getattr(snap, f.name) for f in dataclasses.fields(Snapshot)] == [
+        getattr(keyword, f.name) for f in dataclasses.fields(Snapshot)]
+    assert positional(Snapshot, EngineSnapshot)(*args)._world is None
     # a class whose layout no twin can share (a weak reference slot on object) is built slot by slot, the same
     weak = positional(_Weak)(1, "x")
     assert type(weak) is _Weak and weak == _Weak(1, "x") and pickle.loads(pickle.dumps(weak)) == weak
