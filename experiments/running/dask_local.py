@@ -26,7 +26,7 @@ from experiments.running import interrupts
 from experiments.running.pool import init_worker, quiet_resource_tracker, sigint_blocked, start_server
 from sim.model import CapsimError
 
-__all__ = ["parse_local", "start_local", "on_workers", "close", "kill_workers", "LOCAL_QUIET", "LOG_LENGTH",
+__all__ = ["parse_local", "start_local", "connect", "on_workers", "close", "kill_workers", "LOCAL_QUIET", "LOG_LENGTH",
            "START_TIMEOUT", "CALL_TIMEOUT", "dask_setup"]
 
 LOG_LENGTH = 20
@@ -137,6 +137,20 @@ def start_local(n: int, dashboard: str | None, tmp: str | None) -> tuple[Any, An
             raise CapsimError(f"--dask local:{n}: the local Dask cluster did not start: {e}") from None
         raise e
     return made["cluster"], made["client"]
+
+
+def connect(address: str) -> Any:
+    """A client of the Dask scheduler at ``address`` (an existing cluster). It keeps ``LOG_LENGTH`` of the messages it
+    sent, as a local cluster does (Dask's default, the last 1,000 under 1 MB each, held every recent chunk of runs in
+    the command); Dask's settings are otherwise left as they were."""
+    import dask
+    from distributed import Client
+
+    try:
+        with dask.config.set({"distributed.admin.low-level-log-length": LOG_LENGTH}):
+            return Client(address, timeout=20)
+    except (OSError, TimeoutError) as e:
+        raise CapsimError(f"--dask {address!r}: cannot reach the Dask scheduler: {e}") from None
 
 
 def _abandon() -> None:

@@ -85,7 +85,7 @@ def _run_dask(tasks: list[Task], on_outcome: Callable[[Outcome], None], address:
 
     try:
         import dask
-        from distributed import Client, as_completed
+        from distributed import as_completed
     except ImportError:
         raise CapsimError("--dask needs Dask's distributed scheduler: pip install 'capsim[dist]'") from None
 
@@ -98,10 +98,7 @@ def _run_dask(tasks: list[Task], on_outcome: Callable[[Outcome], None], address:
         n, dashboard = dask_local.parse_local(address)
         cluster, client = dask_local.start_local(n, dashboard, tmp)
     else:
-        try:
-            client = Client(address, timeout=20)
-        except (OSError, TimeoutError) as e:
-            raise CapsimError(f"--dask {address!r}: cannot reach the Dask scheduler: {e}") from None
+        client = dask_local.connect(address)
     try:
         if cluster is None:  # a local cluster's workers set themselves up as Dask builds them
             dask_local.on_workers(client, init_worker, what="setting up the workers")

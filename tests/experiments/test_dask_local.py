@@ -148,3 +148,28 @@ def test_a_local_cluster_keeps_a_bounded_log_of_what_it_sent_not_every_task(tmp_
         assert all(0 < len(log) <= bound for log in logs), [len(log) for log in logs]
     finally:
         dask_local.close(client, cluster)
+
+
+def test_a_client_of_an_existing_cluster_keeps_a_bounded_log_too(tmp_path: Path) -> None:
+    """``--dask tcp://...``: the client lives in the command and logged the last 1,000 messages it sent (each a chunk
+    of runs); it keeps ``LOG_LENGTH``, and Dask's settings outside it are untouched."""
+    import dask
+
+    cluster, client = dask_local.start_local(0, None, str(tmp_path))  # a scheduler to connect to
+    try:
+        with dask.config.set({"distributed.admin.low-level-log-length": 1000}):
+            remote = dask_local.connect(cluster.scheduler_address)
+            try:
+                assert remote.scheduler_comm.recent_message_log.maxlen == dask_local.LOG_LENGTH
+            finally:
+                remote.close()
+            assert dask.config.get("distributed.admin.low-level-log-length") == 1000
+    finally:
+        dask_local.close(client, cluster)
+
+
+@pytest.mark.slow
+def test_an_unreachable_scheduler_is_one_error() -> None:
+    """After Dask's 20 s of retries, one error naming the address."""
+    with pytest.raises(CapsimError, match=r"cannot reach the Dask scheduler"):
+        dask_local.connect("tcp://127.0.0.1:9")
