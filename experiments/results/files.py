@@ -146,7 +146,7 @@ def release_free_memory() -> None:
     """Give the memory a batch's compaction freed back to the system: Arrow's pool keeps what it freed for reuse, and
     the C heap keeps its free pages resident (glibc's ``malloc_trim``; elsewhere the pool alone), so the command's
     RSS between batches, and the peak of its end on top of it, carried the last batch's transient memory (the writer
-    alone at 20,000 runs: 263 MB before the end, 219 with this; the end's peak 279 -> 251 MB)."""
+    alone at 20,000 runs: 263 MB before the end and 279 at the end's peak; 219-237 and 251-265 with this)."""
     pa.default_memory_pool().release_unused()
     trim = _malloc_trim()
     if trim is not None:
