@@ -164,7 +164,7 @@ class Run:
         self.time.arrived(st, call.time)
 
     def complete(self, call: Call) -> None:
-        """A job's work is done (``call.value`` is its ``JobState``): it leaves its nodes and the run."""
+        """A job's work is done (``call.arg`` is its ``JobState``): it leaves its nodes and the run."""
         st: JobState = call.arg
         st.done = 1.0
         self._end_segment(st, call.time)

@@ -139,7 +139,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--write", metavar="DIR", help="also keep the perturbed traces here, for the other simulator")
     ap.add_argument("--other", metavar="FILE", help="the other simulator's runs of the same draws")
     args = ap.parse_args(argv)
-    params = json.loads(args.params) if args.params else None
+    try:
+        params = json.loads(args.params) if args.params else None
+    except json.JSONDecodeError as e:
+        ap.error(f"--params: expected the policy's parameters as a JSON object, got {args.params!r} ({e})")
+    if params is not None and not isinstance(params, dict):
+        ap.error(f"--params: expected a JSON object such as '{{\"warm\": true}}', got {args.params!r}")
+    if args.draws < 0:
+        ap.error(f"--draws: expected 0 or more, got {args.draws}")
 
     def show(r: dict[str, Any]) -> None:
         print(f"draw {r['draw']}: avg JCT {r['avg_jct']:,.1f} s, makespan {r['makespan']:,.1f} s, not finished "
