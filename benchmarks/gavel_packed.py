@@ -55,8 +55,12 @@ stopped after 74 minutes (its CPU at the 25th, t = 50,398 s, was 91.45 s); ``min
 ``SolverError`` (cvxpy raises it, the simulator stops), so it has no whole run."""
 
 POLICIES = ("fifo_perf", "fifo_packed", "gandiva", "max_min_fairness_packed", "min_total_duration_packed",
-            "finish_time_fairness_packed", "finish_time_fairness_packed(warm)")
-"""The rows; ``NAME(warm)`` is the policy with ``warm: true`` (its root finding re-solves one LP)."""
+            "finish_time_fairness_packed", "finish_time_fairness_packed(interior)", "finish_time_fairness_packed(warm)")
+"""The rows; ``NAME(VARIANT)`` is the policy with the parameters ``VARIANTS`` gives."""
+
+VARIANTS: dict[str, dict[str, Any]] = {"interior": {"point": "interior"}, "warm": {"point": "interior", "warm": True}}
+"""``finish_time_fairness_packed``'s root-finding paths: HiGHS's interior point after regula falsi on cold LPs, and
+after Newton steps on one LP re-solved from its last basis."""
 
 
 class _Prefix(Exception):
@@ -92,6 +96,10 @@ def main() -> None:
     ap.add_argument("--policies", default=",".join(POLICIES))
     args = ap.parse_args()
 
+    for label in args.policies.split(","):
+        variant = label.removesuffix(")").partition("(")[2]
+        if variant and variant not in VARIANTS:
+            ap.error(f"--policies: unknown variant {variant!r} in {label!r}; known: {', '.join(VARIANTS)}")
     key = (args.jobs, args.lam, args.servers, args.seed)
     gavel, prefix = GAVEL_CPU_S.get(key, {}), GAVEL_PREFIX_S.get(key, {})
     with tempfile.TemporaryDirectory() as tmp:
@@ -101,10 +109,10 @@ def main() -> None:
         print(f"{'policy':34} {'setup (s)':>9} {'capsim CPU (s)':>14} {'rounds':>7} {'most waiting':>12} "
               f"{'avg JCT (h)':>11} {'Gavel CPU (s)':>13} {'ratio':>7}")
         for label in args.policies.split(","):
-            kind = label.removesuffix("(warm)")
+            kind, _, variant = label.removesuffix(")").partition("(")
             c0 = time.process_time()
             cluster, jobs, policy, estimator, truth, told, true_pairs = build(
-                trace, kind, args.seed, {"warm": True} if kind != label else None, servers=args.servers)
+                trace, kind, args.seed, VARIANTS[variant] if variant else None, servers=args.servers)
             sim = Simulation(cluster, jobs, policy, estimator, truth, interference=told, true_interference=true_pairs)
             target = " (target >= 20x)" if kind != "fifo_perf" else ""
             if kind not in gavel and kind in prefix:

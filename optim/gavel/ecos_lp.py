@@ -24,9 +24,11 @@ from optim.gavel.ipm import _EQUIL_PASSES, _REG, hsd_solve
 __all__ = ["ecos_lp"]
 
 
-def _equilibrate(g: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
+def _equilibrate(g: sp.spmatrix, collapse: Callable[[np.ndarray], np.ndarray] | None = None
+                 ) -> tuple[np.ndarray, np.ndarray]:
     """ECOS's row and column scalings: three passes dividing each row and column by the square root of its largest
-    absolute entry (1 where that is below 1e-6)."""
+    absolute entry (1 where that is below 1e-6); ``collapse`` rewrites the rows' largest entries first (a cone's rows
+    are scaled alike)."""
     rows, cols = g.shape
     row, col = np.ones(rows), np.ones(cols)
     a = abs(g).tocoo()
@@ -36,6 +38,8 @@ def _equilibrate(g: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
         np.maximum.at(col_max, a.col, v)
         row_max = np.zeros(rows)
         np.maximum.at(row_max, a.row, v)
+        if collapse is not None:
+            row_max = collapse(row_max)
         col *= np.where(col_max < 1e-6, 1.0, np.sqrt(col_max))
         row *= np.where(row_max < 1e-6, 1.0, np.sqrt(row_max))
     return row, col

@@ -6,8 +6,9 @@ What changes from ``optim.gavel.mechanism.TimeSliced``:
 1. Pairs. When a job arrives, a pair is made with every active job that takes as many GPUs on every type (Gavel's
    ``JobIdPair``, in its order: the new job, then its pairs with the active jobs in admission order). A pair's rate
    on a type is each member's rate times its slowdown next to the other (``Snapshot.colocation``, the estimator's
-   interference model); a pair that may not share a type has rate 0 there, and one that may share none is not kept
-   (it could never run). Pairs go when a member leaves.
+   interference model); a pair that may not share a type has rate 0 there, and one that may share none is kept only
+   by a policy that ``keeps_idle_pairs`` (Gavel's LPs carry such pairs, whose shares no one uses; it never runs).
+   Pairs go when a member leaves.
 2. Allocation. A packing policy's ``allocate_pairs`` gives X for the jobs alone and for the pairs.
 3. Credit. Time a pair runs is credited to the pair (its micro-task: the later member's end), not to its members. A
    pair starts with no credit, where a job starts with half a round: at the next recompute its deficit grows by half
@@ -69,11 +70,17 @@ class Packed(TimeSliced):
     """Gavel's packing policies: a Gavel replay switches co-location on for them (``docs/gavel.md``)."""
 
     fell_back: str | None = None
-    """Why this decision's allocation fell back to jobs alone (an LP without an answer), recorded in its plan."""
+    """Why this decision's allocation fell back (an LP without an answer), recorded in its plan."""
+    fallback_kind: str = "isolated"
+    """What it fell back to: jobs alone with equal shares, or another solver's answer."""
+
+    def keeps_idle_pairs(self) -> bool:
+        """Whether pairs that may share no type (rate 0 on every type) are kept and given to ``allocate_pairs``."""
+        return False
 
     def _restart(self) -> None:
         super()._restart()
-        self.fell_back = None
+        self.fell_back, self.fallback_kind = None, "isolated"
         self._pairs = PairTable(0)
         self._seq: dict[int, int] = {}
         self._counter = 0
@@ -148,7 +155,7 @@ class Packed(TimeSliced):
                 continue
             a, b = (other, j) if other < j else (j, other)
             sa, sb = self._pair_rates(s, a, b)
-            if not ((sa > 0) & (sb > 0)).any():
+            if not ((sa > 0) & (sb > 0)).any() and not self.keeps_idle_pairs():
                 continue
             p.add(a, b, sa, sb, self._counter)
             self._counter += 1
@@ -325,7 +332,7 @@ class Packed(TimeSliced):
         keep = frozenset(self._node_gpus)
         info = DecisionInfo()
         if self.fell_back is not None:
-            info = DecisionInfo(status="fallback", fallback="isolated", reason=self.fell_back)
-            self.fell_back = None
+            info = DecisionInfo(status="fallback", fallback=self.fallback_kind, reason=self.fell_back)
+            self.fell_back, self.fallback_kind = None, "isolated"
         return Plan(vms=opened, start=tuple(start), move=tuple(move), preempt=tuple(preempt), keep_idle=keep,
                     info=info)

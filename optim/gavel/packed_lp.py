@@ -24,13 +24,14 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from optim.gavel.ecos_cone import ecos_cone
 from optim.gavel.ecos_lp import ecos_lp
 from optim.gavel.lp import damped_step, limit
 from optim.highs import new_highs
 from sim.model import CapsimError
 
 __all__ = ["Combos", "LPFailed", "LeastPackedShare", "max_min_packed", "ecos_packed", "centre_packed",
-           "mixed_scale_refusal"]
+           "mixed_scale_refusal", "finish_time_cone", "ecos_finish_time"]
 
 
 class LPFailed(RuntimeError):
@@ -271,3 +272,53 @@ def centre_packed(c: Combos, gpus: np.ndarray, need: np.ndarray) -> np.ndarray:
             break
         x, f = moved
     return np.clip(x, 0.0, 1.0).reshape(size, m)
+
+
+def finish_time_cone(c: Combos, gpus: np.ndarray, remaining: np.ndarray, age: np.ndarray, denom: np.ndarray
+                     ) -> tuple[np.ndarray, sp.csr_matrix, np.ndarray, int, list[int]]:
+    """Gavel's finish-time fairness with packing as cvxpy hands it to ECOS: minimise t subject to
+    (age_j + R_j·v_j)/E_j ≤ t for every job (the ``maximum``; with one job its ratio is the objective and there is no
+    t), v_j ≥ 1/u_j written as the cone ‖(u_j − v_j, 2)‖ ≤ u_j + v_j (cvxpy's ``inv_pos``), u_j the job's rate under X,
+    and the base constraints. Columns: t, X[c, w] at c·m + w, v; rows: the n bounds on t, X ≥ 0, capacity, shares
+    (the linear rows), then three rows per job's cone. Returns (c, G, h, linear rows, cone sizes): the same rows and
+    columns as cvxpy's, in an order of its own."""
+    n, m, size = c.n, c.m, c.size
+    nx = size * m
+    share, cap, gain = _rows(c, np.ones(n))
+    ratio = remaining / denom
+    gain = gain.tocsr()
+    vcol = sp.eye(n, format="csr")
+    # each job's cone: rows −u − v, −u + v, 0 with h (0, 0, 2), the jobs' cones one after another
+    at = np.arange(3 * n).reshape(3, n).T.ravel()  # job j's three rows are rows j, n + j, 2n + j of the stacks
+    cone = sp.hstack([sp.vstack([-gain, -gain, sp.csr_matrix((n, nx))]),
+                      sp.vstack([-vcol, vcol, sp.csr_matrix((n, n))])], format="csr")[at]
+    g = sp.vstack([sp.hstack([-sp.eye(nx), sp.csr_matrix((nx, n))]), sp.hstack([cap, sp.csr_matrix((m, n))]),
+                   sp.hstack([share, sp.csr_matrix((n, n))]), cone], format="csr")
+    h = np.concatenate([np.zeros(nx), gpus.astype(float), np.ones(n), np.tile([0.0, 0.0, 2.0], n)])
+    cost = np.zeros(nx + n)
+    if n > 1:
+        bound = sp.hstack([sp.csr_matrix((n, nx)), sp.diags(ratio)])
+        g = sp.vstack([bound, g], format="csr")
+        t = np.zeros((g.shape[0], 1))
+        t[:n, 0] = -1.0
+        g = sp.hstack([sp.csr_matrix(t), g], format="csr")
+        h = np.concatenate([-age / denom, h])
+        cost = np.concatenate([[1.0], cost])
+    else:
+        cost[-1] = float(ratio[0])
+    g.eliminate_zeros()
+    return cost, g, h, g.shape[0] - 3 * n, [3] * n
+
+
+def ecos_finish_time(c: Combos, gpus: np.ndarray, remaining: np.ndarray, age: np.ndarray, denom: np.ndarray
+                     ) -> tuple[np.ndarray, int]:
+    """ECOS's answer to ``finish_time_cone`` (``optim.gavel.ecos_cone``): (X of all combinations clipped to [0, 1],
+    ECOS's exit code). A code other than 0 (optimal) or 10 (close to optimal) is a failure: cvxpy raises there, and
+    Gavel's simulator stops; X is then ECOS's best iterate (NaN where it has none)."""
+    cost, g, h, linear, cones = finish_time_cone(c, gpus, remaining, age, denom)
+    answer = ecos_cone(cost, g, h, linear, cones)
+    start = 1 if c.n > 1 else 0
+    x = answer.x[start: start + c.size * c.m]
+    if not np.isfinite(x).all():
+        return np.full((c.size, c.m), np.nan), answer.exit
+    return np.clip(x.reshape(c.size, c.m), 0.0, 1.0), answer.exit

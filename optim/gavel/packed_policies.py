@@ -9,6 +9,7 @@ from typing import ClassVar
 import numpy as np
 
 from optim.base import register
+from optim.gavel.ecos_cone import CLOSE_TO_OPTIMAL, EXITS, MAXIT, NUMERICS, OPTIMAL, OUTCONE
 from optim.gavel.fairness import SLACK, FinishTimeState, horizon, isolated, least_root, newton_root
 from optim.gavel.jobs import JobTable
 from optim.gavel.packed import Packed, PairTable
@@ -18,6 +19,7 @@ from optim.gavel.packed_lp import (
     LeastPackedShare,
     LPFailed,
     centre_packed,
+    ecos_finish_time,
     ecos_packed,
     max_min_packed,
     mixed_scale_refusal,
@@ -84,8 +86,21 @@ class Gandiva(Packed):
 
 
 class _PackedLP(Packed):
-    """What Gavel's LP packing policies share: the combinations as ``Combos`` and Gavel's refusal of a mix of GPU
-    counts (``mixed`` lifts it: the corrected model, registered under the name with ``_mixed``)."""
+    """What Gavel's LP packing policies share: the combinations as ``Combos``, Gavel's refusal of a mix of GPU
+    counts (``mixed`` lifts it: the corrected model, registered under the name with ``_mixed``) and Gavel's pairs."""
+
+    def __init__(self, recompute_interval: float = 1920.0, type_order: list[str] | None = None, seed: int = 0,
+                 idle_pairs: bool = True):
+        """``idle_pairs``: keep in the LP, as Gavel does, every pair of active jobs of the same GPU count, also the
+        pairs that may share no type (rate 0 everywhere: they never run). The LP's answer gives them some share
+        (an interior point does), which their members then spend idle; ``false`` leaves them out (docs/gavel.md,
+        "Packing")."""
+        self.idle_pairs = idle_pairs
+        super().__init__(recompute_interval, type_order, seed)
+        self.check_param("idle_pairs", bool)
+
+    def keeps_idle_pairs(self) -> bool:
+        return self.idle_pairs
 
     mixed: ClassVar[bool] = False
     single_gpu_only: ClassVar[bool] = True
@@ -107,7 +122,7 @@ class _PackedLP(Packed):
         try:
             x = self.solve(table, rows, self.combos(table, rows, pairs, prow), gpus)
         except (LPFailed, np.linalg.LinAlgError) as e:  # no job is lost: jobs alone, equal shares, until the next
-            self.fell_back = f"{type(e).__name__}: {e}"
+            self.fell_back, self.fallback_kind = f"{type(e).__name__}: {e}", "isolated"
             return isolated(table.sf[rows].astype(float), gpus), np.zeros((len(prow), len(gpus)))
         return x[:n], x[n:]
 
@@ -173,28 +188,31 @@ class MinTotalDurationPackedMixed(MinTotalDurationPacked):
 class FinishTimeFairnessPacked(_PackedLP):
     """Gavel's ``finish_time_fairness_packed`` (Themis with pairs): minimise the largest ratio of a job's expected
     finish time under X (its rate over jobs alone and pairs) to that under ``isolated`` (counting the isolated time
-    it has used up): the least ratio by root finding on HiGHS LPs, X a point of the feasibility problem just above
-    it (``point``)."""
+    it has used up). By default Gavel's cone program solved as ECOS solves it (``point``); otherwise the least ratio
+    by root finding on HiGHS LPs and X a point of the feasibility problem just above it."""
 
     _state: FinishTimeState
 
     def __init__(self, recompute_interval: float = 1920.0, type_order: list[str] | None = None, seed: int = 0,
-                 warm: bool = False, point: str = "interior"):
-        """``warm``: find the least ratio on one LP re-solved from its last basis at each trial (a few simplex
-        iterations instead of a new solve), by Newton steps whose slope comes from the LP's duals (``newton_root``,
-        as the unpacked policy; fewer trials than the default's regula falsi). The ratio is the same to 1e-10, but the
-        shares follow its last bits and the schedule follows the shares' (docs/gavel.md, "Held-out check of the LP
-        packing policies"), so runs differ from the default's within the policy's noise.
+                 idle_pairs: bool = True, warm: bool = False, point: str = "ecos"):
+        """``point``: how X is found. ``ecos``: Gavel's cone program itself (``finish_time_cone``: cvxpy's
+        ``inv_pos`` and ``maximum`` as cvxpy hands them to ECOS) solved by following ECOS's iterations
+        (``optim.gavel.ecos_cone``), the least ratio and the point together as Gavel gets them. Where the iterations
+        end without an answer (Gavel's simulator crashes there) their best iterate, or, without one, the
+        ``interior`` answer, recorded as a fallback in the round's plan. ``interior``: the least ratio by root finding on HiGHS LPs, then HiGHS's interior-point answer
+        to the feasibility problem just above it; ``centre``: the same ratio, then that problem's analytic centre
+        with ECOS's cone weighting (``centre_packed``). Both pick another point of the optimal set than ECOS's, and
+        the schedule follows the point (docs/gavel.md, "Held-out check of the LP packing policies").
 
-        ``point``: which X of the feasibility problem: ``interior``, HiGHS's interior-point answer; ``centre``, its
-        analytic centre with ECOS's cone weighting (``centre_packed``), the point ECOS approaches. Its runs spread
-        about as little as Gavel's under tiny perturbations of the trace; its means match Gavel's on d but are no
-        closer on the held-out traces (docs/gavel.md, "Held-out check of the LP packing policies")."""
+        ``warm`` (``interior`` and ``centre`` only): find the least ratio on one LP re-solved from its last basis at
+        each trial (a few simplex iterations instead of a new solve), by Newton steps whose slope comes from the
+        LP's duals (``newton_root``, as the unpacked policy; fewer trials than regula falsi). The ratio is the same
+        to 1e-10, but the shares follow its last bits, so runs differ within the policy's noise."""
         self.warm = warm
         self.point = point
-        super().__init__(recompute_interval, type_order, seed)
+        super().__init__(recompute_interval, type_order, seed, idle_pairs)
         self.check_param("warm", bool)
-        self.check_param("point", str, choices=("interior", "centre"))
+        self.check_param("point", str, choices=("interior", "centre", "ecos"))
 
     def solve(self, table: JobTable, rows: np.ndarray, c: Combos, gpus: np.ndarray) -> np.ndarray:
         c = Combos(c.rate.astype(np.float32).astype(float), c.sf, c.pa, c.pb,
@@ -209,6 +227,16 @@ class FinishTimeFairnessPacked(_PackedLP):
         def need(rho: float) -> np.ndarray:
             return remaining / np.maximum(rho * denom - age, 1e-300)
 
+        if self.point == "ecos":
+            x, code = ecos_finish_time(c, gpus, remaining, age, denom)
+            if code in (OPTIMAL, CLOSE_TO_OPTIMAL):
+                return x
+            what = EXITS.get(code, "unknown")
+            why = f"ECOS's iterations end without an answer ({what}, exit code {code}; cvxpy raises)"
+            if code in (MAXIT, NUMERICS, OUTCONE) and np.isfinite(x).all():
+                self.fell_back, self.fallback_kind = f"{why}; its best iterate used", "ecos_best_iterate"
+                return x
+            self.fell_back, self.fallback_kind = f"{why}; HiGHS's interior point used", "interior"
         lo = float(np.max(age / denom))
         hi = float(np.max((age + remaining / np.maximum(iso, 1e-300)) / denom))
         if self.warm:

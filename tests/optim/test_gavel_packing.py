@@ -257,5 +257,5 @@ def test_finish_time_fairness_packed_centre_keeps_the_policy_contract_and_refuse
 
     check_policy(FinishTimeFairnessPacked(point="centre"))
     check_policy(FinishTimeFairnessPacked(point="centre", warm=True))
-    with pytest.raises(CapsimError, match="point must be one of 'interior', 'centre', got 'center'"):
+    with pytest.raises(CapsimError, match="point must be one of 'interior', 'centre', 'ecos', got 'center'"):
         FinishTimeFairnessPacked(point="center")
