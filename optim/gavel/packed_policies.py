@@ -199,10 +199,11 @@ class FinishTimeFairnessPacked(_PackedLP):
         ``inv_pos`` and ``maximum`` as cvxpy hands them to ECOS) solved by following ECOS's iterations
         (``optim.gavel.ecos_cone``), the least ratio and the point together as Gavel gets them. Where the iterations
         end without an answer (Gavel's simulator crashes there) their best iterate, or, without one, the
-        ``interior`` answer, recorded as a fallback in the round's plan. ``interior``: the least ratio by root finding on HiGHS LPs, then HiGHS's interior-point answer
-        to the feasibility problem just above it; ``centre``: the same ratio, then that problem's analytic centre
-        with ECOS's cone weighting (``centre_packed``). Both pick another point of the optimal set than ECOS's, and
-        the schedule follows the point (docs/gavel.md, "Held-out check of the LP packing policies").
+        ``interior`` answer, recorded as a fallback in the round's plan. ``interior``: the least ratio by root
+        finding on HiGHS LPs, then HiGHS's interior-point answer to the feasibility problem just above it;
+        ``centre``: the same ratio, then that problem's analytic centre with ECOS's cone weighting
+        (``centre_packed``). Both pick another point of the optimal set than ECOS's, and the schedule follows the
+        point (docs/gavel.md, "Held-out check of the LP packing policies").
 
         ``warm`` (``interior`` and ``centre`` only): find the least ratio on one LP re-solved from its last basis at
         each trial (a few simplex iterations instead of a new solve), by Newton steps whose slope comes from the
