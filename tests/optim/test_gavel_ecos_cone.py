@@ -15,9 +15,10 @@ from optim.gavel.ecos_cone import CLOSE_TO_OPTIMAL, OPTIMAL, PINF, ecos_cone
 from optim.gavel.packed_lp import Combos, ecos_finish_time, finish_time_cone
 
 CASES = json.loads((Path(__file__).parent / "data" / "ecos_gavel_ftf_packed.json").read_text())["cases"]
-TOLERANCE = 5e-5
+TOLERANCE = 1e-4
 """How close the replay's x comes to ECOS's, relative to max(1, |x|): the iterations agree to ECOS's printed digits
-until the last few, where ECOS's sparse LDL factorisation and this module's dense Schur complement round apart."""
+until the last few, where ECOS's sparse LDL factorisation and this module's dense Schur complement round apart (up to
+5e-5 on these cases; the same arithmetic summed in another order moves the replay's x by as much)."""
 
 
 def _captured(case: dict) -> tuple:
