@@ -1,6 +1,6 @@
 """Replaying large Gavel-style traces with each of Gavel's policies: simulation CPU per policy, against Gavel's own.
 
-    .venv/bin/python benchmarks/gavel.py [--setting queue] [--all] [--policies max_min_fairness_perf,...]
+    .venv/bin/python benchmarks/gavel.py [--setting queue] [--all] [--policies max_min_fairness_perf,NAME(VARIANT),...]
                                          [--jobs 600 --lam 100 --servers 36:36:36 --seed 0] [--profile]
                                          [--gavel "GAVEL_PYTHON HARNESS"]
 
@@ -55,6 +55,10 @@ nan = math.nan
 LP_POLICIES = ("max_min_fairness_perf", "max_min_fairness", "min_total_duration_perf", "min_total_duration",
                "finish_time_fairness_perf", "finish_time_fairness")
 """Gavel's policies that solve an LP (or, for finish-time fairness, a cone program) at every recompute."""
+
+VARIANTS: dict[str, dict[str, Any]] = {"centre": {"point": "centre"}}
+"""``--policies NAME(VARIANT)``: the policy with these parameters (the finish-time policies' older point: the least
+ratio by root finding on HiGHS LPs and the analytic centre just above it)."""
 
 SETTINGS: dict[str, tuple[int, float, str, int]] = {
     "light": (600, 200.0, "36:36:36", 0),
@@ -186,10 +190,11 @@ def run_setting(jobs: int, lam: float, servers: str, seed: int, policies: list[s
 def _rows(cluster: Any, built: Any, predictor: Any, servers: str, seed: int, policies: list[str], profile: bool,
           gavel: dict[str, tuple[float, float]], gavel_cmd: str | None, trace: Path) -> None:
     """The table's rows: each policy run by capsim, then (``gavel_cmd``) by Gavel on the same ``trace``."""
-    print(f"{'policy':26} {'CPU (s)':>8} {'alloc':>6} {'mech':>6} {'engine':>6} {'rounds':>6} {'JCT (h)':>8} "
+    print(f"{'policy':34} {'CPU (s)':>8} {'alloc':>6} {'mech':>6} {'engine':>6} {'rounds':>6} {'JCT (h)':>8} "
           f"{'Gavel JCT':>9} {'Gavel CPU':>9} {'ratio':>7} {'ceiling':>7} {'ms/round':>8} {'Gavel':>6}")
-    for kind in policies:
-        policy = optim.build(kind, seed=seed)
+    for label in policies:
+        kind, _, variant = label.removesuffix(")").partition("(")
+        policy = optim.build(kind, seed=seed, **VARIANTS[variant] if variant else {})
         timed = _Timed(policy)
         sim = Simulation(cluster, built, policy, predictor)
         prof = cProfile.Profile() if profile else None
@@ -207,7 +212,7 @@ def _rows(cluster: Any, built: Any, predictor: Any, servers: str, seed: int, pol
         engine = cpu - timed.decide
         ratio = f"{ref_cpu / cpu:6.1f}x" if math.isfinite(ref_cpu) else "      -"
         ceiling = f"{ref_cpu / engine:6.1f}x" if math.isfinite(ref_cpu) else "      -"
-        print(f"{kind:26} {cpu:8.2f} {timed.allocate:6.2f} {timed.decide - timed.allocate:6.2f} {engine:6.2f} "
+        print(f"{label:34} {cpu:8.2f} {timed.allocate:6.2f} {timed.decide - timed.allocate:6.2f} {engine:6.2f} "
               f"{rounds:6d} {result.summary['gavel_mean_jct'] / 3600:8.2f} {ref_jct / 3600:9.2f} {ref_cpu:9.2f} "
               f"{ratio} {ceiling} {1e3 * cpu / max(rounds, 1):8.2f} {1e3 * ref_cpu / max(rounds, 1):6.2f}")
         if prof is not None:
@@ -230,6 +235,10 @@ def main() -> None:
                     "TRACE POLICY SERVERS SEED after each capsim run (module docstring); default: the GAVEL table")
     args = ap.parse_args()
     policies = args.policies.split(",")
+    for label in policies:
+        variant = label.removesuffix(")").partition("(")[2]
+        if variant and variant not in VARIANTS:
+            ap.error(f"--policies: unknown variant {variant!r} in {label!r}; known: {', '.join(VARIANTS)}")
     if args.all:
         chosen = list(SETTINGS.values())
     elif args.setting:

@@ -26,12 +26,13 @@ so answers agree to the accuracy of the solves, not to the last bit.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.linalg import lu_factor, lu_solve
+from scipy.linalg import LinAlgWarning, lu_factor, lu_solve
 
 from optim.gavel.cones import Cones as _Cones
 from optim.gavel.cones import Scaling as _Scaling
@@ -204,8 +205,10 @@ def _collapse(p: int, k: _Cones) -> Callable[[np.ndarray], np.ndarray]:
 def ecos_cone(c: np.ndarray, g: sp.spmatrix, h: np.ndarray, nl: int, q: list[int],
               a: sp.spmatrix | None = None, b: np.ndarray | None = None) -> ConeAnswer:
     """Run ECOS's method on min c·x s.t. A x = b, h − G x in the cones (``nl`` linear rows, then cones of sizes
-    ``q``). BLAS on one thread (as ``ecos_lp``: small dense factorisations, the same bits on every machine)."""
-    with _blas().limit(limits=1, user_api="blas"):
+    ``q``). BLAS on one thread (as ``ecos_lp``: small dense factorisations, the same bits on every machine). A
+    singular Newton system ends in NaN, which the exits handle as ECOS does; its warnings are not shown."""
+    with _blas().limit(limits=1, user_api="blas"), warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", LinAlgWarning)
         return _solve(c, g, h, nl, q, a, b)
 
 

@@ -16,13 +16,14 @@ import numpy as np
 
 from optim.gavel.ipm import solve as ecos_answer
 from optim.gavel.lp import LeastHorizon, LeastShare, centre, max_min
+from optim.gavel.packed_lp import Combos, ecos_finish_time
 
 SLACK = 1e-6
 """Relative room above the least finish-time ratio, so that the allocations meeting it have an interior whose
 centre approximates the centre of the optimal face (where only the bottleneck jobs are pinned)."""
 
 __all__ = ["least_root", "newton_root", "isolated", "max_min_fairness_agnostic", "finish_time_fairness",
-           "FinishTimeState", "min_total_duration", "horizon"]
+           "finish_time_ecos", "FinishTimeState", "min_total_duration", "horizon"]
 
 
 def isolated(sf: np.ndarray, gpus: np.ndarray) -> np.ndarray:
@@ -122,6 +123,20 @@ def finish_time_fairness(rate: np.ndarray, sf: np.ndarray, gpus: np.ndarray, age
     rho = hi * (1.0 + SLACK)
     demand = remaining / (rho * denom - age)
     return centre(rate, sf, gpus, demand, curved=True, vertex=lp.optimum(demand))
+
+
+def finish_time_ecos(rate: np.ndarray, sf: np.ndarray, gpus: np.ndarray, age: np.ndarray, remaining: np.ndarray,
+                     denom: np.ndarray) -> tuple[np.ndarray, int]:
+    """Gavel's finish-time fairness (without packing) as its cvxpy hands the cone program to ECOS, and ECOS's answer
+    (``optim.gavel.packed_lp.finish_time_cone`` with no pairs: the same rows and columns): (X clipped to [0, 1],
+    ECOS's exit code; X is its best iterate, NaN where it has none, when the code is not 0 or 10). ``denom`` is each
+    job's expected time under ``isolated`` (C_j + R_j / iso_j)."""
+    n, m = rate.shape
+    if n == 0:
+        return np.zeros(rate.shape), 0
+    none = np.zeros(0, dtype=np.int64)
+    alone = Combos(rate, sf, none, none, np.zeros((0, m)), np.zeros((0, m)))
+    return ecos_finish_time(alone, gpus, remaining, age, denom)
 
 
 def horizon(best: float) -> float:

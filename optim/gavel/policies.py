@@ -6,14 +6,18 @@ that state. ``docs/gavel.md`` lists them with what each reproduces and where it 
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
 from typing import ClassVar
 
 import numpy as np
 
 from optim.base import register
 from optim.gavel.allocation import fifo_perf, fifo_sticky, max_min_fairness
+from optim.gavel.ecos_cone import CLOSE_TO_OPTIMAL, DINF, EXITS, MAXIT, NUMERICS, OPTIMAL, OUTCONE, PINF
 from optim.gavel.fairness import (
     FinishTimeState,
+    finish_time_ecos,
     finish_time_fairness,
     isolated,
     max_min_fairness_agnostic,
@@ -22,7 +26,7 @@ from optim.gavel.fairness import (
 from optim.gavel.lp import LeastHorizon
 from optim.gavel.mechanism import JobTable, TimeSliced
 from optim.gavel.packing import AlloX
-from sim.model import CapsimError
+from sim.model import CapsimError, DecisionInfo, Plan, Snapshot
 
 __all__ = ["FifoPerf", "FifoPerfRunnable", "MaxMinFairnessPerf", "MaxMinFairnessPerfRunnable", "GavelFifo",
            "MaxMinFairness", "FinishTimeFairnessPerf", "FinishTimeFairness", "MinTotalDurationPerf",
@@ -139,22 +143,59 @@ class _Agnostic(TimeSliced):
 @register("finish_time_fairness_perf")
 class FinishTimeFairnessPerf(_Agnostic):
     """Gavel's ``finish_time_fairness_perf`` (Themis): minimise the largest ratio of a job's expected finish time
-    under X to that under ``isolated`` (counting the isolated time it has used up), by root finding on HiGHS LPs
-    (``optim.gavel.fairness.finish_time_fairness``)."""
+    under X to that under ``isolated`` (counting the isolated time it has used up); by default Gavel's cone program
+    solved as ECOS solves it (``point``)."""
 
     _state: FinishTimeState
+    _fell_back: tuple[str, str] | None
+
+    def __init__(self, recompute_interval: float = 1920.0, type_order: Sequence[str] | None = None, seed: int = 0,
+                 point: str = "ecos"):
+        """``point``: how X is found. ``ecos``: Gavel's cone program itself (cvxpy's ``inv_pos`` and ``maximum`` as
+        cvxpy hands them to ECOS, ``optim.gavel.fairness.finish_time_ecos``) solved by following ECOS's iterations,
+        the least ratio and the point together as Gavel gets them. Where ECOS finds the program infeasible Gavel
+        takes ``isolated``'s allocation, and so does this; where its iterations end without an answer (Gavel's
+        simulator crashes there) their best iterate, or, without one, the ``centre`` point, recorded as a fallback
+        in the round's plan. ``centre``: the least ratio by root finding on HiGHS LPs, then the analytic centre of
+        the allocations just above it with ECOS's cone weighting (``finish_time_fairness``): near ECOS's point, not
+        on it (docs/gavel.md, "Solving the LPs as Gavel does")."""
+        self.point = point
+        super().__init__(recompute_interval, type_order, seed)
+        self.check_param("point", str, choices=("ecos", "centre"))
 
     def allocate(self, table: JobTable, rows: np.ndarray, gpus: np.ndarray) -> np.ndarray:
         rate = self.policy_rate(rows)
         sf = table.sf[rows].astype(float)
         remaining = self.remaining(rows)
-        iso = (rate * isolated(sf, gpus)).sum(axis=1)
+        x_iso = isolated(sf, gpus)
+        iso = (rate * x_iso).sum(axis=1)
         used = self._state.update(table.ids[rows].tolist(), remaining, iso)
-        return finish_time_fairness(rate, sf, gpus, self.ages(rows), remaining, used, iso, self.agnostic)
+        age = self.ages(rows)
+        if self.point == "ecos":
+            x, code = finish_time_ecos(rate, sf, gpus, age, remaining, used + remaining / iso)
+            if code in (OPTIMAL, CLOSE_TO_OPTIMAL):
+                return x
+            if code in (PINF, DINF, PINF + 10, DINF + 10):  # cvxpy leaves X without a value; Gavel takes isolated
+                return x_iso
+            why = f"ECOS's iterations end without an answer ({EXITS.get(code, 'unknown')}, exit code {code}; cvxpy " \
+                  f"raises)"
+            if code in (MAXIT, NUMERICS, OUTCONE) and np.isfinite(x).all():
+                self._fell_back = (f"{why}; its best iterate used", "ecos_best_iterate")
+                return x
+            self._fell_back = (f"{why}; the centre point used", "centre")
+        return finish_time_fairness(rate, sf, gpus, age, remaining, used, iso, self.agnostic)
+
+    def decide(self, s: Snapshot) -> Plan:
+        plan = super().decide(s)
+        if self._fell_back is None:
+            return plan
+        (reason, kind), self._fell_back = self._fell_back, None
+        return dataclasses.replace(plan, info=DecisionInfo(status="fallback", fallback=kind, reason=reason))
 
     def _restart(self) -> None:
         super()._restart()
         self._state = FinishTimeState()
+        self._fell_back = None
 
 
 @register("finish_time_fairness")

@@ -21,7 +21,34 @@ until the last few, where ECOS's sparse LDL factorisation and this module's dens
 5e-5 on these cases; the same arithmetic summed in another order moves the replay's x by as much)."""
 
 
-def _captured(case: dict) -> tuple:
+def cvxpy_columns(n: int, m: int, size: int, order: list[int]) -> np.ndarray:
+    """Where each column of ``finish_time_cone`` is among cvxpy's: t (or, with one job, v), X column-major over Gavel's
+    combinations (``order``: each capsim combination's place there), then v."""
+    with_t = n > 1
+    col = np.empty(size * m + n + int(with_t), dtype=np.int64)
+    ci, wi = np.divmod(np.arange(size * m), m)
+    col[int(with_t): int(with_t) + size * m] = 1 + wi * size + np.array(order)[ci]
+    if with_t:
+        col[0] = 0
+        col[1 + size * m:] = 1 + size * m + np.arange(n)
+    else:
+        col[size * m] = 0
+    return col
+
+
+def rows(mat: sp.spmatrix, rhs: np.ndarray, cols: np.ndarray | None) -> list:
+    """Each row as its entries (on the columns ``cols`` maps them to) and right-hand side, rounded to 12 digits."""
+    mat = sp.csr_matrix(mat)
+    out = []
+    for r in range(mat.shape[0]):
+        lo, hi = mat.indptr[r], mat.indptr[r + 1]
+        idx = mat.indices[lo:hi] if cols is None else cols[mat.indices[lo:hi]]
+        out.append((tuple(sorted(zip(idx.tolist(), np.round(mat.data[lo:hi], 12).tolist()))), round(rhs[r], 12)))
+    return out
+
+
+def captured(case: dict) -> tuple:
+    """The captured program as ``ecos_cone`` takes it: c, G, h, linear rows, cone sizes."""
     g = case["G"]
     return (np.array(case["c"]), sp.coo_matrix((g["data"], (g["row"], g["col"])), shape=g["shape"]),
             np.array(case["h"]), case["l"], case["q"])
@@ -52,7 +79,7 @@ def test_the_replay_gives_ecos_answer_and_exit_on_gavels_cone_programs(case):
     last iteration (its log: "Reached NAN dead end, recovering best iterate (27)"), so it returned the iterate before
     as "close to optimal"; the replay's last iterate there may be finite and optimal."""
     c = CASES[case]
-    answer = ecos_cone(*_captured(c))
+    answer = ecos_cone(*captured(c))
     x = np.array(c["ecos"]["x"])
     assert answer.usable
     if c["ecos"]["exit"] == OPTIMAL:
@@ -71,28 +98,8 @@ def test_capsims_cone_program_is_cvxpys_with_its_rows_and_columns_reordered(case
     combos, gpus, remaining, age, denom, order = _inputs(c)
     cost, g, h, nl, q = finish_time_cone(combos, gpus, remaining, age, denom)
     n, m, size = combos.n, combos.m, combos.size
-    # cvxpy's columns: t (or, with one job, v), X column-major over Gavel's combinations, then v
-    with_t = n > 1
-    col = np.empty(g.shape[1], dtype=np.int64)
-    first = 1
-    ci, wi = np.divmod(np.arange(size * m), m)
-    col[int(with_t): int(with_t) + size * m] = first + wi * size + np.array(order)[ci]
-    if with_t:
-        col[0] = 0
-        col[1 + size * m:] = first + size * m + np.arange(n)
-    else:
-        col[size * m] = 0
-
-    def rows(mat: sp.spmatrix, rhs: np.ndarray, cols: np.ndarray | None) -> list:
-        mat = sp.csr_matrix(mat)
-        out = []
-        for r in range(mat.shape[0]):
-            lo, hi = mat.indptr[r], mat.indptr[r + 1]
-            idx = mat.indices[lo:hi] if cols is None else cols[mat.indices[lo:hi]]
-            out.append((tuple(sorted(zip(idx.tolist(), np.round(mat.data[lo:hi], 12).tolist()))), round(rhs[r], 12)))
-        return out
-
-    theirs_c, theirs_g, theirs_h, theirs_l, theirs_q = _captured(c)
+    col = cvxpy_columns(n, m, size, order)
+    theirs_c, theirs_g, theirs_h, theirs_l, theirs_q = captured(c)
     assert (nl, q) == (theirs_l, theirs_q)
     lin = slice(0, nl)
     assert sorted(rows(g[lin], h[lin], col)) == sorted(rows(theirs_g.tocsr()[lin], theirs_h[lin], None))
