@@ -132,6 +132,27 @@ def test_the_replay_scenario_runs_through_the_command_line(tmp_path):
     assert summary.set_index("policy").gavel_mean_jct["fifo_perf"] == pytest.approx(gavel.avg_jct_s, rel=0.03)
 
 
+def test_a_replay_without_deadlines_passes_the_money_check_and_a_charged_one_fails(tmp_path):
+    """A Gavel trace gives no deadlines: its jobs carry none (NaN lateness and tardiness), the run's tardiness cost is
+    NaN and its total cost is the VM cost; the engine checks accept that, and reject a job without a deadline that is
+    charged tardiness."""
+    import dataclasses
+
+    from sim.engine import Simulation
+    from studies.gavel_replay import build, write_trace
+    from tests.optim.worlds import World, check
+
+    path = write_trace(tmp_path / "small.trace", 8, 300.0, 3, multi_gpu=True)
+    c, jobs, pol, est, truth, _, _ = build(path, "fifo_perf", rounds=360)
+    world = World(c, jobs, est, None if truth is est else truth, 3)
+    r = Simulation(c, jobs, pol, est, truth).run()
+    assert r.jobs.deadline.isna().all() and r.jobs.tardiness_cost.isna().all()
+    check(world, r)
+    charged = r.jobs.assign(tardiness_cost=[1.0] + [float("nan")] * (len(r.jobs) - 1))
+    with pytest.raises(AssertionError, match="without a deadline was charged"):
+        check(world, dataclasses.replace(r, jobs=charged))
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [21, 22, 23])
 def test_held_out_traces_replay_within_the_engine_invariants(seed, tmp_path):
