@@ -29,10 +29,12 @@ import math
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import LinAlgWarning, lu_factor, lu_solve
+from scipy.sparse.linalg import splu
 
 from optim.gavel.cones import Cones as _Cones
 from optim.gavel.cones import Scaling as _Scaling
@@ -136,13 +138,27 @@ class _Kkt:
         np.add.at(d, self.lone_col, self.lone_val ** 2 / lin_lone)
         self.d, self.lin_lone = d, lin_lone
         inv_e = 1.0 / d[self.e]
-        scaled = self.r_e.multiply(inv_e[None, :]).tocsr()
-        s = (scaled @ self.r_et).toarray() + self.corner(lin, blocks)
-        self.chol_s = lu_factor(s, check_finite=False)
-        sk = lu_solve(self.chol_s, self.r_k, check_finite=False)
+        sk = self.factor_s(lin, blocks, inv_e)
         t = np.diag(d[self.kept]) + self.r_k.T @ sk
         self.chol_t = lu_factor(t, check_finite=False) if len(self.kept) else None
         self.inv_e = inv_e
+
+    def factor_s(self, lin: np.ndarray, blocks: list[np.ndarray], inv_e: np.ndarray) -> np.ndarray:
+        """Factor the Schur complement S over the rest rows; S⁻¹ times the kept columns."""
+        scaled = self.r_e.multiply(inv_e[None, :]).tocsr()
+        s = (scaled @ self.r_et).toarray() + self.corner(lin, blocks)
+        self.chol_s = lu_factor(s, check_finite=False)
+        return lu_solve(self.chol_s, self.r_k, check_finite=False)
+
+    def s_solve(self, v: np.ndarray) -> np.ndarray:
+        """S⁻¹ v, S the factored Schur complement over the rest rows."""
+        return lu_solve(self.chol_s, v, check_finite=False)
+
+    def times_blocks(self, blocks: list[np.ndarray], dz: np.ndarray, out: np.ndarray) -> None:
+        """out's cone rows: each cone's block times its rows of dz."""
+        for start, blk in zip((self.p + self.k.head).tolist(), blocks):
+            n = blk.shape[0]
+            out[start: start + n] = blk @ dz[start: start + n]
 
     def solve(self, rx: np.ndarray, rz: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         r1 = rx.copy()
@@ -150,17 +166,58 @@ class _Kkt:
         qv = rz[self.rest] - self.r_e @ (self.inv_e * r1[self.e])
         dx = np.empty(len(rx))
         if self.chol_t is not None:
-            rhs = r1[self.kept] + self.r_k.T @ lu_solve(self.chol_s, qv, check_finite=False)
+            rhs = r1[self.kept] + self.r_k.T @ self.s_solve(qv)
             dx_k = lu_solve(self.chol_t, rhs, check_finite=False)
-            dz_r = lu_solve(self.chol_s, self.r_k @ dx_k - qv, check_finite=False)
+            dz_r = self.s_solve(self.r_k @ dx_k - qv)
             dx[self.kept] = dx_k
         else:
-            dz_r = lu_solve(self.chol_s, -qv, check_finite=False)
+            dz_r = self.s_solve(-qv)
         dx[self.e] = self.inv_e * (r1[self.e] - self.r_et @ dz_r)
         dz = np.empty(len(rz))
         dz[self.rest] = dz_r
         dz[self.lone] = (self.lone_val * dx[self.lone_col] - rz[self.lone]) / self.lin_lone
         return dx, dz
+
+
+class _SparseKkt(_Kkt):
+    """``_Kkt`` with the Schur complement kept sparse and factored by SuperLU: for programs whose rows couple few
+    columns (finish-time fairness without pairs: each job's share and cone rows meet only its own X, the capacity
+    rows border them), where the dense LU's cube of 5n rows is the whole cost. The same system, solved exactly
+    (pivoted LU), so answers differ from the dense path's in the last bits only."""
+
+    def __init__(self, r: sp.csr_matrix, p: int, k: _Cones):
+        super().__init__(r, p, k)
+        self.r_k = sp.csr_matrix(self.r_k)
+        at = self.lin_rest[self.lin_rest_rows]
+        self.lin_at = at
+        self.block_rows = [np.repeat(np.arange(start, start + n), n) for start, n in zip(self.cone_at.tolist(),
+                                                                                         k.q.tolist())]
+        self.block_cols = [np.tile(np.arange(start, start + n), n) for start, n in zip(self.cone_at.tolist(),
+                                                                                       k.q.tolist())]
+
+    def factor_s(self, lin: np.ndarray, blocks: list[np.ndarray], inv_e: np.ndarray) -> np.ndarray:
+        nr = len(self.rest)
+        rr = np.concatenate([self.lin_at, *self.block_rows])
+        cc = np.concatenate([self.lin_at, *self.block_cols])
+        vv = np.concatenate([lin[self.lin_rest_rows], *(blk.ravel() for blk in blocks)])
+        corner = sp.csr_matrix((vv, (rr, cc)), shape=(nr, nr))
+        s = self.r_e.multiply(inv_e[None, :]).tocsr() @ self.r_et + corner
+        try:
+            self.lu: Any = splu(sp.csc_matrix(s))
+        except RuntimeError:  # exactly singular: the solves give NaN, as the dense LU's zero pivot does
+            self.lu = None
+        return self.s_solve(self.r_k.toarray())
+
+    def s_solve(self, v: np.ndarray) -> np.ndarray:
+        return np.full(v.shape, np.nan) if self.lu is None else self.lu.solve(v)
+
+    def times_blocks(self, blocks: list[np.ndarray], dz: np.ndarray, out: np.ndarray) -> None:
+        q = self.k.q
+        if not len(q) or not (q == q[0]).all():
+            super().times_blocks(blocks, dz, out)
+            return
+        first = self.p + self.k.nl
+        out[first:] = np.einsum("ijk,ik->ij", np.stack(blocks), dz[first:].reshape(len(q), int(q[0]))).ravel()
 
 
 def _refined(kkt: _Kkt, target_lin: np.ndarray, target_blocks: list[np.ndarray], k: _Cones, p: int,
@@ -175,9 +232,7 @@ def _refined(kkt: _Kkt, target_lin: np.ndarray, target_blocks: list[np.ndarray],
         ex = bx - _STATIC * dx - kkt.rt @ dz
         vz = np.empty(len(dz))
         vz[: p + k.nl] = target_lin * dz[: p + k.nl]
-        for start, blk in zip((p + k.head).tolist(), target_blocks):
-            n = blk.shape[0]
-            vz[start: start + n] = blk @ dz[start: start + n]
+        kkt.times_blocks(target_blocks, dz, vz)
         ez = bz - kkt.r @ dx + vz
         nerr = max(float(np.abs(ex).max(initial=0.0)), float(np.abs(ez).max(initial=0.0)))
         if it > 0 and nerr > nerr_prev:
@@ -203,17 +258,18 @@ def _collapse(p: int, k: _Cones) -> Callable[[np.ndarray], np.ndarray]:
 
 
 def ecos_cone(c: np.ndarray, g: sp.spmatrix, h: np.ndarray, nl: int, q: list[int],
-              a: sp.spmatrix | None = None, b: np.ndarray | None = None) -> ConeAnswer:
+              a: sp.spmatrix | None = None, b: np.ndarray | None = None, sparse: bool = False) -> ConeAnswer:
     """Run ECOS's method on min c·x s.t. A x = b, h − G x in the cones (``nl`` linear rows, then cones of sizes
     ``q``). BLAS on one thread (as ``ecos_lp``: small dense factorisations, the same bits on every machine). A
-    singular Newton system ends in NaN, which the exits handle as ECOS does; its warnings are not shown."""
+    singular Newton system ends in NaN, which the exits handle as ECOS does; its warnings are not shown. ``sparse``:
+    factor the Newton systems' Schur complement sparse (``_SparseKkt``), for programs whose rows couple few columns."""
     with _blas().limit(limits=1, user_api="blas"), warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore", LinAlgWarning)
-        return _solve(c, g, h, nl, q, a, b)
+        return _solve(c, g, h, nl, q, a, b, _SparseKkt if sparse else _Kkt)
 
 
 def _solve(c: np.ndarray, g: sp.spmatrix, h: np.ndarray, nl: int, q: list[int], a: sp.spmatrix | None,
-           b: np.ndarray | None) -> ConeAnswer:
+           b: np.ndarray | None, system: type[_Kkt]) -> ConeAnswer:
     k = _Cones(nl, q)
     g = sp.csr_matrix(g, dtype=float)
     cols = g.shape[1]
@@ -226,7 +282,7 @@ def _solve(c: np.ndarray, g: sp.spmatrix, h: np.ndarray, nl: int, q: list[int], 
     bb = (np.asarray(b, dtype=float) if p else np.zeros(0)) / row[:p]
     hh = np.asarray(h, dtype=float) / row[p:]
     cc = np.asarray(c, dtype=float) / col
-    kkt = _Kkt(r, p, k)
+    kkt = system(r, p, k)
     big = np.concatenate([bb, hh])
     a_rows, g_rows = r[:p], r[p:]
 

@@ -136,7 +136,7 @@ def finish_time_ecos(rate: np.ndarray, sf: np.ndarray, gpus: np.ndarray, age: np
         return np.zeros(rate.shape), 0
     none = np.zeros(0, dtype=np.int64)
     alone = Combos(rate, sf, none, none, np.zeros((0, m)), np.zeros((0, m)))
-    return ecos_finish_time(alone, gpus, remaining, age, denom)
+    return ecos_finish_time(alone, gpus, remaining, age, denom, sparse=True)
 
 
 def horizon(best: float) -> float:

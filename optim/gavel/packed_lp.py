@@ -310,13 +310,14 @@ def finish_time_cone(c: Combos, gpus: np.ndarray, remaining: np.ndarray, age: np
     return cost, g, h, g.shape[0] - 3 * n, [3] * n
 
 
-def ecos_finish_time(c: Combos, gpus: np.ndarray, remaining: np.ndarray, age: np.ndarray, denom: np.ndarray
-                     ) -> tuple[np.ndarray, int]:
+def ecos_finish_time(c: Combos, gpus: np.ndarray, remaining: np.ndarray, age: np.ndarray, denom: np.ndarray,
+                     sparse: bool = False) -> tuple[np.ndarray, int]:
     """ECOS's answer to ``finish_time_cone`` (``optim.gavel.ecos_cone``): (X of all combinations clipped to [0, 1],
     ECOS's exit code). A code other than 0 (optimal) or 10 (close to optimal) is a failure: cvxpy raises there, and
-    Gavel's simulator stops; X is then ECOS's best iterate (NaN where it has none)."""
+    Gavel's simulator stops; X is then ECOS's best iterate (NaN where it has none). ``sparse``: ``ecos_cone``'s
+    sparse Newton systems (for jobs alone, no pairs)."""
     cost, g, h, linear, cones = finish_time_cone(c, gpus, remaining, age, denom)
-    answer = ecos_cone(cost, g, h, linear, cones)
+    answer = ecos_cone(cost, g, h, linear, cones, sparse=sparse)
     start = 1 if c.n > 1 else 0
     x = answer.x[start: start + c.size * c.m]
     if not np.isfinite(x).all():

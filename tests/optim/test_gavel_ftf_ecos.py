@@ -26,14 +26,15 @@ def _inputs(case: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
             np.array(case["isolated_time"]))
 
 
+@pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("case", range(len(CASES)))
-def test_the_replay_gives_ecos_answer_exit_and_iterations_on_gavels_unpacked_programs(case):
+def test_the_replay_gives_ecos_answer_exit_and_iterations_on_gavels_unpacked_programs(case, sparse):
     """Gavel's programs of d.trace (1 to 26 jobs, both policies), as cvxpy hands them to ECOS: ECOS converged on
-    each; the replay does too, in as many iterations (give or take one), at ECOS's x. On the one-job program its
-    Newton system is singular at the last iteration (the job's X at a vertex), where the replay may stop one step
-    short, "close to optimal", as ECOS does in such a case."""
+    each; the replay does too, in as many iterations (give or take one), at ECOS's x, with its Newton systems dense
+    or sparse. On the one-job program the Newton system is singular at the last iteration (the job's X at a vertex),
+    where the replay may stop one step short, "close to optimal", as ECOS does in such a case."""
     c = CASES[case]
-    answer = ecos_cone(*captured(c))
+    answer = ecos_cone(*captured(c), sparse=sparse)
     x = np.array(c["ecos"]["x"])
     assert c["ecos"]["exit"] == OPTIMAL and c["status"] == "optimal"
     assert answer.usable and abs(answer.iterations - c["ecos"]["iterations"]) <= 1
