@@ -10,13 +10,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from optim.gavel.ecos_cone import OPTIMAL, ecos_cone
+from optim.gavel.ecos_cone import NUMERICS, OPTIMAL, OUTCONE, ecos_cone
 from optim.gavel.fairness import finish_time_ecos
 from optim.gavel.packed_lp import Combos, finish_time_cone
 
 from .test_gavel_ecos_cone import TOLERANCE, captured, cvxpy_columns, rows
 
-CASES = json.loads((Path(__file__).parent / "data" / "ecos_gavel_ftf.json").read_text())["cases"]
+DATA = json.loads((Path(__file__).parent / "data" / "ecos_gavel_ftf.json").read_text())
+CASES, FAILING = DATA["cases"], DATA["failing"]
 
 
 def _inputs(case: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -64,6 +65,18 @@ def test_the_unpacked_program_is_the_packed_writer_without_pairs_and_is_cvxpys(c
     theirs = np.array(c["ecos"]["x"])[1: 1 + n * m].reshape(m, n).T
     assert code == OPTIMAL
     assert np.abs(x - np.clip(theirs, 0.0, 1.0)).max() <= 2 * TOLERANCE  # 1.005e-4 at 26 jobs: the last bits
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_the_replay_breaks_down_where_ecos_broke_down_in_gavels_run(sparse):
+    """The program at which Gavel's run of a held-out trace stops (ECOS leaves the cone at its 14th iteration, cvxpy
+    raises): the replay's iterations end without an answer too (left the cone or numerical problems, both cvxpy's
+    SolverError), so the policy records a fallback where Gavel crashes. ECOS breaks down at the end of its path,
+    where the last bits decide; on other programs of that kind the replay may still converge."""
+    c = FAILING[0]
+    assert c["status"] == "solver_error" and c["ecos"]["exit"] == OUTCONE
+    answer = ecos_cone(*captured(c), sparse=sparse)
+    assert answer.exit in (OUTCONE, NUMERICS) and not answer.usable
 
 
 def test_two_jobs_one_gpu_share_it_so_that_their_ratios_are_equal():
