@@ -154,8 +154,9 @@ class FinishTimeFairnessPerf(_Agnostic):
         """``point``: how X is found. ``ecos``: Gavel's cone program itself (cvxpy's ``inv_pos`` and ``maximum`` as
         cvxpy hands them to ECOS, ``optim.gavel.fairness.finish_time_ecos``) solved by following ECOS's iterations,
         the least ratio and the point together as Gavel gets them. Where ECOS finds the program infeasible Gavel
-        takes ``isolated``'s allocation, and so does this; where its iterations end without an answer (Gavel's
-        simulator crashes there) their best iterate, or, without one, the ``centre`` point, recorded as a fallback
+        takes ``isolated``'s allocation, and so does this; out of iterations, cvxpy hands back ECOS's iterate and
+        Gavel uses it, as this does; where ECOS stops on numerical problems or leaving the cone (cvxpy raises,
+        Gavel's simulator crashes) the best iterate, or, without one, the ``centre`` point, recorded as a fallback
         in the round's plan. ``centre``: the least ratio by root finding on HiGHS LPs, then the analytic centre of
         the allocations just above it with ECOS's cone weighting (``finish_time_fairness``): near ECOS's point, not
         on it (docs/gavel.md, "Solving the LPs as Gavel does")."""
@@ -173,13 +174,13 @@ class FinishTimeFairnessPerf(_Agnostic):
         age = self.ages(rows)
         if self.point == "ecos":
             x, code = finish_time_ecos(rate, sf, gpus, age, remaining, used + remaining / iso)
-            if code in (OPTIMAL, CLOSE_TO_OPTIMAL):
-                return x
+            if code in (OPTIMAL, CLOSE_TO_OPTIMAL) or (code == MAXIT and np.isfinite(x).all()):
+                return x  # out of iterations: cvxpy hands back ECOS's iterate ("user_limit"), and Gavel uses it
             if code in (PINF, DINF, PINF + 10, DINF + 10):  # cvxpy leaves X without a value; Gavel takes isolated
                 return x_iso
             why = f"ECOS's iterations end without an answer ({EXITS.get(code, 'unknown')}, exit code {code}; cvxpy " \
                   f"raises)"
-            if code in (MAXIT, NUMERICS, OUTCONE) and np.isfinite(x).all():
+            if code in (NUMERICS, OUTCONE) and np.isfinite(x).all():
                 self._fell_back = (f"{why}; its best iterate used", "ecos_best_iterate")
                 return x
             self._fell_back = (f"{why}; the centre point used", "centre")

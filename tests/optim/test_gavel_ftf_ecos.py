@@ -125,6 +125,21 @@ def test_point_ecos_takes_the_best_iterate_where_the_iterations_stop_short_and_r
     assert r.jobs.set_index("job_id").jct.equals(default.jobs.set_index("job_id").jct)
 
 
+def test_out_of_iterations_the_iterate_is_used_as_gavel_uses_it_and_no_fallback_is_recorded(monkeypatch):
+    """ECOS out of iterations (exit −1): cvxpy reports ``user_limit`` and hands back ECOS's iterate, which Gavel
+    uses; so does capsim, without recording a fallback (here every exit reported as −1: the default run)."""
+    import optim.gavel.policies as gp
+    from studies.gavel_replay import replay
+
+    real = gp.finish_time_ecos
+    monkeypatch.setattr(gp, "finish_time_ecos", lambda *args: (real(*args)[0], -1))
+    r = replay("d.trace", "finish_time_fairness")
+    assert r.decisions.fallback.isna().all()
+    monkeypatch.setattr(gp, "finish_time_ecos", real)
+    default = replay("d.trace", "finish_time_fairness")
+    assert r.jobs.set_index("job_id").jct.equals(default.jobs.set_index("job_id").jct)
+
+
 def test_point_ecos_falls_back_to_the_centre_point_without_an_iterate_and_to_isolated_where_infeasible(monkeypatch):
     """No finite iterate (numerical problems): the ``centre`` point, recorded, and the run is ``point: centre``'s.
     ECOS's infeasibility certificate: cvxpy leaves X without a value and Gavel takes ``isolated``'s allocation,
