@@ -230,11 +230,11 @@ class FinishTimeFairnessPacked(_PackedLP):
 
         if self.point == "ecos":
             x, code = ecos_finish_time(c, gpus, remaining, age, denom)
-            if code in (OPTIMAL, CLOSE_TO_OPTIMAL):
-                return x
+            if code in (OPTIMAL, CLOSE_TO_OPTIMAL) or (code == MAXIT and np.isfinite(x).all()):
+                return x  # out of iterations: cvxpy hands back ECOS's iterate ("user_limit"), and Gavel uses it
             what = EXITS.get(code, "unknown")
             why = f"ECOS's iterations end without an answer ({what}, exit code {code}; cvxpy raises)"
-            if code in (MAXIT, NUMERICS, OUTCONE) and np.isfinite(x).all():
+            if code in (NUMERICS, OUTCONE) and np.isfinite(x).all():
                 self.fell_back, self.fallback_kind = f"{why}; its best iterate used", "ecos_best_iterate"
                 return x
             self.fell_back, self.fallback_kind = f"{why}; HiGHS's interior point used", "interior"

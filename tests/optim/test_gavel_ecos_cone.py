@@ -172,7 +172,7 @@ def test_point_ecos_falls_back_to_the_interior_point_and_records_it_when_ecos_wo
 
 
 def test_point_ecos_takes_the_best_iterate_where_the_iterations_stop_short_and_records_it(monkeypatch):
-    """Where the iterations stop short (out of iterations, numerical problems, leaving the cone) with a finite best
+    """Where the iterations stop short (numerical problems, leaving the cone: cvxpy raises) with a finite best
     iterate, that iterate is the allocation, recorded as a fallback: here every exit is reported as "left the cone"
     and the run is the default's, job by job."""
     import optim.gavel.packed_policies as pp
@@ -184,6 +184,21 @@ def test_point_ecos_takes_the_best_iterate_where_the_iterations_stop_short_and_r
     fell = r.decisions[r.decisions.fallback.notna()]
     assert len(fell) > 0 and (fell.fallback == "ecos_best_iterate").all()
     assert fell.reason.str.contains("left the cone").all()
+    monkeypatch.setattr(pp, "ecos_finish_time", real)
+    default = replay("d.trace", "finish_time_fairness_packed")
+    assert r.jobs.set_index("job_id").jct.equals(default.jobs.set_index("job_id").jct)
+
+
+def test_point_ecos_uses_an_iterate_out_of_iterations_without_a_fallback(monkeypatch):
+    """Out of iterations, cvxpy hands back ECOS's last iterate ("user_limit") and Gavel uses it: so does the replay,
+    and nothing is recorded as a fallback; the run is the default's, job by job."""
+    import optim.gavel.packed_policies as pp
+    from studies.gavel_replay import replay
+
+    real = pp.ecos_finish_time
+    monkeypatch.setattr(pp, "ecos_finish_time", lambda *args: (real(*args)[0], -1))
+    r = replay("d.trace", "finish_time_fairness_packed")
+    assert r.decisions.fallback.isna().all()
     monkeypatch.setattr(pp, "ecos_finish_time", real)
     default = replay("d.trace", "finish_time_fairness_packed")
     assert r.jobs.set_index("job_id").jct.equals(default.jobs.set_index("job_id").jct)
