@@ -189,21 +189,6 @@ def test_point_ecos_takes_the_best_iterate_where_the_iterations_stop_short_and_r
     assert r.jobs.set_index("job_id").jct.equals(default.jobs.set_index("job_id").jct)
 
 
-def test_point_ecos_uses_an_iterate_out_of_iterations_without_a_fallback(monkeypatch):
-    """Out of iterations, cvxpy hands back ECOS's last iterate ("user_limit") and Gavel uses it: so does the replay,
-    and nothing is recorded as a fallback; the run is the default's, job by job."""
-    import optim.gavel.packed_policies as pp
-    from studies.gavel_replay import replay
-
-    real = pp.ecos_finish_time
-    monkeypatch.setattr(pp, "ecos_finish_time", lambda *args: (real(*args)[0], -1))
-    r = replay("d.trace", "finish_time_fairness_packed")
-    assert r.decisions.fallback.isna().all()
-    monkeypatch.setattr(pp, "ecos_finish_time", real)
-    default = replay("d.trace", "finish_time_fairness_packed")
-    assert r.jobs.set_index("job_id").jct.equals(default.jobs.set_index("job_id").jct)
-
-
 def test_point_ecos_keeps_the_policy_contract_and_idle_pairs_is_checked():
     from optim.gavel.packed_policies import FinishTimeFairnessPacked, MaxMinFairnessPacked
     from sim.model import CapsimError

@@ -125,18 +125,26 @@ def test_point_ecos_takes_the_best_iterate_where_the_iterations_stop_short_and_r
     assert r.jobs.set_index("job_id").jct.equals(default.jobs.set_index("job_id").jct)
 
 
-def test_out_of_iterations_the_iterate_is_used_as_gavel_uses_it_and_no_fallback_is_recorded(monkeypatch):
+@pytest.mark.parametrize("module, solver, policy", [
+    ("optim.gavel.policies", "finish_time_ecos", "finish_time_fairness"),
+    ("optim.gavel.packed_policies", "ecos_finish_time", "finish_time_fairness_packed"),
+])
+def test_out_of_iterations_the_iterate_is_used_as_gavel_uses_it_and_no_fallback_is_recorded(monkeypatch, module,
+                                                                                            solver, policy):
     """ECOS out of iterations (exit −1): cvxpy reports ``user_limit`` and hands back ECOS's iterate, which Gavel
-    uses; so does capsim, without recording a fallback (here every exit reported as −1: the default run)."""
-    import optim.gavel.policies as gp
+    uses; so does capsim, without recording a fallback (here every exit reported as −1: the default run), for the
+    unpacked and the packed finish-time policies alike."""
+    import importlib
+
     from studies.gavel_replay import replay
 
-    real = gp.finish_time_ecos
-    monkeypatch.setattr(gp, "finish_time_ecos", lambda *args: (real(*args)[0], -1))
-    r = replay("d.trace", "finish_time_fairness")
+    where = importlib.import_module(module)
+    real = getattr(where, solver)
+    monkeypatch.setattr(where, solver, lambda *args: (real(*args)[0], -1))
+    r = replay("d.trace", policy)
     assert r.decisions.fallback.isna().all()
-    monkeypatch.setattr(gp, "finish_time_ecos", real)
-    default = replay("d.trace", "finish_time_fairness")
+    monkeypatch.setattr(where, solver, real)
+    default = replay("d.trace", policy)
     assert r.jobs.set_index("job_id").jct.equals(default.jobs.set_index("job_id").jct)
 
 
