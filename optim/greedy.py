@@ -83,6 +83,7 @@ def construct(
     beta: float = 0.2,
     queue: Sequence[JobView] | None = None,
     index: NodeIndex | None = None,
+    colocate: bool = True,
 ) -> Plan:
     """The greedy plan; with ``rng``, randomised as the published RandomGreedy (docs/heuristics.md §H4).
 
@@ -90,7 +91,8 @@ def construct(
     pressure sort, each adjacent pair swaps with probability 0.5 + swap when the first job's weight is larger, else
     0.5 − swap; ``beta``: the node is drawn among the first round(beta·n) of the n fitting open nodes by leftover.
     ``queue`` is ``pressure_order(snapshot)`` when the caller has it already; ``index`` a ``NodeIndex`` of the
-    snapshot's cluster kept across decisions (a fresh one otherwise).
+    snapshot's cluster kept across decisions (a fresh one otherwise); ``colocate``: a waiting job may join a running
+    one on its GPUs where the cluster lets jobs share (false for a caller that does not declare ``may_colocate``).
     """
     if not snapshot.waiting:
         return Plan()
@@ -113,7 +115,7 @@ def construct(
         _swap_adjacent(queue, rng, swap)
     placed: dict[int, tuple[int, int]] = {}
     paired: list[Assignment] = []
-    free_hosts = HostIndex(snapshot, hosts(snapshot))
+    free_hosts = HostIndex(snapshot, hosts(snapshot) if colocate else [])
     later = earliest_free(snapshot) if free_hosts else now
     behind = None  # the queue behind the hosts, projected when a job first has a partner to weigh
     for jv in queue:

@@ -55,7 +55,7 @@ class Heuristic(Policy):
         if not plan.start and snapshot.trigger == "stall":
             # nothing runs and nothing else will happen: waiting looks free to the shared cost (no running job to
             # wait for), but the run would end with these jobs unfinished; start what the greedy construction starts
-            return construct(snapshot)
+            return construct(snapshot, colocate=False)
         return plan
 
 
@@ -67,8 +67,8 @@ def greedy_pool(
     seen: dict[tuple, Schedule] = {}
     queue = pressure_order(dec.snapshot)
     for i in range(max(1, iterations)):
-        plan = construct(dec.snapshot, queue=queue) if i == 0 else construct(dec.snapshot, rng, alpha, swap, beta,
-                                                                           queue)
+        plan = (construct(dec.snapshot, queue=queue, colocate=False) if i == 0
+                else construct(dec.snapshot, rng, alpha, swap, beta, queue, colocate=False))
         s = Schedule.from_plan(dec, plan)
         seen.setdefault(s.key(), s)
     return sorted(seen.values(), key=lambda s: (s.cost, s.key()))[:size]

@@ -178,3 +178,22 @@ def test_a_job_no_one_can_share_with_is_not_priced(monkeypatch) -> None:
     pairs = GivenPairs({"A+B": [2.5, 2.5]})
     Simulation(cluster(1, (SMALL,), jobs_per_gpu=2), jobs, Greedy(), table(B_small_1=100.0), interference=pairs).run()
     assert 1 in asked, "a job that may share is priced"
+
+
+@pytest.mark.parametrize("kind", ["random_greedy", "local_search", "path_relinking"])
+def test_heuristics_that_do_not_colocate_start_from_greedy_plans_without_pairs(kind) -> None:
+    """Two slots; at t = 10 B and a second A arrive while A runs. The greedy pairs B with A (slowdowns 1.2) and opens
+    the other slot for the second A. The search heuristics do not declare ``may_colocate``: their greedy starts have
+    no pair, so one of the two waits for A's GPU (their runs once failed on the greedy's pair)."""
+    import optim
+
+    b = A.__class__(A.application, A.framework, A.iterations, A.batch_size, name="B")
+    pairs = GivenPairs({"A+B": [1.2, 1.2]})
+    jobs = [job(0, A, 0.0), job(1, b, 10.0), job(2, A, 10.0)]
+    policy = optim.build(kind, seed=0)
+    assert not policy.may_colocate
+    sim = Simulation(cluster(2, (SMALL,), jobs_per_gpu=2), jobs, policy, table(B_small_1=100.0), interference=pairs)
+    r = sim.run()
+    j = r.jobs.set_index("job_id")
+    assert j.loc[0, "end_time"] == pytest.approx(100.0)  # never slowed by a partner
+    assert sorted(j.loc[[1, 2], "start_time"]) == pytest.approx([10.0, 100.0])
