@@ -10,7 +10,7 @@ import _signal  # type: ignore[import-not-found]  # the compiled core of signal,
 import os
 import sys
 
-__all__ = ["console"]
+__all__ = ["console", "handle_early"]
 
 _EARLY = {_signal.SIGINT: (130, "capsim: interrupted\n"), _signal.SIGTERM: (143, "capsim: terminated\n")}
 
@@ -30,10 +30,16 @@ def _early_stop(signum: int, frame: object) -> None:
         os._exit(code)
 
 
-def console() -> None:
-    """``capsim``: the early handlers first, then the command line (``experiments.cli.console``, which exits)."""
+def handle_early() -> None:
+    """Install the early handlers: from now until the process ends, a signal outside a command's own handling is
+    one line and its exit code (130, 143)."""
     for signum in _EARLY:
         _signal.signal(signum, _early_stop)
+
+
+def console() -> None:
+    """``capsim``: the early handlers first, then the command line (``experiments.cli.console``, which exits)."""
+    handle_early()
     from experiments.cli import console as run
 
     run()

@@ -47,6 +47,9 @@ def register() -> None:
 
 
 if __name__ == "__main__":
+    from experiments.entry import handle_early
+
+    handle_early()  # as ``capsim`` does: a signal before or after the command's own handling is one line, 130/143
     from experiments.cli import console
 
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # a stuck command's stacks, on demand (test_interrupts)

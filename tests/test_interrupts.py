@@ -267,3 +267,21 @@ def test_a_signal_while_the_command_line_is_still_importing_is_one_line(sig: sig
     r = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, timeout=120, cwd=ROOT)
     word = "interrupted" if sig == signal.SIGINT else "terminated"
     assert (r.returncode, r.stderr, r.stdout) == (128 + int(sig), f"capsim: {word}\n", "")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_after_the_command_has_put_its_handlers_back_is_one_line(sig: signal.Signals) -> None:
+    """Between the end of a command's own handling and the end of the process (results written, Python shutting
+    down) a signal is still one line and 130/143, not a traceback or a death by the signal (-15: the fault harness
+    once showed it): the early handlers stay for the life of the process."""
+    prog = ("import os, time\n"
+            "from experiments.entry import handle_early\n"
+            "handle_early()\n"
+            "from experiments.running import interrupts\n"
+            "with interrupts.install():\n"
+            "    pass\n"
+            f"os.kill(os.getpid(), {int(sig)})\n"
+            "time.sleep(30)\n")
+    r = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    word = "interrupted" if sig == signal.SIGINT else "terminated"
+    assert (r.returncode, r.stderr, r.stdout) == (128 + int(sig), f"capsim: {word}\n", "")
