@@ -51,7 +51,7 @@ from optim.gavel.ipm import (
 )
 
 __all__ = ["ConeAnswer", "ecos_cone", "EXITS", "OPTIMAL", "CLOSE_TO_OPTIMAL", "PINF", "DINF", "MAXIT", "NUMERICS",
-           "OUTCONE"]
+           "OUTCONE", "handed_back", "best_iterate", "stopped_short"]
 
 OPTIMAL, CLOSE_TO_OPTIMAL = 0, 10
 PINF, DINF, MAXIT, NUMERICS, OUTCONE = 1, 2, -1, -2, -3
@@ -59,6 +59,24 @@ EXITS = {OPTIMAL: "optimal", CLOSE_TO_OPTIMAL: "close to optimal", PINF: "infeas
          PINF + 10: "close to infeasible", DINF + 10: "close to unbounded", MAXIT: "out of iterations",
          NUMERICS: "numerical problems", OUTCONE: "left the cone"}
 """ECOS's exit codes and what they mean."""
+
+
+def handed_back(code: int, x: np.ndarray) -> bool:
+    """Whether cvxpy hands Gavel ECOS's X for exit ``code``: an answer (optimal, close to optimal), or out of
+    iterations with a finite iterate (cvxpy's ``user_limit``, which Gavel uses as any answer)."""
+    return code in (OPTIMAL, CLOSE_TO_OPTIMAL) or (code == MAXIT and bool(np.isfinite(x).all()))
+
+
+def best_iterate(code: int, x: np.ndarray) -> bool:
+    """Whether ECOS stopped on numerical problems or leaving the cone (cvxpy raises) with a finite best iterate."""
+    return code in (NUMERICS, OUTCONE) and bool(np.isfinite(x).all())
+
+
+def stopped_short(code: int) -> str:
+    """The reason a fallback records for exit ``code``, where cvxpy raises."""
+    return f"ECOS's iterations end without an answer ({EXITS.get(code, 'unknown')}, exit code {code}; cvxpy raises)"
+
+
 _INACC = 10
 _STATIC = _REG
 _EPS = _TINY

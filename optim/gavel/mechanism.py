@@ -40,7 +40,7 @@ from optim.base import Policy
 from optim.common import config_table, where
 from optim.gavel.fill import fill
 from optim.gavel.jobs import JobTable
-from sim.model import Assignment, CapsimError, JobView, Plan, Snapshot
+from sim.model import Assignment, CapsimError, DecisionInfo, JobView, Plan, Snapshot
 
 __all__ = ["TimeSliced", "JobTable"]
 
@@ -78,7 +78,22 @@ class TimeSliced(Policy):
         self.check_param("seed", int, low=0)
         self._restart()
 
+    _fell_back: tuple[str, str] | None = None
+    """What this decision's allocation fell back to, and why (``fall_back``), until its plan records it."""
+
+    def fall_back(self, kind: str, reason: str) -> None:
+        """Record that this decision's allocation fell back (``kind``: what to, ``reason``: why): its plan says so."""
+        self._fell_back = (kind, reason)
+
+    def _info(self) -> DecisionInfo:
+        """This decision's record: a fallback if the allocation recorded one (then forgotten), else plain."""
+        if self._fell_back is None:
+            return DecisionInfo()
+        (kind, reason), self._fell_back = self._fell_back, None
+        return DecisionInfo(status="fallback", fallback=kind, reason=reason)
+
     def _restart(self) -> None:
+        self._fell_back = None
         self._types: tuple[str, ...] = ()
         self._signature: tuple | None = None
         self._table = JobTable(0)
@@ -379,7 +394,8 @@ class TimeSliced(Policy):
             on = types >= 0
             t.done[np.array(placed_rows)[on]] = np.array(placed_done)[on]
         keep = frozenset(self._node_gpus)
-        return Plan(vms=opened, start=tuple(start), move=tuple(move), preempt=tuple(preempt), keep_idle=keep)
+        return Plan(vms=opened, start=tuple(start), move=tuple(move), preempt=tuple(preempt), keep_idle=keep,
+                    info=self._info())
 
 
 def _fit(nodes: list[int], free: dict[int, int], g: int, gang: bool) -> list[tuple[int, int]] | None:

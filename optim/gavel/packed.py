@@ -37,7 +37,7 @@ from optim.gavel.fill import fill
 from optim.gavel.jobs import JobTable
 from optim.gavel.mechanism import TimeSliced, _fit
 from optim.gavel.pairs import PairTable
-from sim.model import Assignment, DecisionInfo, JobSpec, Plan, Snapshot
+from sim.model import Assignment, JobSpec, Plan, Snapshot
 
 __all__ = ["Packed", "PairTable"]
 
@@ -69,18 +69,12 @@ class Packed(TimeSliced):
     packs: ClassVar[bool] = True
     """Gavel's packing policies: a Gavel replay switches co-location on for them (``docs/gavel.md``)."""
 
-    fell_back: str | None = None
-    """Why this decision's allocation fell back (an LP without an answer), recorded in its plan."""
-    fallback_kind: str = "isolated"
-    """What it fell back to: jobs alone with equal shares, or another solver's answer."""
-
     def keeps_idle_pairs(self) -> bool:
         """Whether pairs that may share no type (rate 0 on every type) are kept and given to ``allocate_pairs``."""
         return False
 
     def _restart(self) -> None:
         super()._restart()
-        self.fell_back, self.fallback_kind = None, "isolated"
         self._pairs = PairTable(0)
         self._seq: dict[int, int] = {}
         self._counter = 0
@@ -330,9 +324,5 @@ class Packed(TimeSliced):
             if j not in placed:
                 t.type[row[j]] = -1
         keep = frozenset(self._node_gpus)
-        info = DecisionInfo()
-        if self.fell_back is not None:
-            info = DecisionInfo(status="fallback", fallback=self.fallback_kind, reason=self.fell_back)
-            self.fell_back, self.fallback_kind = None, "isolated"
         return Plan(vms=opened, start=tuple(start), move=tuple(move), preempt=tuple(preempt), keep_idle=keep,
-                    info=info)
+                    info=self._info())

@@ -9,7 +9,7 @@ from typing import ClassVar
 import numpy as np
 
 from optim.base import register
-from optim.gavel.ecos_cone import CLOSE_TO_OPTIMAL, EXITS, MAXIT, NUMERICS, OPTIMAL, OUTCONE
+from optim.gavel.ecos_cone import best_iterate, handed_back, stopped_short
 from optim.gavel.fairness import SLACK, FinishTimeState, horizon, isolated, least_root, newton_root
 from optim.gavel.jobs import JobTable
 from optim.gavel.packed import Packed, PairTable
@@ -122,7 +122,7 @@ class _PackedLP(Packed):
         try:
             x = self.solve(table, rows, self.combos(table, rows, pairs, prow), gpus)
         except (LPFailed, np.linalg.LinAlgError) as e:  # no job is lost: jobs alone, equal shares, until the next
-            self.fell_back, self.fallback_kind = f"{type(e).__name__}: {e}", "isolated"
+            self.fall_back("isolated", f"{type(e).__name__}: {e}")
             return isolated(table.sf[rows].astype(float), gpus), np.zeros((len(prow), len(gpus)))
         return x[:n], x[n:]
 
@@ -230,14 +230,13 @@ class FinishTimeFairnessPacked(_PackedLP):
 
         if self.point == "ecos":
             x, code = ecos_finish_time(c, gpus, remaining, age, denom)
-            if code in (OPTIMAL, CLOSE_TO_OPTIMAL) or (code == MAXIT and np.isfinite(x).all()):
-                return x  # out of iterations: cvxpy hands back ECOS's iterate ("user_limit"), and Gavel uses it
-            what = EXITS.get(code, "unknown")
-            why = f"ECOS's iterations end without an answer ({what}, exit code {code}; cvxpy raises)"
-            if code in (NUMERICS, OUTCONE) and np.isfinite(x).all():
-                self.fell_back, self.fallback_kind = f"{why}; its best iterate used", "ecos_best_iterate"
+            if handed_back(code, x):
                 return x
-            self.fell_back, self.fallback_kind = f"{why}; HiGHS's interior point used", "interior"
+            why = stopped_short(code)
+            if best_iterate(code, x):
+                self.fall_back("ecos_best_iterate", f"{why}; its best iterate used")
+                return x
+            self.fall_back("interior", f"{why}; HiGHS's interior point used")
         lo = float(np.max(age / denom))
         hi = float(np.max((age + remaining / np.maximum(iso, 1e-300)) / denom))
         if self.warm:

@@ -6,7 +6,6 @@ that state. ``docs/gavel.md`` lists them with what each reproduces and where it 
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -14,7 +13,7 @@ import numpy as np
 
 from optim.base import register
 from optim.gavel.allocation import fifo_perf, fifo_sticky, max_min_fairness
-from optim.gavel.ecos_cone import CLOSE_TO_OPTIMAL, DINF, EXITS, MAXIT, NUMERICS, OPTIMAL, OUTCONE, PINF
+from optim.gavel.ecos_cone import DINF, PINF, best_iterate, handed_back, stopped_short
 from optim.gavel.fairness import (
     FinishTimeState,
     finish_time_ecos,
@@ -26,7 +25,7 @@ from optim.gavel.fairness import (
 from optim.gavel.lp import LeastHorizon
 from optim.gavel.mechanism import JobTable, TimeSliced
 from optim.gavel.packing import AlloX
-from sim.model import CapsimError, DecisionInfo, Plan, Snapshot
+from sim.model import CapsimError
 
 __all__ = ["FifoPerf", "FifoPerfRunnable", "MaxMinFairnessPerf", "MaxMinFairnessPerfRunnable", "GavelFifo",
            "MaxMinFairness", "FinishTimeFairnessPerf", "FinishTimeFairness", "MinTotalDurationPerf",
@@ -147,7 +146,6 @@ class FinishTimeFairnessPerf(_Agnostic):
     solved as ECOS solves it (``point``)."""
 
     _state: FinishTimeState
-    _fell_back: tuple[str, str] | None
 
     def __init__(self, recompute_interval: float = 1920.0, type_order: Sequence[str] | None = None, seed: int = 0,
                  point: str = "ecos"):
@@ -174,29 +172,20 @@ class FinishTimeFairnessPerf(_Agnostic):
         age = self.ages(rows)
         if self.point == "ecos":
             x, code = finish_time_ecos(rate, sf, gpus, age, remaining, used + remaining / iso)
-            if code in (OPTIMAL, CLOSE_TO_OPTIMAL) or (code == MAXIT and np.isfinite(x).all()):
-                return x  # out of iterations: cvxpy hands back ECOS's iterate ("user_limit"), and Gavel uses it
+            if handed_back(code, x):
+                return x
             if code in (PINF, DINF, PINF + 10, DINF + 10):  # cvxpy leaves X without a value; Gavel takes isolated
                 return x_iso
-            why = f"ECOS's iterations end without an answer ({EXITS.get(code, 'unknown')}, exit code {code}; cvxpy " \
-                  f"raises)"
-            if code in (NUMERICS, OUTCONE) and np.isfinite(x).all():
-                self._fell_back = (f"{why}; its best iterate used", "ecos_best_iterate")
+            why = stopped_short(code)
+            if best_iterate(code, x):
+                self.fall_back("ecos_best_iterate", f"{why}; its best iterate used")
                 return x
-            self._fell_back = (f"{why}; the centre point used", "centre")
+            self.fall_back("centre", f"{why}; the centre point used")
         return finish_time_fairness(rate, sf, gpus, age, remaining, used, iso, self.agnostic)
-
-    def decide(self, s: Snapshot) -> Plan:
-        plan = super().decide(s)
-        if self._fell_back is None:
-            return plan
-        (reason, kind), self._fell_back = self._fell_back, None
-        return dataclasses.replace(plan, info=DecisionInfo(status="fallback", fallback=kind, reason=reason))
 
     def _restart(self) -> None:
         super()._restart()
         self._state = FinishTimeState()
-        self._fell_back = None
 
 
 @register("finish_time_fairness")
