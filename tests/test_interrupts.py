@@ -91,6 +91,8 @@ def stop(proc: subprocess.Popen, sig: signal.Signals) -> Stopped:
     else:
         proc.send_signal(sig)
     while time.monotonic() - t0 < 10 * STOP_WITHIN:
+        if proc.returncode is not None:  # reaped already: send_signal polls first, and it had ended before the signal
+            return Stopped(time.monotonic() - t0, proc.returncode, 0.0, 0.0)
         if os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT | os.WNOHANG):  # ended, not yet reaped
             took = time.monotonic() - t0
             after = _schedstat(proc.pid)
