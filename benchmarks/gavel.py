@@ -60,6 +60,17 @@ VARIANTS: dict[str, dict[str, Any]] = {"centre": {"point": "centre"}}
 """``--policies NAME(VARIANT)``: the policy with these parameters (the finish-time policies' older point: the least
 ratio by root finding on HiGHS LPs and the analytic centre just above it)."""
 
+
+
+def split_variant(label: str, variants: dict[str, dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+    """A ``--policies`` entry: ``NAME`` -> (NAME, {}), ``NAME(VARIANT)`` -> (NAME, the variant's parameters); an
+    unknown variant is a ValueError naming it and the known ones."""
+    kind, _, variant = label.removesuffix(")").partition("(")
+    if variant and variant not in variants:
+        raise ValueError(f"unknown variant {variant!r} in {label!r}; known: {', '.join(variants)}")
+    return kind, dict(variants[variant]) if variant else {}
+
+
 SETTINGS: dict[str, tuple[int, float, str, int]] = {
     "light": (600, 200.0, "36:36:36", 0),
     "busy": (600, 150.0, "36:36:36", 0),
@@ -193,8 +204,8 @@ def _rows(cluster: Any, built: Any, predictor: Any, servers: str, seed: int, pol
     print(f"{'policy':34} {'CPU (s)':>8} {'alloc':>6} {'mech':>6} {'engine':>6} {'rounds':>6} {'JCT (h)':>8} "
           f"{'Gavel JCT':>9} {'Gavel CPU':>9} {'ratio':>7} {'ceiling':>7} {'ms/round':>8} {'Gavel':>6}")
     for label in policies:
-        kind, _, variant = label.removesuffix(")").partition("(")
-        policy = optim.build(kind, seed=seed, **VARIANTS[variant] if variant else {})
+        kind, params = split_variant(label, VARIANTS)
+        policy = optim.build(kind, seed=seed, **params)
         timed = _Timed(policy)
         sim = Simulation(cluster, built, policy, predictor)
         prof = cProfile.Profile() if profile else None
@@ -235,10 +246,11 @@ def main() -> None:
                     "TRACE POLICY SERVERS SEED after each capsim run (module docstring); default: the GAVEL table")
     args = ap.parse_args()
     policies = args.policies.split(",")
-    for label in policies:
-        variant = label.removesuffix(")").partition("(")[2]
-        if variant and variant not in VARIANTS:
-            ap.error(f"--policies: unknown variant {variant!r} in {label!r}; known: {', '.join(VARIANTS)}")
+    try:
+        for label in policies:
+            split_variant(label, VARIANTS)
+    except ValueError as e:
+        ap.error(f"--policies: {e}")
     if args.all:
         chosen = list(SETTINGS.values())
     elif args.setting:

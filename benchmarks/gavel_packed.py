@@ -96,10 +96,13 @@ def main() -> None:
     ap.add_argument("--policies", default=",".join(POLICIES))
     args = ap.parse_args()
 
-    for label in args.policies.split(","):
-        variant = label.removesuffix(")").partition("(")[2]
-        if variant and variant not in VARIANTS:
-            ap.error(f"--policies: unknown variant {variant!r} in {label!r}; known: {', '.join(VARIANTS)}")
+    from benchmarks.gavel import split_variant
+
+    try:
+        for label in args.policies.split(","):
+            split_variant(label, VARIANTS)
+    except ValueError as e:
+        ap.error(f"--policies: {e}")
     key = (args.jobs, args.lam, args.servers, args.seed)
     gavel, prefix = GAVEL_CPU_S.get(key, {}), GAVEL_PREFIX_S.get(key, {})
     with tempfile.TemporaryDirectory() as tmp:
@@ -109,10 +112,10 @@ def main() -> None:
         print(f"{'policy':34} {'setup (s)':>9} {'capsim CPU (s)':>14} {'rounds':>7} {'most waiting':>12} "
               f"{'avg JCT (h)':>11} {'Gavel CPU (s)':>13} {'ratio':>7}")
         for label in args.policies.split(","):
-            kind, _, variant = label.removesuffix(")").partition("(")
+            kind, params = split_variant(label, VARIANTS)
             c0 = time.process_time()
             cluster, jobs, policy, estimator, truth, told, true_pairs = build(
-                trace, kind, args.seed, VARIANTS[variant] if variant else None, servers=args.servers)
+                trace, kind, args.seed, params or None, servers=args.servers)
             sim = Simulation(cluster, jobs, policy, estimator, truth, interference=told, true_interference=true_pairs)
             target = " (target >= 20x)" if kind != "fifo_perf" else ""
             if kind not in gavel and kind in prefix:

@@ -51,7 +51,7 @@ from optim.gavel.ipm import (
 )
 
 __all__ = ["ConeAnswer", "ecos_cone", "EXITS", "OPTIMAL", "CLOSE_TO_OPTIMAL", "PINF", "DINF", "MAXIT", "NUMERICS",
-           "OUTCONE", "handed_back", "best_iterate", "stopped_short"]
+           "OUTCONE", "ecos_outcome"]
 
 OPTIMAL, CLOSE_TO_OPTIMAL = 0, 10
 PINF, DINF, MAXIT, NUMERICS, OUTCONE = 1, 2, -1, -2, -3
@@ -61,20 +61,19 @@ EXITS = {OPTIMAL: "optimal", CLOSE_TO_OPTIMAL: "close to optimal", PINF: "infeas
 """ECOS's exit codes and what they mean."""
 
 
-def handed_back(code: int, x: np.ndarray) -> bool:
-    """Whether cvxpy hands Gavel ECOS's X for exit ``code``: an answer (optimal, close to optimal), or out of
-    iterations with a finite iterate (cvxpy's ``user_limit``, which Gavel uses as any answer)."""
-    return code in (OPTIMAL, CLOSE_TO_OPTIMAL) or (code == MAXIT and bool(np.isfinite(x).all()))
-
-
-def best_iterate(code: int, x: np.ndarray) -> bool:
-    """Whether ECOS stopped on numerical problems or leaving the cone (cvxpy raises) with a finite best iterate."""
-    return code in (NUMERICS, OUTCONE) and bool(np.isfinite(x).all())
-
-
-def stopped_short(code: int) -> str:
-    """The reason a fallback records for exit ``code``, where cvxpy raises."""
-    return f"ECOS's iterations end without an answer ({EXITS.get(code, 'unknown')}, exit code {code}; cvxpy raises)"
+def ecos_outcome(code: int, x: np.ndarray, otherwise: tuple[str, str]) -> tuple[bool, tuple[str, str] | None]:
+    """How Gavel's cvxpy call ends on ECOS's exit ``code``: whether ECOS's ``x`` is the allocation, and the fallback
+    (kind, reason) to record, if any. An answer (optimal, close to optimal) or, out of iterations, a finite iterate
+    (cvxpy's ``user_limit``) is used as Gavel uses it, unrecorded; numerical problems or leaving the cone (cvxpy
+    raises, Gavel crashes) with a finite best iterate: that iterate, recorded; anything else: the caller's other
+    point, ``otherwise`` = (its kind, what the reason says of it)."""
+    finite = bool(np.isfinite(x).all())
+    if code in (OPTIMAL, CLOSE_TO_OPTIMAL) or (code == MAXIT and finite):
+        return True, None
+    why = f"ECOS's iterations end without an answer ({EXITS.get(code, 'unknown')}, exit code {code}; cvxpy raises)"
+    if code in (NUMERICS, OUTCONE) and finite:
+        return True, ("ecos_best_iterate", f"{why}; its best iterate used")
+    return False, (otherwise[0], f"{why}; {otherwise[1]}")
 
 
 _INACC = 10

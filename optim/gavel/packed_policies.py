@@ -9,7 +9,7 @@ from typing import ClassVar
 import numpy as np
 
 from optim.base import register
-from optim.gavel.ecos_cone import best_iterate, handed_back, stopped_short
+from optim.gavel.ecos_cone import ecos_outcome
 from optim.gavel.fairness import SLACK, FinishTimeState, horizon, isolated, least_root, newton_root
 from optim.gavel.jobs import JobTable
 from optim.gavel.packed import Packed, PairTable
@@ -230,13 +230,11 @@ class FinishTimeFairnessPacked(_PackedLP):
 
         if self.point == "ecos":
             x, code = ecos_finish_time(c, gpus, remaining, age, denom)
-            if handed_back(code, x):
+            use, fell = ecos_outcome(code, x, ("interior", "HiGHS's interior point used"))
+            if fell is not None:
+                self.fall_back(*fell)
+            if use:
                 return x
-            why = stopped_short(code)
-            if best_iterate(code, x):
-                self.fall_back("ecos_best_iterate", f"{why}; its best iterate used")
-                return x
-            self.fall_back("interior", f"{why}; HiGHS's interior point used")
         lo = float(np.max(age / denom))
         hi = float(np.max((age + remaining / np.maximum(iso, 1e-300)) / denom))
         if self.warm:

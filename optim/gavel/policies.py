@@ -13,7 +13,7 @@ import numpy as np
 
 from optim.base import register
 from optim.gavel.allocation import fifo_perf, fifo_sticky, max_min_fairness
-from optim.gavel.ecos_cone import DINF, PINF, best_iterate, handed_back, stopped_short
+from optim.gavel.ecos_cone import DINF, PINF, ecos_outcome
 from optim.gavel.fairness import (
     FinishTimeState,
     finish_time_ecos,
@@ -172,15 +172,13 @@ class FinishTimeFairnessPerf(_Agnostic):
         age = self.ages(rows)
         if self.point == "ecos":
             x, code = finish_time_ecos(rate, sf, gpus, age, remaining, used + remaining / iso)
-            if handed_back(code, x):
-                return x
             if code in (PINF, DINF, PINF + 10, DINF + 10):  # cvxpy leaves X without a value; Gavel takes isolated
                 return x_iso
-            why = stopped_short(code)
-            if best_iterate(code, x):
-                self.fall_back("ecos_best_iterate", f"{why}; its best iterate used")
+            use, fell = ecos_outcome(code, x, ("centre", "the centre point used"))
+            if fell is not None:
+                self.fall_back(*fell)
+            if use:
                 return x
-            self.fall_back("centre", f"{why}; the centre point used")
         return finish_time_fairness(rate, sf, gpus, age, remaining, used, iso, self.agnostic)
 
     def _restart(self) -> None:
